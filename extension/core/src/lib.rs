@@ -1,0 +1,10 @@
+//! pgplace-core: what the extension and the gateway must agree on, with no Postgres in it.
+//!
+//! # Layout
+//! - [`bits`]: the packed-tile layout (Redis `BITFIELD u<k> #n`), get and set.
+//! - [`palette`]: default palettes and the validation of `'#rrggbb'` colours.
+//! - [`payload`]: the NOTIFY channel and payload format, encode and decode.
+
+pub mod bits;
+pub mod palette;
+pub mod payload;

@@ -1,0 +1,54 @@
+-- Change notifications on channel 'pgplace' (payload format: README, "Notifications").
+-- NOTIFY is delivered only on commit, so listeners never see a rolled-back placement.
+
+-- One firing per statement, never per row: a batch of placements becomes as few payloads
+-- as fit under NOTIFY's 8,000-byte limit.
+CREATE FUNCTION place._notify_placements() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_catalog.pg_notify('pgplace', payload)
+    FROM unnest((
+        SELECT place._placement_payloads(
+            array_agg(board_id ORDER BY board_id, seq),
+            array_agg(seq ORDER BY board_id, seq),
+            array_agg(x ORDER BY board_id, seq),
+            array_agg(y ORDER BY board_id, seq),
+            array_agg(color ORDER BY board_id, seq),
+            array_agg(user_id ORDER BY board_id, seq),
+            array_agg(placed_at ORDER BY board_id, seq))
+        FROM added
+    )) AS payload;
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER notify_placements
+AFTER INSERT ON place.placements
+REFERENCING NEW TABLE AS added
+FOR EACH STATEMENT EXECUTE FUNCTION place._notify_placements();
+
+CREATE FUNCTION place._notify_board_change() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'DELETE' THEN
+        PERFORM pg_catalog.pg_notify('pgplace', place._board_payload(OLD.id, OLD.seq, 'deleted'));
+    ELSE
+        PERFORM pg_catalog.pg_notify('pgplace',
+            place._board_payload(NEW.id, NEW.seq, CASE TG_OP WHEN 'INSERT' THEN 'created' ELSE 'settings' END));
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER notify_board_created_or_deleted
+AFTER INSERT OR DELETE ON place.boards
+FOR EACH ROW EXECUTE FUNCTION place._notify_board_change();
+
+-- Placements bump seq on every commit; only a change of the settings is news.
+CREATE TRIGGER notify_board_settings
+AFTER UPDATE ON place.boards
+FOR EACH ROW
+WHEN ((OLD.name, OLD.width, OLD.height, OLD.bits_per_tile, OLD.palette, OLD.cooldown, OLD.state)
+      IS DISTINCT FROM
+      (NEW.name, NEW.width, NEW.height, NEW.bits_per_tile, NEW.palette, NEW.cooldown, NEW.state))
+EXECUTE FUNCTION place._notify_board_change();

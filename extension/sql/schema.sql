@@ -1,0 +1,78 @@
+-- pgplace tables. Writes go through the place.* functions, which keep bits, seq and
+-- history in step; SQL users read the tables directly.
+
+CREATE SEQUENCE place.boards_id_seq;
+CREATE TABLE place.boards (
+    id            bigint PRIMARY KEY DEFAULT nextval('place.boards_id_seq'),
+    name          text NOT NULL UNIQUE,
+    width         int NOT NULL CHECK (width > 0),
+    height        int NOT NULL CHECK (height > 0),
+    bits_per_tile int NOT NULL CHECK (bits_per_tile IN (1, 2, 4, 8)),
+    palette       text[] NOT NULL,
+    cooldown      interval NOT NULL CHECK (cooldown >= interval '0'),
+    state         text NOT NULL DEFAULT 'open' CHECK (state IN ('open', 'paused')),
+    -- Number of accepted placements = the seq of the newest one; bumped under this
+    -- row's lock, so seqs are handed out gap-free in commit order.
+    seq           bigint NOT NULL DEFAULT 0 CHECK (seq >= 0),
+    created_at    timestamptz NOT NULL DEFAULT now(),
+    CHECK (width::bigint * height <= 16777216)
+) WITH (fillfactor = 50); -- every placement updates its board's row: keep room for HOT updates
+ALTER SEQUENCE place.boards_id_seq OWNED BY place.boards.id;
+COMMENT ON TABLE place.boards IS 'pgplace boards: size, tile width, palette, cooldown, state and seq (the number of accepted placements)';
+
+-- The packed board, cut into fixed-size chunks so that a placement rewrites one small
+-- row, not the whole board (500,000 bytes for 1000x1000x4). Chunk k holds bytes
+-- [k*512, (k+1)*512) of the packed board; place.board_bits() glues them back together.
+CREATE TABLE place.board_chunks (
+    board_id bigint NOT NULL REFERENCES place.boards (id) ON DELETE CASCADE,
+    chunk_no int NOT NULL CHECK (chunk_no >= 0),
+    bits     bytea NOT NULL,
+    PRIMARY KEY (board_id, chunk_no)
+) WITH (fillfactor = 70);
+-- Chunks are small and already dense; compressing or moving them out of line only costs.
+ALTER TABLE place.board_chunks ALTER COLUMN bits SET STORAGE PLAIN;
+COMMENT ON TABLE place.board_chunks IS 'The packed bits of each board in 512-byte chunks (read them whole with place.board_bits)';
+
+CREATE SEQUENCE place.users_id_seq;
+CREATE TABLE place.users (
+    id         bigint PRIMARY KEY DEFAULT nextval('place.users_id_seq'),
+    name       text NOT NULL UNIQUE,
+    created_at timestamptz NOT NULL DEFAULT now()
+);
+ALTER SEQUENCE place.users_id_seq OWNED BY place.users.id;
+COMMENT ON TABLE place.users IS 'People who place tiles; their tokens live hashed in place.user_tokens';
+
+-- Kept apart from place.users so that reading users can never reveal a token hash.
+CREATE TABLE place.user_tokens (
+    user_id    bigint PRIMARY KEY REFERENCES place.users (id) ON DELETE CASCADE,
+    token_hash bytea NOT NULL UNIQUE
+);
+COMMENT ON TABLE place.user_tokens IS 'SHA-256 of each user''s token (the token itself is shown once, by place.create_user)';
+
+CREATE TABLE place.placements (
+    board_id  bigint NOT NULL REFERENCES place.boards (id) ON DELETE CASCADE,
+    seq       bigint NOT NULL CHECK (seq > 0),
+    x         int NOT NULL CHECK (x >= 0),
+    y         int NOT NULL CHECK (y >= 0),
+    color     int NOT NULL CHECK (color >= 0),
+    user_id   bigint NOT NULL REFERENCES place.users (id),
+    placed_at timestamptz NOT NULL,
+    PRIMARY KEY (board_id, seq)
+);
+-- "History of tile (x, y), newest first" and "placements of user U on board B" (the latter
+-- also finds a user's last placement for the cooldown).
+CREATE INDEX placements_tile_idx ON place.placements (board_id, x, y, seq);
+CREATE INDEX placements_user_idx ON place.placements (board_id, user_id, seq);
+COMMENT ON TABLE place.placements IS 'Every accepted placement, numbered by its board''s seq (1, 2, 3, ... in commit order)';
+
+-- pg_dump keeps the data of extension tables only when they are marked.
+SELECT pg_catalog.pg_extension_config_dump('place.boards', '');
+SELECT pg_catalog.pg_extension_config_dump('place.boards_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('place.board_chunks', '');
+SELECT pg_catalog.pg_extension_config_dump('place.users', '');
+SELECT pg_catalog.pg_extension_config_dump('place.users_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('place.user_tokens', '');
+SELECT pg_catalog.pg_extension_config_dump('place.placements', '');
+
+GRANT USAGE ON SCHEMA place TO PUBLIC;
+GRANT SELECT ON place.boards, place.users, place.placements TO PUBLIC;

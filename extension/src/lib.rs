@@ -1,0 +1,32 @@
+//! pgplace: a collaborative board inside PostgreSQL (`CREATE EXTENSION pgplace`, schema `place`).
+//!
+//! # Layout
+//! - `../sql/schema.sql`: the tables (boards, board_chunks, users, user_tokens, placements).
+//! - `../sql/notify.sql`: the triggers that announce changes on channel `pgplace`.
+//! - [`input`]: NULL checks and the errors every function raises for bad arguments.
+//! - [`storage`]: how a board's packed bits are cut into chunk rows, and the board row.
+//! - [`bitfield`]: `bitfield_get` / `bitfield_set`, the packed layout for SQL users.
+//! - [`boards`]: creating boards, their settings, reading the packed board and tiles.
+//! - [`users`]: users and their tokens.
+//! - [`placing`]: `place` and `place_many`, the atomic place-with-cooldown.
+//! - [`notify`]: the payload builders the triggers call.
+//! - [`spi`]: statements planned once per backend.
+//!
+//! The packed layout, palettes and payload format live in the `pgplace-core` crate, which
+//! the gateway shares, so the two sides can never disagree about a bit or a payload.
+
+use pgrx::prelude::*;
+
+pub mod bitfield;
+pub mod boards;
+pub mod input;
+pub mod notify;
+pub mod placing;
+pub mod spi;
+pub mod storage;
+pub mod users;
+
+::pgrx::pg_module_magic!(name, version);
+
+extension_sql_file!("../sql/schema.sql", name = "schema", bootstrap);
+extension_sql_file!("../sql/notify.sql", name = "notify", finalize);

@@ -1,0 +1,44 @@
+//! The payload builders the notification triggers (`../sql/notify.sql`) call; the format
+//! itself is `pgplace_core::payload`.
+
+use pgplace_core::payload::{
+    encode_placements, BoardChange, BoardPayload, Payload, Placement, PG_EPOCH_OFFSET_US,
+};
+use pgrx::prelude::*;
+
+/// The payloads announcing the rows one statement inserted into `place.placements`,
+/// given column by column in (board_id, seq) order.
+#[pg_extern(immutable, parallel_safe, strict, name = "_placement_payloads")]
+fn placement_payloads(
+    board_ids: Vec<i64>,
+    seqs: Vec<i64>,
+    xs: Vec<i32>,
+    ys: Vec<i32>,
+    colors: Vec<i32>,
+    user_ids: Vec<i64>,
+    placed_at: Vec<TimestampWithTimeZone>,
+) -> Vec<String> {
+    let rows: Vec<Placement> = (0..board_ids.len())
+        .map(|i| Placement {
+            board: board_ids[i],
+            seq: seqs[i],
+            x: xs[i],
+            y: ys[i],
+            color: colors[i],
+            user: user_ids[i],
+            at: i64::from(placed_at[i]) + PG_EPOCH_OFFSET_US,
+        })
+        .collect();
+    encode_placements(&rows)
+}
+
+/// The payload saying board `board_id` was created, changed its settings, or was deleted.
+#[pg_extern(immutable, parallel_safe, strict, name = "_board_payload")]
+fn board_payload(board_id: i64, seq: i64, change: &str) -> String {
+    let change = match change {
+        "created" => BoardChange::Created,
+        "deleted" => BoardChange::Deleted,
+        _ => BoardChange::Settings,
+    };
+    Payload::Board(BoardPayload::new(board_id, seq, change)).encode()
+}

@@ -1,0 +1,52 @@
+//! SPI statements planned once per backend and kept, so the placing path does not re-plan
+//! its handful of queries on every call (the work after the board lock is serialized).
+
+use pgrx::datum::DatumWithOid;
+use pgrx::pg_sys::{self, PgOid};
+use pgrx::spi::{OwnedPreparedStatement, SpiClient, SpiTupleTable};
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+/// A statement and the types of its parameters. Statements are always run as read-write
+/// so that each one takes a fresh snapshot: a query issued after the board lock sees
+/// what the previous lock holder committed.
+pub struct Statement {
+    pub sql: &'static str,
+    pub params: &'static [pg_sys::Oid],
+}
+
+thread_local! {
+    static PLANS: RefCell<HashMap<usize, &'static OwnedPreparedStatement>> = RefCell::new(HashMap::new());
+}
+
+fn plan(client: &SpiClient<'_>, statement: &'static Statement) -> &'static OwnedPreparedStatement {
+    let key = statement as *const Statement as usize;
+    if let Some(plan) = PLANS.with(|plans| plans.borrow().get(&key).copied()) {
+        return plan;
+    }
+    let types: Vec<PgOid> = statement
+        .params
+        .iter()
+        .map(|oid| PgOid::from_untagged(*oid))
+        .collect();
+    let prepared = client
+        .prepare_mut(statement.sql, &types)
+        .unwrap_or_else(|e| panic!("preparing {:?}: {e}", statement.sql))
+        .keep();
+    // Plans live as long as the backend; leaking them lets callers hold one while a
+    // nested call (a trigger) consults the cache.
+    let plan: &'static OwnedPreparedStatement = Box::leak(Box::new(prepared));
+    PLANS.with(|plans| plans.borrow_mut().insert(key, plan));
+    plan
+}
+
+pub fn run<'conn>(
+    client: &mut SpiClient<'conn>,
+    statement: &'static Statement,
+    args: &[DatumWithOid<'_>],
+) -> SpiTupleTable<'conn> {
+    let plan = plan(client, statement);
+    client
+        .update(plan, None, args)
+        .unwrap_or_else(|e| panic!("running {:?}: {e}", statement.sql))
+}

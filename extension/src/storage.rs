@@ -1,0 +1,193 @@
+//! A board's row and its packed bits, stored as `place.board_chunks` rows of
+//! [`CHUNK_BYTES`] bytes each (the last one shorter), so a placement rewrites one small row.
+
+use crate::input::{out_of_range, undefined};
+use crate::spi::{run, Statement};
+use pgplace_core::bits::TileWidth;
+use pgrx::pg_sys;
+use pgrx::spi::SpiClient;
+use std::collections::BTreeMap;
+
+/// Bytes per chunk row: small enough that a placement's rewrite (and its WAL) stays
+/// small, large enough that reading a whole 1000x1000x4 board is under a thousand rows.
+pub const CHUNK_BYTES: usize = 512;
+
+/// The settings of a board that placing and reading need.
+pub struct Board {
+    pub id: i64,
+    pub name: String,
+    pub width: i32,
+    pub height: i32,
+    pub tile: TileWidth,
+    pub colors: i32,
+    pub cooldown_us: i64,
+    pub state: String,
+    pub seq: i64,
+}
+
+macro_rules! select_board {
+    () => {
+        "SELECT id, name, width, height, bits_per_tile, cardinality(palette), \
+         (extract(epoch FROM cooldown) * 1000000)::bigint, state, seq \
+         FROM place.boards WHERE id = $1"
+    };
+}
+
+static LOAD_BOARD: Statement = Statement {
+    sql: select_board!(),
+    params: &[pg_sys::INT8OID],
+};
+static LOCK_BOARD: Statement = Statement {
+    sql: concat!(select_board!(), " FOR UPDATE"),
+    params: &[pg_sys::INT8OID],
+};
+
+impl Board {
+    /// The board, or an error naming the unknown id. With `lock`, the board's row stays
+    /// locked until the transaction ends: placements on one board take turns here, which
+    /// is what makes the cooldown atomic and hands out seqs in commit order.
+    pub fn load(client: &mut SpiClient<'_>, id: i64, lock: bool) -> Board {
+        let statement = if lock { &LOCK_BOARD } else { &LOAD_BOARD };
+        let mut rows = run(client, statement, &[id.into()]);
+        let Some(row) = rows.next() else {
+            undefined(format!("board {id} does not exist"));
+        };
+        let get_i32 = |i| row.get::<i32>(i).ok().flatten().expect("NOT NULL column");
+        let bits = get_i32(5);
+        Board {
+            id,
+            name: row
+                .get::<String>(2)
+                .ok()
+                .flatten()
+                .expect("NOT NULL column"),
+            width: get_i32(3),
+            height: get_i32(4),
+            tile: TileWidth::new(bits.into()).expect("boards.bits_per_tile is CHECKed"),
+            colors: get_i32(6),
+            cooldown_us: row.get::<i64>(7).ok().flatten().expect("NOT NULL column"),
+            state: row
+                .get::<String>(8)
+                .ok()
+                .flatten()
+                .expect("NOT NULL column"),
+            seq: row.get::<i64>(9).ok().flatten().expect("NOT NULL column"),
+        }
+    }
+
+    pub fn tiles(&self) -> u64 {
+        self.width as u64 * self.height as u64
+    }
+
+    pub fn packed_len(&self) -> usize {
+        self.tile.packed_len(self.tiles())
+    }
+
+    /// Checks a coordinate; `label` names the argument in the error (`x`, `xs[3]`).
+    pub fn check_coordinate(&self, axis: char, label: &str, value: i32) {
+        let size = if axis == 'x' { self.width } else { self.height };
+        if !(0..size).contains(&value) {
+            out_of_range(format!(
+                "{label} = {value} is outside board {} (0 <= {axis} <= {})",
+                self.id,
+                size - 1
+            ));
+        }
+    }
+
+    pub fn check_color(&self, label: &str, value: i32) {
+        if !(0..self.colors).contains(&value) {
+            out_of_range(format!(
+                "{label} = {value} is not in the palette of board {} (0 <= color <= {})",
+                self.id,
+                self.colors - 1
+            ));
+        }
+    }
+
+    /// The chunk holding tile (x, y), and the tile's number inside that chunk.
+    pub fn locate(&self, x: i32, y: i32) -> (i32, i64) {
+        let n = x as u64 + self.width as u64 * y as u64;
+        let per_chunk = CHUNK_BYTES as u64 * self.tile.tiles_per_byte();
+        ((n / per_chunk) as i32, (n % per_chunk) as i64)
+    }
+}
+
+/// Zeroed chunks for a packed board of `packed_len` bytes.
+pub fn empty_chunks(packed_len: usize) -> Vec<Vec<u8>> {
+    (0..packed_len)
+        .step_by(CHUNK_BYTES)
+        .map(|start| vec![0u8; CHUNK_BYTES.min(packed_len - start)])
+        .collect()
+}
+
+static INSERT_CHUNKS: Statement = Statement {
+    sql: "INSERT INTO place.board_chunks (board_id, chunk_no, bits) \
+          SELECT $1, (ord - 1)::int, bits FROM unnest($2::bytea[]) WITH ORDINALITY AS c(bits, ord)",
+    params: &[pg_sys::INT8OID, pg_sys::BYTEAARRAYOID],
+};
+
+pub fn insert_empty_chunks(client: &mut SpiClient<'_>, board_id: i64, packed_len: usize) {
+    run(
+        client,
+        &INSERT_CHUNKS,
+        &[board_id.into(), empty_chunks(packed_len).into()],
+    );
+}
+
+static READ_CHUNKS: Statement = Statement {
+    sql: "SELECT chunk_no, bits FROM place.board_chunks WHERE board_id = $1 AND chunk_no = ANY($2)",
+    params: &[pg_sys::INT8OID, pg_sys::INT4ARRAYOID],
+};
+
+pub fn read_chunks(
+    client: &mut SpiClient<'_>,
+    board_id: i64,
+    chunk_nos: Vec<i32>,
+) -> BTreeMap<i32, Vec<u8>> {
+    run(client, &READ_CHUNKS, &[board_id.into(), chunk_nos.into()])
+        .map(|row| {
+            let no = row.get::<i32>(1).ok().flatten().expect("NOT NULL column");
+            let bits = row
+                .get::<Vec<u8>>(2)
+                .ok()
+                .flatten()
+                .expect("NOT NULL column");
+            (no, bits)
+        })
+        .collect()
+}
+
+static WRITE_CHUNKS: Statement = Statement {
+    sql: "UPDATE place.board_chunks AS c SET bits = v.bits \
+          FROM unnest($2::int[], $3::bytea[]) AS v(chunk_no, bits) \
+          WHERE c.board_id = $1 AND c.chunk_no = v.chunk_no",
+    params: &[pg_sys::INT8OID, pg_sys::INT4ARRAYOID, pg_sys::BYTEAARRAYOID],
+};
+
+pub fn write_chunks(client: &mut SpiClient<'_>, board_id: i64, chunks: BTreeMap<i32, Vec<u8>>) {
+    let (nos, bits): (Vec<i32>, Vec<Vec<u8>>) = chunks.into_iter().unzip();
+    run(
+        client,
+        &WRITE_CHUNKS,
+        &[board_id.into(), nos.into(), bits.into()],
+    );
+}
+
+static READ_PACKED: Statement = Statement {
+    sql: "SELECT b.seq, (SELECT string_agg(c.bits, ''::bytea ORDER BY c.chunk_no) \
+                        FROM place.board_chunks c WHERE c.board_id = b.id) \
+          FROM place.boards b WHERE b.id = $1",
+    params: &[pg_sys::INT8OID],
+};
+
+/// The whole packed board and the seq it reflects, read in one statement (one snapshot).
+pub fn read_packed(client: &mut SpiClient<'_>, board_id: i64) -> (i64, Vec<u8>) {
+    let mut rows = run(client, &READ_PACKED, &[board_id.into()]);
+    let Some(row) = rows.next() else {
+        undefined(format!("board {board_id} does not exist"));
+    };
+    let seq = row.get::<i64>(1).ok().flatten().expect("NOT NULL column");
+    let bits = row.get::<Vec<u8>>(2).ok().flatten().unwrap_or_default();
+    (seq, bits)
+}

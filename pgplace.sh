@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# pgplace's developer entry point: `./pgplace.sh up | test | bench | psql | stop`.
+# Everything it creates lives under .pgplace/ (git-ignored): the cluster's data, its
+# socket and log, the demo user's token.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+PG_BIN=/usr/lib/postgresql/15/bin
+PG_CONFIG=$PG_BIN/pg_config
+PGXS_TEST=/usr/lib/postgresql/15/lib/pgxs/src/test
+export PGHOST=127.0.0.1 PGPORT=${PGPLACE_PORT:-54329} PGUSER=postgres
+STATE=$ROOT/.pgplace
+DATA=$STATE/data RUN=$STATE/run LOG=$STATE/postgres.log
+DB_URL="postgresql://postgres@$PGHOST:$PGPORT/pgplace"
+
+say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
+as_postgres() { runuser -u postgres -- "$@"; }
+psql_q() { "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 "$@"; }
+
+install_missing_packages() {
+    local wanted=(postgresql-15 postgresql-server-dev-15 postgresql-client-15 libclang-dev clang sudo)
+    local missing=()
+    for p in "${wanted[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+    if ((${#missing[@]})); then
+        say "installing ${missing[*]}"
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    fi
+    if [[ $(cargo pgrx --version 2>/dev/null) != *0.18.1* ]]; then
+        say "installing cargo-pgrx 0.18.1 (about 5 minutes)"
+        cargo install cargo-pgrx --version 0.18.1 --locked
+    fi
+    if ! grep -qs '^pg15' "${PGRX_HOME:-$HOME/.pgrx}/config.toml"; then
+        cargo pgrx init --pg15 "$PG_CONFIG" >/dev/null
+    fi
+}
+
+install_extension() {
+    say "building and installing the pgplace extension (release)"
+    (cd "$ROOT/extension" && cargo pgrx install --release --pg-config "$PG_CONFIG")
+    test -f "$("$PG_CONFIG" --sharedir)/extension/pgplace.control"
+}
+
+start_cluster() {
+    mkdir -p "$STATE"
+    # The postgres user must reach the project directory; hand it what it needs.
+    chmod o+x "$ROOT" "$STATE"
+    if [[ ! -f $DATA/PG_VERSION ]]; then
+        say "creating the local cluster in $DATA (trust authentication, loopback only)"
+        mkdir -p "$DATA" "$RUN" && chown postgres:postgres "$DATA" "$RUN"
+        as_postgres "$PG_BIN/initdb" -D "$DATA" -A trust -U postgres -E UTF8 --locale=C.UTF-8 >/dev/null
+        cat >>"$DATA/postgresql.conf" <<EOF
+# pgplace local cluster
+listen_addresses = '127.0.0.1'
+port = $PGPORT
+unix_socket_directories = '$RUN'
+max_connections = 400
+shared_buffers = 512MB
+EOF
+    fi
+    touch "$LOG" && chown postgres:postgres "$LOG"
+    if as_postgres "$PG_BIN/pg_ctl" -D "$DATA" status >/dev/null 2>&1; then
+        # A freshly installed library is only loaded by new backends; restart to be sure.
+        as_postgres "$PG_BIN/pg_ctl" -D "$DATA" -l "$LOG" -w -m fast restart >/dev/null
+    else
+        as_postgres "$PG_BIN/pg_ctl" -D "$DATA" -l "$LOG" -w start >/dev/null
+    fi
+}
+
+setup() {
+    install_missing_packages
+    install_extension
+    start_cluster
+}
+
+cmd_up() {
+    setup
+    psql_q -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname = 'pgplace'" | grep -q 1 ||
+        psql_q -d postgres -c "CREATE DATABASE pgplace"
+    psql_q -d pgplace -c "CREATE EXTENSION IF NOT EXISTS pgplace"
+    local token
+    token=$(psql_q -d pgplace -tA -f "$ROOT/sql/demo.sql")
+    [[ -n $token ]] && (umask 077 && echo "$token" >"$STATE/demo-token")
+    cat <<EOF
+
+pgplace is running.
+  database:   $DB_URL
+  psql:       psql "$DB_URL"
+  demo board: SELECT * FROM place.boards WHERE name = 'demo';
+  demo user:  'demo', token in $STATE/demo-token
+  place:      SELECT * FROM place.place((SELECT id FROM place.boards WHERE name = 'demo'), 10, 20, 5, (SELECT id FROM place.users WHERE name = 'demo'));
+  stop:       ./pgplace.sh stop
+EOF
+}
+
+cmd_test() {
+    setup
+    local out=$ROOT/target/test-results
+    rm -rf "$out" && mkdir -p "$out" && chmod -R o+rwx "$out"
+    say "unit and property tests (pgplace-core)"
+    cargo test -p pgplace-core --quiet
+    say "SQL tests (pg_regress)"
+    "$PGXS_TEST/regress/pg_regress" --inputdir="$ROOT/tests/regress" --outputdir="$out/regress" \
+        --dbname=pgplace_regress --load-extension=pgplace --bindir="$PG_BIN" \
+        $(cd "$ROOT/tests/regress/sql" && ls *.sql | sed 's/\.sql$//' | sort)
+    say "concurrency tests (isolation specs)"
+    "$PGXS_TEST/isolation/pg_isolation_regress" --inputdir="$ROOT/tests/isolation" \
+        --outputdir="$out/isolation" --dbname=pgplace_isolation --load-extension=pgplace \
+        --bindir="$PG_BIN" $(cd "$ROOT/tests/isolation/specs" && ls *.spec | sed 's/\.spec$//' | sort)
+    say "client tests (real connections)"
+    PGPLACE_TEST_ADMIN_URL="postgresql://postgres@$PGHOST:$PGPORT/postgres" \
+        cargo test -p pgplace-tests
+}
+
+cmd_bench() {
+    setup
+    PGPLACE_ADMIN_URL="postgresql://postgres@$PGHOST:$PGPORT/postgres" \
+        PG_BIN="$PG_BIN" bash "$ROOT/tests/bench/run.sh"
+}
+
+cmd_stop() {
+    if [[ -f $DATA/PG_VERSION ]] && as_postgres "$PG_BIN/pg_ctl" -D "$DATA" status >/dev/null 2>&1; then
+        as_postgres "$PG_BIN/pg_ctl" -D "$DATA" -w -m fast stop >/dev/null
+        say "stopped the local cluster"
+    else
+        say "nothing is running"
+    fi
+}
+
+case "${1:-}" in
+    up) cmd_up ;;
+    test) cmd_test ;;
+    bench) cmd_bench ;;
+    stop) cmd_stop ;;
+    psql) shift; exec "$PG_BIN/psql" -d pgplace "$@" ;;
+    *) echo "usage: $0 up | test | bench | psql | stop" >&2; exit 2 ;;
+esac
