@@ -1,1 +1,127 @@
+//! Helpers for the client-level tests, which run against the local cluster that
+//! `./pgplace.sh test` starts (its admin URL comes in `PGPLACE_TEST_ADMIN_URL`).
+//!
+//! # Layout
+//! - this file: fresh databases, connections, listeners.
+//! - `tests/cooldown_race.rs`: ≥ 100 connections racing as one user.
+//! - `tests/randomized.rs`: many users, `place` and `place_many` mixed, invariants at the end.
+//! - `tests/notifications.rs`: what a LISTENer receives, and when.
+//! - `tests/dump_restore.rs`: pg_dump keeps every board, placement and token.
 
+use futures::StreamExt;
+use tokio::sync::mpsc;
+use tokio_postgres::{AsyncMessage, Client, NoTls, Notification};
+
+pub fn admin_url() -> String {
+    std::env::var("PGPLACE_TEST_ADMIN_URL")
+        .unwrap_or_else(|_| "postgresql://postgres@127.0.0.1:54329/postgres".to_string())
+}
+
+/// The URL of database `name` on the test cluster.
+pub fn url_of(name: &str) -> String {
+    let admin = admin_url();
+    let base = admin
+        .rsplit_once('/')
+        .map_or(admin.as_str(), |(base, _)| base);
+    format!("{base}/{name}")
+}
+
+pub async fn connect(url: &str) -> Client {
+    let (client, connection) = tokio_postgres::connect(url, NoTls)
+        .await
+        .unwrap_or_else(|e| panic!("connecting to {url}: {e}"));
+    tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    client
+}
+
+/// A new, empty database `name` with the extension, replacing any left by an earlier run.
+pub async fn fresh_database(name: &str) -> String {
+    let admin = connect(&admin_url()).await;
+    recreate_database(&admin, name).await;
+    let url = url_of(name);
+    connect(&url)
+        .await
+        .batch_execute("CREATE EXTENSION pgplace")
+        .await
+        .expect("CREATE EXTENSION pgplace");
+    url
+}
+
+/// Drops database `name` if it exists and creates it empty.
+pub async fn recreate_database(admin: &Client, name: &str) {
+    // Two statements: DROP/CREATE DATABASE cannot share an (implicit) transaction.
+    admin
+        .batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+        .await
+        .expect("dropping the test database");
+    admin
+        .batch_execute(&format!("CREATE DATABASE {name}"))
+        .await
+        .expect("creating the test database");
+}
+
+/// A connection LISTENing on `pgplace`, and the notifications it receives.
+pub async fn listen(url: &str) -> (Client, mpsc::UnboundedReceiver<Notification>) {
+    let (client, mut connection) = tokio_postgres::connect(url, NoTls)
+        .await
+        .expect("connecting");
+    let (tx, rx) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        let mut messages = futures::stream::poll_fn(move |cx| connection.poll_message(cx));
+        while let Some(Ok(message)) = messages.next().await {
+            if let AsyncMessage::Notification(n) = message {
+                if tx.send(n).is_err() {
+                    break;
+                }
+            }
+        }
+    });
+    client
+        .batch_execute("LISTEN pgplace")
+        .await
+        .expect("LISTEN");
+    (client, rx)
+}
+
+/// Creates a board and returns its id.
+pub async fn create_board(
+    client: &Client,
+    name: &str,
+    size: (i32, i32),
+    bits: i32,
+    cooldown: &str,
+) -> i64 {
+    client
+        .query_one(
+            "SELECT place.create_board($1, $2, $3, $4, $5::text::interval)",
+            &[&name, &size.0, &size.1, &bits, &cooldown],
+        )
+        .await
+        .expect("create_board")
+        .get(0)
+}
+
+/// Creates users `prefix-0`, `prefix-1`, … and returns their ids.
+pub async fn create_users(client: &Client, prefix: &str, count: i32) -> Vec<i64> {
+    client
+        .query(
+            "SELECT (place.create_user($1 || '-' || g)).user_id FROM generate_series(0, $2 - 1) g",
+            &[&prefix, &count],
+        )
+        .await
+        .expect("create_user")
+        .iter()
+        .map(|row| row.get(0))
+        .collect()
+}
+
+/// The packed board and its seq.
+pub async fn board_bits(client: &Client, board: i64) -> (i64, Vec<u8>) {
+    let row = client
+        .query_one("SELECT seq, bits FROM place.board_bits($1)", &[&board])
+        .await
+        .expect("board_bits");
+    (row.get(0), row.get(1))
+}

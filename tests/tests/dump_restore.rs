@@ -1,0 +1,107 @@
+//! A DBA's pg_dump keeps every board, chunk, placement, user and token: restored into a
+//! fresh database, the boards read the same and placing goes on from the same seq.
+
+use pgplace_tests::{
+    admin_url, board_bits, connect, create_board, create_users, fresh_database, recreate_database,
+    url_of,
+};
+use std::process::Command;
+
+fn pg_bin(tool: &str) -> String {
+    let dir = std::env::var("PG_BIN").unwrap_or_else(|_| "/usr/lib/postgresql/15/bin".to_string());
+    format!("{dir}/{tool}")
+}
+
+fn run(tool: &str, args: &[&str]) {
+    let out = Command::new(pg_bin(tool))
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("{tool}: {e}"));
+    assert!(
+        out.status.success(),
+        "{tool} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[tokio::test]
+async fn pg_dump_and_restore_keep_the_boards_and_their_history() {
+    let source = fresh_database("pgplace_test_dump_src").await;
+    let client = connect(&source).await;
+    let board = create_board(&client, "kept", (300, 200), 4, "0").await;
+    let other = create_board(&client, "other", (16, 16), 1, "5 minutes").await;
+    let users = create_users(&client, "kept", 3).await;
+    let token: String = client
+        .query_one("SELECT token FROM place.create_user('with-token')", &[])
+        .await
+        .unwrap()
+        .get(0);
+    client
+        .query(
+            "SELECT * FROM place.place_many($1, ARRAY[$2, $3, $4, $2]::bigint[], '{1,299,5,1}', '{1,199,6,1}', '{3,4,5,6}')",
+            &[&board, &users[0], &users[1], &users[2]],
+        )
+        .await
+        .unwrap();
+    client
+        .query(
+            "SELECT * FROM place.place($1, 3, 3, 1, $2)",
+            &[&other, &users[0]],
+        )
+        .await
+        .unwrap();
+    let before = (
+        board_bits(&client, board).await,
+        board_bits(&client, other).await,
+    );
+
+    let dump = std::env::temp_dir().join("pgplace_test_dump.custom");
+    let dump = dump.to_str().unwrap();
+    run("pg_dump", &["-Fc", "-f", dump, "-d", &source]);
+    let admin = connect(&admin_url()).await;
+    recreate_database(&admin, "pgplace_test_dump_dst").await;
+    let target = url_of("pgplace_test_dump_dst");
+    run("pg_restore", &["--exit-on-error", "-d", &target, dump]);
+
+    let restored = connect(&target).await;
+    let after = (
+        board_bits(&restored, board).await,
+        board_bits(&restored, other).await,
+    );
+    assert_eq!(after, before);
+    let history: i64 = restored
+        .query_one("SELECT count(*) FROM place.placements", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(history, 5);
+    let token_user: Option<i64> = restored
+        .query_one("SELECT place.user_for_token($1)", &[&token])
+        .await
+        .unwrap()
+        .get(0);
+    assert!(token_user.is_some(), "tokens survive the dump");
+    // The cooldown survives too: users[0] placed on `other` a moment ago.
+    let placed: bool = restored
+        .query_one(
+            "SELECT placed FROM place.place($1, 4, 4, 1, $2)",
+            &[&other, &users[0]],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert!(!placed);
+    // Placing goes on from the restored seq, and new ids do not collide.
+    let seq: Option<i64> = restored
+        .query_one(
+            "SELECT seq FROM place.place($1, 7, 7, 7, $2)",
+            &[&board, &users[1]],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(seq, Some(5));
+    let new_board = create_board(&restored, "new", (2, 2), 1, "0").await;
+    assert!(new_board > other);
+    std::fs::remove_file(dump).ok();
+}
