@@ -10,12 +10,17 @@ PG_CONFIG=$PG_BIN/pg_config
 PGXS_TEST=/usr/lib/postgresql/15/lib/pgxs/src/test
 export PGHOST=127.0.0.1 PGPORT=${PGPLACE_PORT:-54329} PGUSER=postgres
 STATE=$ROOT/.pgplace
+# The cluster runs as the postgres user, who must be able to reach $STATE. A checkout
+# under a private directory (e.g. /root) keeps its cluster in /var/tmp instead.
+if ! runuser -u postgres -- test -x "$ROOT" 2>/dev/null; then
+    STATE=/var/tmp/pgplace-$(printf '%s' "$ROOT" | md5sum | cut -c1-12)
+fi
 DATA=$STATE/data RUN=$STATE/run LOG=$STATE/postgres.log
 DB_URL="postgresql://postgres@$PGHOST:$PGPORT/pgplace"
 
 say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
 as_postgres() { runuser -u postgres -- "$@"; }
-psql_q() { "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 "$@"; }
+psql_q() { PGOPTIONS="-c client_min_messages=warning" "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 "$@"; }
 
 install_missing_packages() {
     local wanted=(postgresql-15 postgresql-server-dev-15 postgresql-client-15 libclang-dev clang sudo)
@@ -42,9 +47,7 @@ install_extension() {
 }
 
 start_cluster() {
-    mkdir -p "$STATE"
-    # The postgres user must reach the project directory; hand it what it needs.
-    chmod o+x "$ROOT" "$STATE"
+    mkdir -p "$STATE" && chmod o+x "$STATE"
     if [[ ! -f $DATA/PG_VERSION ]]; then
         say "creating the local cluster in $DATA (trust authentication, loopback only)"
         mkdir -p "$DATA" "$RUN" && chown postgres:postgres "$DATA" "$RUN"

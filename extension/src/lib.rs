@@ -3,6 +3,7 @@
 //! # Layout
 //! - `../sql/schema.sql`: the tables (boards, board_chunks, users, user_tokens, placements).
 //! - `../sql/notify.sql`: the triggers that announce changes on channel `pgplace`.
+//! - `../sql/comments.sql`: `COMMENT ON` every function.
 //! - [`input`]: NULL checks and the errors every function raises for bad arguments.
 //! - [`storage`]: how a board's packed bits are cut into chunk rows, and the board row.
 //! - [`bitfield`]: `bitfield_get` / `bitfield_set`, the packed layout for SQL users.
@@ -29,4 +30,9 @@ pub mod users;
 ::pgrx::pg_module_magic!(name, version);
 
 extension_sql_file!("../sql/schema.sql", name = "schema", bootstrap);
-extension_sql_file!("../sql/notify.sql", name = "notify", finalize);
+extension_sql_file!(
+    "../sql/notify.sql",
+    name = "notify",
+    requires = [notify::placement_payloads, notify::board_payload]
+);
+extension_sql_file!("../sql/comments.sql", name = "comments", finalize);

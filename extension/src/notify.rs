@@ -9,7 +9,7 @@ use pgrx::prelude::*;
 /// The payloads announcing the rows one statement inserted into `place.placements`,
 /// given column by column in (board_id, seq) order.
 #[pg_extern(immutable, parallel_safe, strict, name = "_placement_payloads")]
-fn placement_payloads(
+pub fn placement_payloads(
     board_ids: Vec<i64>,
     seqs: Vec<i64>,
     xs: Vec<i32>,
@@ -34,7 +34,7 @@ fn placement_payloads(
 
 /// The payload saying board `board_id` was created, changed its settings, or was deleted.
 #[pg_extern(immutable, parallel_safe, strict, name = "_board_payload")]
-fn board_payload(board_id: i64, seq: i64, change: &str) -> String {
+pub fn board_payload(board_id: i64, seq: i64, change: &str) -> String {
     let change = match change {
         "created" => BoardChange::Created,
         "deleted" => BoardChange::Deleted,

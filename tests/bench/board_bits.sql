@@ -1,0 +1,1 @@
+SELECT * FROM place.board_bits(:board);

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# pgplace benchmark: run by hand (`./pgplace.sh bench`), not part of the test suite.
+# Needs PGPLACE_ADMIN_URL (a superuser URL ending in /<database>) and PG_BIN.
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ADMIN_URL=${PGPLACE_ADMIN_URL:?set PGPLACE_ADMIN_URL}
+PG_BIN=${PG_BIN:?set PG_BIN}
+DB=pgplace_bench
+DB_URL=${ADMIN_URL%/*}/$DB
+SECONDS_PER_PHASE=${PGPLACE_BENCH_SECONDS:-12}
+TMP=$(mktemp -d)
+export LC_ALL=C.UTF-8
+
+psql_admin() { "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -d "$ADMIN_URL" "$@"; }
+psql_bench() { "$PG_BIN/psql" -X -q -tA -v ON_ERROR_STOP=1 -d "$DB_URL" "$@"; }
+drop_db() { psql_admin -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)"; }
+# Drop the database and the logs on failure too, so a broken run leaves nothing behind.
+cleanup() { drop_db || true; rm -rf "$TMP"; }
+trap cleanup EXIT
+
+# Runs one pgbench phase; its full output lands in $TMP/<name>.out so that an error from
+# the extension is shown verbatim. The remaining arguments go to pgbench.
+bench() {
+    local name=$1; shift
+    echo "running $name: $*"
+    if ! "$PG_BIN/pgbench" -n -M prepared "$@" "$DB_URL" >"$TMP/$name.out" 2>&1; then
+        cat "$TMP/$name.out" >&2
+        echo "pgbench phase '$name' failed" >&2
+        exit 1
+    fi
+}
+tps() { grep -oP '^tps = \K[0-9.]+' "$TMP/$1.out"; }
+xacts() { grep -oP '^number of transactions actually processed: \K[0-9]+' "$TMP/$1.out"; }
+board_seq() { psql_bench -c "SELECT seq FROM place.boards WHERE id = $BOARD"; }
+# Every attempt must be a placement (cooldown 0, distinct users), or the rate is not
+# what it claims to measure.
+expect_placed() {
+    local want=$1 got=$2
+    ((want == got)) || { echo "expected $want placements, the board's seq moved by $got" >&2; exit 1; }
+}
+
+drop_db
+psql_admin -c "CREATE DATABASE $DB"
+psql_bench -c "CREATE EXTENSION pgplace" \
+    -c "CREATE TABLE bench_baseline (id bigserial PRIMARY KEY, x int, y int, c int, at timestamptz DEFAULT now())"
+BOARD=$(psql_bench -c "SELECT place.create_board('bench', 1000, 1000, 4, '0')")
+# The scripts address users as base + offset, so each group's ids must be consecutive.
+create_users() {
+    psql_bench -c "SELECT min(u.user_id) || ' ' || (max(u.user_id) - min(u.user_id) + 1)
+                   FROM generate_series(1, $2) g, place.create_user('$1-' || g) u"
+}
+read -r PLACE_BASE n < <(create_users place 8)
+((n == 8)) || { echo "place users are not consecutive" >&2; exit 1; }
+read -r MANY_BASE n < <(create_users many 200)
+((n == 200)) || { echo "place_many users are not consecutive" >&2; exit 1; }
+
+echo "cores: $(nproc); CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' || echo unknown)"
+"$PG_BIN/pgbench" --version
+
+bench baseline -c 8 -j 8 -T "$SECONDS_PER_PHASE" -f "$HERE/baseline.sql"
+
+seq0=$(board_seq)
+bench place -c 8 -j 8 -T "$SECONDS_PER_PHASE" -D board="$BOARD" -D ubase="$PLACE_BASE" -f "$HERE/place.sql"
+seq1=$(board_seq)
+expect_placed "$(xacts place)" $((seq1 - seq0))
+
+bench place_many -c 2 -j 2 -T "$SECONDS_PER_PHASE" -D board="$BOARD" -D ubase="$MANY_BASE" \
+    -f "$HERE/place_many.sql"
+seq2=$(board_seq)
+expect_placed $(($(xacts place_many) * 100)) $((seq2 - seq1))
+
+# Per-transaction log: the 3rd column is the latency in µs.
+bench board_bits -c 1 -t 300 -D board="$BOARD" -l --log-prefix="$TMP/bits" -f "$HERE/board_bits.sql"
+read -r bits_median bits_p99 < <(cat "$TMP"/bits.* | awk '{print $3}' | sort -n | awk '
+    { v[NR] = $1 }
+    END { printf "%.2f %.2f\n", v[int((NR + 1) / 2)] / 1000, v[int(NR * 0.99 + 0.999)] / 1000 }')
+
+base_tps=$(tps baseline) place_tps=$(tps place) many_tps=$(tps place_many)
+# Pads by characters, not bytes, so "≥" does not shift the columns.
+pad() { local s=$1; while ((${#s} < $2)); do s+=" "; done; printf '%s' "$s"; }
+row() { echo "| $(pad "$1" 41) | $(pad "$2" 37) | $(pad "$3" 13) |"; }
+echo
+row measurement result target
+row "baseline INSERT+pg_notify, 8 clients" "$(printf '%.0f tx/s' "$base_tps")" ""
+row "place(), 8 clients, distinct users" \
+    "$(awk -v p="$place_tps" -v b="$base_tps" 'BEGIN { printf "%.0f tx/s (%.2fx baseline)", p, p / b }')" "≥ 0.6x"
+row "place_many(), 100/batch, 2 clients" \
+    "$(awk -v t="$many_tps" 'BEGIN { printf "%.0f placements/s (%.1f batches/s)", t * 100, t }')" "≥ 25,000/s"
+row "board_bits() 1000x1000x4, median / p99" "$bits_median / $bits_p99 ms" "median ≤ 5 ms"
