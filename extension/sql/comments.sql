@@ -23,6 +23,8 @@ COMMENT ON FUNCTION place.set_board_state(bigint, text) IS
     'open or paused (a paused board refuses placements); listeners get a settings notification.';
 COMMENT ON FUNCTION place._placement_payloads(bigint[], bigint[], int[], int[], int[], bigint[], timestamptz[]) IS
     'Internal: the NOTIFY payloads for rows inserted into place.placements.';
+COMMENT ON FUNCTION place._apply_tiles(bytea, int, bigint[], int[]) IS
+    'Internal: a chunk with tiles set in order (used by place and place_many).';
 COMMENT ON FUNCTION place._board_payload(bigint, bigint, text) IS
     'Internal: the NOTIFY payload for a board created, changed or deleted.';
 COMMENT ON FUNCTION place._notify_placements() IS 'Internal: statement trigger announcing placements.';

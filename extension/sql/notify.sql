@@ -9,13 +9,13 @@ BEGIN
     PERFORM pg_catalog.pg_notify('pgplace', payload)
     FROM unnest((
         SELECT place._placement_payloads(
-            array_agg(board_id ORDER BY board_id, seq),
-            array_agg(seq ORDER BY board_id, seq),
-            array_agg(x ORDER BY board_id, seq),
-            array_agg(y ORDER BY board_id, seq),
-            array_agg(color ORDER BY board_id, seq),
-            array_agg(user_id ORDER BY board_id, seq),
-            array_agg(placed_at ORDER BY board_id, seq))
+            array_agg(board_id),
+            array_agg(seq),
+            array_agg(x),
+            array_agg(y),
+            array_agg(color),
+            array_agg(user_id),
+            array_agg(placed_at))
         FROM added
     )) AS payload;
     RETURN NULL;

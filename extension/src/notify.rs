@@ -7,7 +7,7 @@ use pgplace_core::payload::{
 use pgrx::prelude::*;
 
 /// The payloads announcing the rows one statement inserted into `place.placements`,
-/// given column by column in (board_id, seq) order.
+/// given column by column in any order.
 #[pg_extern(immutable, parallel_safe, strict, name = "_placement_payloads")]
 pub fn placement_payloads(
     board_ids: Vec<i64>,
@@ -18,7 +18,7 @@ pub fn placement_payloads(
     user_ids: Vec<i64>,
     placed_at: Vec<TimestampWithTimeZone>,
 ) -> Vec<String> {
-    let rows: Vec<Placement> = (0..board_ids.len())
+    let mut rows: Vec<Placement> = (0..board_ids.len())
         .map(|i| Placement {
             board: board_ids[i],
             seq: seqs[i],
@@ -29,6 +29,7 @@ pub fn placement_payloads(
             at: i64::from(placed_at[i]) + PG_EPOCH_OFFSET_US,
         })
         .collect();
+    rows.sort_unstable_by_key(|row| (row.board, row.seq));
     encode_placements(&rows)
 }
 

@@ -9,11 +9,12 @@
 
 use crate::input::{fail, required, required_elements, undefined};
 use crate::spi::{run, Statement};
-use crate::storage::{read_chunks, write_chunks, Board};
+use crate::storage::Board;
+use pgplace_core::bits::TileWidth;
 use pgrx::prelude::*;
 use pgrx::spi::SpiClient;
 use pgrx::{pg_sys, PgSqlErrorCode};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 /// The largest batch `place_many` takes in one call.
 pub const MAX_BATCH: usize = 100_000;
@@ -239,35 +240,66 @@ fn users_and_last_placements(
     last
 }
 
-/// Sets the accepted tiles in their chunks, in seq order (a later tile wins).
+static APPLY_TILES: Statement = Statement {
+    sql: "UPDATE place.board_chunks AS c SET bits = place._apply_tiles(c.bits, $2, v.ns, v.colors) \
+          FROM (SELECT chunk_no, array_agg(n ORDER BY ord) AS ns, array_agg(color ORDER BY ord) AS colors \
+                FROM unnest($3::int[], $4::bigint[], $5::int[]) WITH ORDINALITY AS t(chunk_no, n, color, ord) \
+                GROUP BY chunk_no) AS v \
+          WHERE c.board_id = $1 AND c.chunk_no = v.chunk_no",
+    params: &[
+        pg_sys::INT8OID,
+        pg_sys::INT4OID,
+        pg_sys::INT4ARRAYOID,
+        pg_sys::INT8ARRAYOID,
+        pg_sys::INT4ARRAYOID,
+    ],
+};
+
+/// Sets the accepted tiles in their chunks, in seq order (a later tile wins), with one
+/// UPDATE that rewrites each touched chunk once.
 fn write_tiles(client: &mut SpiClient<'_>, board: &Board, accepted: &[(i64, &Item)]) {
-    let located: Vec<(i32, i64, i32)> = accepted
-        .iter()
-        .map(|(_, item)| {
-            let (chunk_no, n) = board.locate(item.x, item.y);
-            (chunk_no, n, item.color)
-        })
-        .collect();
-    let mut chunk_nos: Vec<i32> = located.iter().map(|(no, _, _)| *no).collect();
-    chunk_nos.sort_unstable();
-    chunk_nos.dedup();
-    let mut chunks: BTreeMap<i32, Vec<u8>> = read_chunks(client, board.id, chunk_nos);
-    for (chunk_no, n, color) in located {
-        let chunk = chunks
-            .get_mut(&chunk_no)
-            .expect("every board has all its chunks");
-        board.tile.set(chunk, n, color.into()).unwrap_or_else(|e| {
+    let mut chunk_nos = Vec::with_capacity(accepted.len());
+    let mut ns = Vec::with_capacity(accepted.len());
+    for (_, item) in accepted {
+        let (chunk_no, n) = board.locate(item.x, item.y);
+        chunk_nos.push(chunk_no);
+        ns.push(n);
+    }
+    let colors: Vec<i32> = accepted.iter().map(|(_, item)| item.color).collect();
+    let bits = board.tile.bits() as i32;
+    run(
+        client,
+        &APPLY_TILES,
+        &[
+            board.id.into(),
+            bits.into(),
+            chunk_nos.into(),
+            ns.into(),
+            colors.into(),
+        ],
+    );
+}
+
+/// `bits` with tile `ns[i]` set to `colors[i]`, in order: the chunk half of a placement.
+#[pg_extern(immutable, parallel_safe, strict, name = "_apply_tiles")]
+pub fn apply_tiles(bits: &[u8], bits_per_tile: i32, ns: Vec<i64>, colors: Vec<i32>) -> Vec<u8> {
+    let tile = TileWidth::new(bits_per_tile.into())
+        .unwrap_or_else(|e| fail(PgSqlErrorCode::ERRCODE_DATA_CORRUPTED, e.to_string()));
+    let mut out = bits.to_vec();
+    for (n, color) in ns.into_iter().zip(colors) {
+        tile.set(&mut out, n, color.into()).unwrap_or_else(|e| {
             fail(
                 PgSqlErrorCode::ERRCODE_DATA_CORRUPTED,
-                format!("board {} is inconsistent: {e}", board.id),
+                format!("a chunk is inconsistent with its board: {e}"),
             )
         });
     }
-    write_chunks(client, board.id, chunks);
+    out
 }
 
 static INSERT_PLACEMENTS: Statement = Statement {
-    sql: "INSERT INTO place.placements (board_id, seq, x, y, color, user_id, placed_at) \
+    sql: "WITH bump AS (UPDATE place.boards SET seq = $8 WHERE id = $1) \
+          INSERT INTO place.placements (board_id, seq, x, y, color, user_id, placed_at) \
           SELECT $1, s, x, y, c, u, $7 \
           FROM unnest($2::bigint[], $3::int[], $4::int[], $5::int[], $6::bigint[]) AS t(s, x, y, c, u)",
     params: &[
@@ -278,15 +310,12 @@ static INSERT_PLACEMENTS: Statement = Statement {
         pg_sys::INT4ARRAYOID,
         pg_sys::INT8ARRAYOID,
         pg_sys::TIMESTAMPTZOID,
+        pg_sys::INT8OID,
     ],
 };
 
-static SET_SEQ: Statement = Statement {
-    sql: "UPDATE place.boards SET seq = $2 WHERE id = $1",
-    params: &[pg_sys::INT8OID, pg_sys::INT8OID],
-};
-
-/// One INSERT for the whole batch, so its statement trigger sends one set of payloads.
+/// One INSERT for the whole batch, so its statement trigger sends one set of payloads;
+/// the board's seq moves in the same statement.
 fn append_history(
     client: &mut SpiClient<'_>,
     board: &Board,
@@ -319,7 +348,7 @@ fn append_history(
             .collect::<Vec<i64>>()
             .into(),
         timestamp(now).into(),
+        last_seq.into(),
     ];
     run(client, &INSERT_PLACEMENTS, &args);
-    run(client, &SET_SEQ, &[board.id.into(), last_seq.into()]);
 }

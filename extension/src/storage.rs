@@ -158,22 +158,6 @@ pub fn read_chunks(
         .collect()
 }
 
-static WRITE_CHUNKS: Statement = Statement {
-    sql: "UPDATE place.board_chunks AS c SET bits = v.bits \
-          FROM unnest($2::int[], $3::bytea[]) AS v(chunk_no, bits) \
-          WHERE c.board_id = $1 AND c.chunk_no = v.chunk_no",
-    params: &[pg_sys::INT8OID, pg_sys::INT4ARRAYOID, pg_sys::BYTEAARRAYOID],
-};
-
-pub fn write_chunks(client: &mut SpiClient<'_>, board_id: i64, chunks: BTreeMap<i32, Vec<u8>>) {
-    let (nos, bits): (Vec<i32>, Vec<Vec<u8>>) = chunks.into_iter().unzip();
-    run(
-        client,
-        &WRITE_CHUNKS,
-        &[board_id.into(), nos.into(), bits.into()],
-    );
-}
-
 static READ_PACKED: Statement = Statement {
     sql: "SELECT b.seq, (SELECT string_agg(c.bits, ''::bytea ORDER BY c.chunk_no) \
                         FROM place.board_chunks c WHERE c.board_id = b.id) \
