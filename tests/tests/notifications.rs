@@ -196,30 +196,25 @@ async fn board_changes_are_announced_but_placements_alone_are_not_settings() {
         .unwrap();
     assert!(matches!(next_payload(&mut rx).await, Payload::Tiles(_)));
 
-    client
-        .query("SELECT place.set_cooldown($1, '10 seconds')", &[&board])
-        .await
-        .unwrap();
-    assert_eq!(
-        next_payload(&mut rx).await,
-        Payload::Board(BoardPayload::new(board, 1, BoardChange::Settings))
-    );
-    client
-        .query("SELECT place.set_board_state($1, 'paused')", &[&board])
-        .await
-        .unwrap();
-    assert_eq!(
-        next_payload(&mut rx).await,
-        Payload::Board(BoardPayload::new(board, 1, BoardChange::Settings))
-    );
-    client
-        .query("DELETE FROM place.boards WHERE id = $1", &[&board])
-        .await
-        .unwrap();
-    assert_eq!(
-        next_payload(&mut rx).await,
-        Payload::Board(BoardPayload::new(board, 1, BoardChange::Deleted))
-    );
+    let changes = [
+        (
+            "SELECT place.set_cooldown($1, '10 seconds')",
+            BoardChange::Settings,
+        ),
+        (
+            "SELECT place.set_board_state($1, 'paused')",
+            BoardChange::Settings,
+        ),
+        (
+            "DELETE FROM place.boards WHERE id = $1",
+            BoardChange::Deleted,
+        ),
+    ];
+    for (statement, change) in changes {
+        client.query(statement, &[&board]).await.unwrap();
+        let expected = Payload::Board(BoardPayload::new(board, 1, change));
+        assert_eq!(next_payload(&mut rx).await, expected, "after {statement}");
+    }
     assert_silent(&mut rx).await;
 }
 
