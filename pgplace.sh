@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # pgplace's developer entry point: `./pgplace.sh up | test | bench | psql | stop`.
-# Everything it creates lives under .pgplace/ (git-ignored): the cluster's data, its
+# Everything it creates lives under .pgplace/ (git-ignored; /var/tmp/pgplace-<hash> when
+# the postgres user cannot reach the checkout): the cluster's data, its
 # socket and log, the demo user's token.
 set -euo pipefail
 
@@ -9,16 +10,27 @@ PG_BIN=/usr/lib/postgresql/15/bin
 PG_CONFIG=$PG_BIN/pg_config
 PGXS_TEST=/usr/lib/postgresql/15/lib/pgxs/src/test
 export PGHOST=127.0.0.1 PGPORT=${PGPLACE_PORT:-54329} PGUSER=postgres
-STATE=$ROOT/.pgplace
-# The cluster runs as the postgres user, who must be able to reach $STATE. A checkout
-# under a private directory (e.g. /root) keeps its cluster in /var/tmp instead.
-if ! runuser -u postgres -- test -x "$ROOT" 2>/dev/null; then
-    STATE=/var/tmp/pgplace-$(printf '%s' "$ROOT" | md5sum | cut -c1-12)
-fi
-DATA=$STATE/data RUN=$STATE/run LOG=$STATE/postgres.log
-DB_URL="postgresql://postgres@$PGHOST:$PGPORT/pgplace"
 
 say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
+
+# Where the cluster lives: .pgplace/ in the project, unless the postgres user cannot reach
+# the project (a checkout under /root, say), then a directory in /var/tmp named after it.
+# A cluster that already exists in either place keeps its place.
+choose_state_dir() {
+    local private=/var/tmp/pgplace-$(printf '%s' "$ROOT" | md5sum | cut -c1-12)
+    STATE=$ROOT/.pgplace
+    if [[ ! -f $STATE/data/PG_VERSION ]] &&
+        { [[ -f $private/data/PG_VERSION ]] || ! runuser -u postgres -- test -x "$ROOT" 2>/dev/null; }; then
+        STATE=$private
+    fi
+    DATA=$STATE/data LOG=$STATE/postgres.log RUN=$STATE/run
+    # A Unix socket path is limited to 107 bytes; a deep checkout puts its socket in /tmp.
+    if ((${#RUN} > 80)); then
+        RUN=/tmp/pgplace-$(printf '%s' "$ROOT" | md5sum | cut -c1-12)
+    fi
+}
+DB_URL="postgresql://postgres@$PGHOST:$PGPORT/pgplace"
+
 as_postgres() { runuser -u postgres -- "$@"; }
 psql_q() { PGOPTIONS="-c client_min_messages=warning" "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 "$@"; }
 
@@ -50,7 +62,7 @@ start_cluster() {
     mkdir -p "$STATE" && chmod o+x "$STATE"
     if [[ ! -f $DATA/PG_VERSION ]]; then
         say "creating the local cluster in $DATA (trust authentication, loopback only)"
-        mkdir -p "$DATA" "$RUN" && chown postgres:postgres "$DATA" "$RUN"
+        mkdir -p "$DATA" && chown postgres:postgres "$DATA"
         as_postgres "$PG_BIN/initdb" -D "$DATA" -A trust -U postgres -E UTF8 --locale=C.UTF-8 >/dev/null
         cat >>"$DATA/postgresql.conf" <<EOF
 # pgplace local cluster
@@ -61,6 +73,7 @@ max_connections = 400
 shared_buffers = 512MB
 EOF
     fi
+    mkdir -p "$RUN" && chown postgres:postgres "$RUN"
     touch "$LOG" && chown postgres:postgres "$LOG"
     if as_postgres "$PG_BIN/pg_ctl" -D "$DATA" status >/dev/null 2>&1; then
         # A freshly installed library is only loaded by new backends; restart to be sure.
@@ -72,6 +85,7 @@ EOF
 
 setup() {
     install_missing_packages
+    choose_state_dir
     install_extension
     start_cluster
 }
@@ -122,6 +136,7 @@ cmd_bench() {
 }
 
 cmd_stop() {
+    choose_state_dir
     if [[ -f $DATA/PG_VERSION ]] && as_postgres "$PG_BIN/pg_ctl" -D "$DATA" status >/dev/null 2>&1; then
         as_postgres "$PG_BIN/pg_ctl" -D "$DATA" -w -m fast stop >/dev/null
         say "stopped the local cluster"

@@ -75,4 +75,5 @@ SELECT pg_catalog.pg_extension_config_dump('place.user_tokens', '');
 SELECT pg_catalog.pg_extension_config_dump('place.placements', '');
 
 GRANT USAGE ON SCHEMA place TO PUBLIC;
-GRANT SELECT ON place.boards, place.users, place.placements TO PUBLIC;
+-- Boards are public: anyone may read them (board_bits and get_tile read the chunks).
+GRANT SELECT ON place.boards, place.board_chunks, place.users, place.placements TO PUBLIC;

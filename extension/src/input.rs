@@ -49,8 +49,9 @@ pub fn required_elements<T>(name: &str, value: Option<Vec<Option<T>>>) -> Vec<T>
 
 /// A cooldown in microseconds: from zero to a year, without months (whose length varies).
 pub fn cooldown_micros(cooldown: pgrx::datum::Interval) -> i64 {
-    const MAX_DAYS: i64 = 366;
-    let micros = i64::from(cooldown.days()) * 86_400_000_000 + cooldown.micros();
+    const MAX_DAYS: i128 = 366;
+    // i128: a huge interval must not wrap around into the allowed range.
+    let micros = i128::from(cooldown.days()) * 86_400_000_000 + i128::from(cooldown.micros());
     if cooldown.months() != 0 {
         invalid(format!(
             "cooldown = '{cooldown}' counts in months; give it in days, hours, minutes or seconds"
@@ -61,5 +62,5 @@ pub fn cooldown_micros(cooldown: pgrx::datum::Interval) -> i64 {
             "cooldown = '{cooldown}' is outside the allowed range ('0' to '{MAX_DAYS} days')"
         ));
     }
-    micros
+    micros as i64
 }

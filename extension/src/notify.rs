@@ -1,10 +1,12 @@
 //! The payload builders the notification triggers (`../sql/notify.sql`) call; the format
 //! itself is `pgplace_core::payload`.
 
+use crate::input::fail;
 use pgplace_core::payload::{
     encode_placements, BoardChange, BoardPayload, Payload, Placement, PG_EPOCH_OFFSET_US,
 };
 use pgrx::prelude::*;
+use pgrx::PgSqlErrorCode;
 
 /// The payloads announcing the rows one statement inserted into `place.placements`,
 /// given column by column in any order.
@@ -18,6 +20,20 @@ pub fn placement_payloads(
     user_ids: Vec<i64>,
     placed_at: Vec<TimestampWithTimeZone>,
 ) -> Vec<String> {
+    let lens = [
+        seqs.len(),
+        xs.len(),
+        ys.len(),
+        colors.len(),
+        user_ids.len(),
+        placed_at.len(),
+    ];
+    if lens.iter().any(|len| *len != board_ids.len()) {
+        fail(
+            PgSqlErrorCode::ERRCODE_ARRAY_ELEMENT_ERROR,
+            "_placement_payloads takes seven arrays of the same length".to_string(),
+        );
+    }
     let mut rows: Vec<Placement> = (0..board_ids.len())
         .map(|i| Placement {
             board: board_ids[i],
@@ -39,7 +55,10 @@ pub fn board_payload(board_id: i64, seq: i64, change: &str) -> String {
     let change = match change {
         "created" => BoardChange::Created,
         "deleted" => BoardChange::Deleted,
-        _ => BoardChange::Settings,
+        "settings" => BoardChange::Settings,
+        other => crate::input::invalid(format!(
+            "change = '{other}' is not one of: created, settings, deleted"
+        )),
     };
     Payload::Board(BoardPayload::new(board_id, seq, change)).encode()
 }

@@ -285,6 +285,16 @@ fn write_tiles(client: &mut SpiClient<'_>, board: &Board, accepted: &[(i64, &Ite
 pub fn apply_tiles(bits: &[u8], bits_per_tile: i32, ns: Vec<i64>, colors: Vec<i32>) -> Vec<u8> {
     let tile = TileWidth::new(bits_per_tile.into())
         .unwrap_or_else(|e| fail(PgSqlErrorCode::ERRCODE_DATA_CORRUPTED, e.to_string()));
+    if ns.len() != colors.len() {
+        fail(
+            PgSqlErrorCode::ERRCODE_ARRAY_ELEMENT_ERROR,
+            format!(
+                "_apply_tiles takes as many colors ({}) as tiles ({})",
+                colors.len(),
+                ns.len()
+            ),
+        );
+    }
     let mut out = bits.to_vec();
     for (n, color) in ns.into_iter().zip(colors) {
         tile.set(&mut out, n, color.into()).unwrap_or_else(|e| {

@@ -38,6 +38,7 @@ SELECT expect_error($$SELECT place.create_board('b', 10, 10, NULL)$$);
 SELECT expect_error($$SELECT place.create_board('b', 10, 10, 4, '-1 second')$$);
 SELECT expect_error($$SELECT place.create_board('b', 10, 10, 4, '1 month')$$);
 SELECT expect_error($$SELECT place.create_board('b', 10, 10, 4, '367 days')$$);
+SELECT expect_error($$SELECT place.create_board('b', 10, 10, 4, '200000000 days 324095577 hours')$$);
 SELECT expect_error($$SELECT place.create_board('b', 10, 10, 4, NULL)$$);
 SELECT expect_error($$SELECT place.create_board('b', 10, 10, 1, '0', ARRAY['#000000', '#ffffff', '#ff0000'])$$);
 SELECT expect_error($$SELECT place.create_board('b', 10, 10, 4, '0', ARRAY[]::text[])$$);

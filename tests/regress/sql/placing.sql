@@ -79,3 +79,9 @@ WITH RECURSIVE replay(seq, bits) AS (
     FROM replay r JOIN place.placements p ON p.board_id = :small AND p.seq = r.seq + 1
 )
 SELECT (SELECT bits FROM replay ORDER BY seq DESC LIMIT 1) = (SELECT bits FROM place.board_bits(:small)) AS replay_matches;
+
+-- The internal helpers the triggers and placing use refuse inconsistent input cleanly.
+SELECT expect_error($$SELECT place._placement_payloads('{1}', '{}', '{}', '{}', '{}', '{}', '{}')$$);
+SELECT expect_error($$SELECT place._apply_tiles('\x00', 4, '{0,1}', '{1}')$$);
+SELECT expect_error($$SELECT place._apply_tiles('\x00', 4, '{2}', '{1}')$$);
+SELECT expect_error($$SELECT place._board_payload(1, 0, 'exploded')$$);

@@ -19,6 +19,9 @@ SET ROLE pgplace_regress_reader;
 SELECT name FROM place.users ORDER BY id;
 SELECT expect_error($$SELECT * FROM place.user_tokens$$);
 SELECT place.user_for_token(:'alice_token') IS NOT NULL AS reader_can_resolve_tokens;
+-- Boards are public: any role reads them whole or tile by tile.
+SELECT seq, length(bits) FROM place.board_bits((SELECT id FROM place.boards WHERE name = 'small'));
+SELECT place.get_tile((SELECT id FROM place.boards WHERE name = 'small'), 1, 2) AS tile;
 RESET ROLE;
 DROP ROLE pgplace_regress_reader;
 
