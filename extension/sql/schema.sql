@@ -65,6 +65,16 @@ CREATE INDEX placements_tile_idx ON place.placements (board_id, x, y, seq);
 CREATE INDEX placements_user_idx ON place.placements (board_id, user_id, seq);
 COMMENT ON TABLE place.placements IS 'Every accepted placement, numbered by its board''s seq (1, 2, 3, ... in commit order)';
 
+-- Each user's last placement per board: the cooldown is measured from it, and a
+-- placement claims (locks) the user's row, which makes the cooldown atomic.
+CREATE TABLE place.cooldowns (
+    board_id       bigint NOT NULL REFERENCES place.boards (id) ON DELETE CASCADE,
+    user_id        bigint NOT NULL REFERENCES place.users (id) ON DELETE CASCADE,
+    last_placed_at timestamptz NOT NULL,
+    PRIMARY KEY (board_id, user_id)
+);
+COMMENT ON TABLE place.cooldowns IS 'When each user last placed on each board (the cooldown runs from there)';
+
 -- pg_dump keeps the data of extension tables only when they are marked.
 SELECT pg_catalog.pg_extension_config_dump('place.boards', '');
 SELECT pg_catalog.pg_extension_config_dump('place.boards_id_seq', '');
@@ -73,7 +83,8 @@ SELECT pg_catalog.pg_extension_config_dump('place.users', '');
 SELECT pg_catalog.pg_extension_config_dump('place.users_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('place.user_tokens', '');
 SELECT pg_catalog.pg_extension_config_dump('place.placements', '');
+SELECT pg_catalog.pg_extension_config_dump('place.cooldowns', '');
 
 GRANT USAGE ON SCHEMA place TO PUBLIC;
 -- Boards are public: anyone may read them (board_bits and get_tile read the chunks).
-GRANT SELECT ON place.boards, place.board_chunks, place.users, place.placements TO PUBLIC;
+GRANT SELECT ON place.boards, place.board_chunks, place.users, place.placements, place.cooldowns TO PUBLIC;

@@ -1,15 +1,17 @@
 //! pgplace: a collaborative board inside PostgreSQL (`CREATE EXTENSION pgplace`, schema `place`).
 //!
 //! # Layout
-//! - `../sql/schema.sql`: the tables (boards, board_chunks, users, user_tokens, placements).
+//! - `../sql/schema.sql`: the tables (boards, board_chunks, users, user_tokens, placements,
+//!   cooldowns).
 //! - `../sql/notify.sql`: the triggers that announce changes on channel `pgplace`.
-//! - `../sql/comments.sql`: `COMMENT ON` every function.
+//! - `../sql/functions.sql`: `COMMENT ON` every function; settings of the hot ones.
 //! - [`input`]: NULL checks and the errors every function raises for bad arguments.
 //! - [`storage`]: how a board's packed bits are cut into chunk rows, and the board row.
 //! - [`bitfield`]: `bitfield_get` / `bitfield_set`, the packed layout for SQL users.
 //! - [`boards`]: creating boards, their settings, reading the packed board and tiles.
 //! - [`users`]: users and their tokens.
 //! - [`placing`]: `place` and `place_many`, the atomic place-with-cooldown.
+//! - [`cooldowns`]: each user's last placement per board, claimed atomically.
 //! - [`notify`]: the payload builders the triggers call.
 //! - [`spi`]: statements planned once per backend.
 //!
@@ -20,6 +22,7 @@ use pgrx::prelude::*;
 
 pub mod bitfield;
 pub mod boards;
+pub mod cooldowns;
 pub mod input;
 pub mod notify;
 pub mod placing;
@@ -35,4 +38,4 @@ extension_sql_file!(
     name = "notify",
     requires = [notify::placement_payloads, notify::board_payload]
 );
-extension_sql_file!("../sql/comments.sql", name = "comments", finalize);
+extension_sql_file!("../sql/functions.sql", name = "functions", finalize);

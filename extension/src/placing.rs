@@ -1,29 +1,32 @@
 //! `place` and `place_many`: atomic place-with-cooldown.
 //!
-//! One call locks its board's row (`SELECT … FOR UPDATE`), so placements on a board take
-//! turns until each commits. Under that lock a call reads each user's last placement,
-//! decides every item, rewrites the touched chunks, appends the history rows (one INSERT,
-//! whose statement trigger sends the NOTIFY) and sets the board's seq. Hence: one tile
-//! per user per cooldown window however many attempts race, and seqs handed out
-//! gap-free in commit order (a rolled-back call never got to keep any).
+//! A call takes its locks in one order, each held until commit, so calls never deadlock:
+//! 1. each user's cooldown row ([`crate::cooldowns`]): one placement per user per window,
+//!    however many attempts race;
+//! 2. the touched chunk rows, in chunk order, then rewrites them ([`crate::storage`]):
+//!    whoever writes a chunk first also commits first, so the bits always equal the
+//!    history replayed in seq order;
+//! 3. the board's row, bumping its seq ([`crate::storage::bump_seq`]), then the history
+//!    INSERT, whose statement trigger sends the NOTIFY. Seqs are thus handed out gap-free
+//!    in commit order, and the board's row is held only for the last two statements and
+//!    the commit: calls on one board overlap in everything before.
 
+use crate::cooldowns::{claim, last_placements};
 use crate::input::{fail, required, required_elements, undefined};
 use crate::spi::{run, Statement};
-use crate::storage::Board;
-use pgplace_core::bits::TileWidth;
+use crate::storage::{bump_seq, write_tiles, Board};
 use pgrx::prelude::*;
 use pgrx::spi::SpiClient;
 use pgrx::{pg_sys, PgSqlErrorCode};
-use std::collections::HashMap;
 
 /// The largest batch `place_many` takes in one call.
 pub const MAX_BATCH: usize = 100_000;
 
-struct Item {
-    user: i64,
-    x: i32,
-    y: i32,
-    color: i32,
+pub struct Item {
+    pub user: i64,
+    pub x: i32,
+    pub y: i32,
+    pub color: i32,
 }
 
 /// The outcome of one item, as returned to SQL.
@@ -140,225 +143,124 @@ fn apply(
     items: Vec<Item>,
     label: &dyn Label,
 ) -> Vec<Outcome> {
-    let last_placed = users_and_last_placements(client, board_id, &items, label, false);
-    let board = Board::load(client, board_id, true);
-    if board.state != "open" {
-        fail(
-            PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-            format!(
-                "board {} ('{}') is {}: it accepts no placements until it is opened again \
-                 (place.set_board_state({}, 'open'))",
-                board.id, board.name, board.state, board.id
-            ),
-        );
-    }
+    let board = Board::load(client, board_id, false);
+    board.check_open();
     for (i, item) in items.iter().enumerate() {
         board.check_coordinate('x', &label.label("x", i), item.x);
         board.check_coordinate('y', &label.label("y", i), item.y);
         board.check_color(&label.label("color", i), item.color);
     }
-    // Read again under the lock: a placement that committed while we waited counts.
-    let mut last_placed = if board.cooldown_us > 0 {
-        users_and_last_placements(client, board_id, &items, label, true)
-    } else {
-        last_placed
-    };
+    let mut users: Vec<i64> = items.iter().map(|item| item.user).collect();
+    users.sort_unstable();
+    users.dedup();
+    check_users_exist(client, &users, &items, label);
     // SAFETY: a plain clock read.
     let now = unsafe { pg_sys::GetCurrentTimestamp() };
-    let mut accepted = Vec::new();
-    let mut outcome = Vec::with_capacity(items.len());
-    for (i, item) in items.iter().enumerate() {
-        let last = last_placed.get(&item.user).copied().flatten();
-        let allowed_at = last.map_or(now, |t| t.saturating_add(board.cooldown_us));
-        let ord = i as i32 + 1;
-        if allowed_at <= now {
-            let seq = board.seq + accepted.len() as i64 + 1;
-            accepted.push((seq, item));
-            last_placed.insert(item.user, Some(now));
-            outcome.push((ord, true, Some(seq), timestamp(now + board.cooldown_us)));
+    let claimed = claim(client, &board, &users, now);
+    let refused: Vec<i64> = users
+        .iter()
+        .copied()
+        .filter(|u| !claimed.contains(u))
+        .collect();
+    let last = last_placements(client, board.id, refused);
+
+    // Decide in array order: a claimed user's first item places; a second one places
+    // only without a cooldown.
+    let mut used = std::collections::HashSet::new();
+    let mut accepted: Vec<&Item> = Vec::new();
+    let mut decided = Vec::with_capacity(items.len());
+    for item in &items {
+        if claimed.contains(&item.user) && (used.insert(item.user) || board.cooldown_us == 0) {
+            decided.push(Ok(accepted.len() as i64));
+            accepted.push(item);
         } else {
-            outcome.push((ord, false, None, timestamp(allowed_at)));
+            let since = last.get(&item.user).copied().unwrap_or(now);
+            decided.push(Err(since.saturating_add(board.cooldown_us)));
         }
     }
-    if !accepted.is_empty() {
+    let first_seq = if accepted.is_empty() {
+        0
+    } else {
         write_tiles(client, &board, &accepted);
-        append_history(client, &board, &accepted, now);
-    }
-    outcome
+        let first_seq = bump_seq(client, &board, accepted.len() as i64);
+        append_history(client, board.id, first_seq, &accepted, now);
+        first_seq
+    };
+    decided
+        .into_iter()
+        .enumerate()
+        .map(|(i, decision)| match decision {
+            Ok(k) => (
+                i as i32 + 1,
+                true,
+                Some(first_seq + k),
+                timestamp(now + board.cooldown_us),
+            ),
+            Err(allowed_at) => (i as i32 + 1, false, None, timestamp(allowed_at)),
+        })
+        .collect()
 }
 
 fn timestamp(t: pg_sys::TimestampTz) -> TimestampWithTimeZone {
     TimestampWithTimeZone::try_from(t).expect("cooldowns are capped, so times stay in range")
 }
 
-static USERS_AND_LAST_PLACEMENTS: Statement = Statement {
-    sql: "SELECT u.id, EXISTS (SELECT 1 FROM place.users WHERE id = u.id), \
-                 CASE WHEN $3 THEN (SELECT p.placed_at FROM place.placements p \
-                                    WHERE p.board_id = $1 AND p.user_id = u.id \
-                                    ORDER BY p.seq DESC LIMIT 1) END \
-          FROM unnest($2::bigint[]) AS u(id)",
-    params: &[pg_sys::INT8OID, pg_sys::INT8ARRAYOID, pg_sys::BOOLOID],
+static MISSING_USERS: Statement = Statement {
+    sql: "SELECT u FROM unnest($1::bigint[]) AS u WHERE NOT EXISTS (SELECT 1 FROM place.users WHERE id = u)",
+    params: &[pg_sys::INT8ARRAYOID],
 };
 
-/// Each distinct user's last placement time on the board (with `with_last`), after
-/// checking that every user exists.
-fn users_and_last_placements(
-    client: &mut SpiClient<'_>,
-    board_id: i64,
-    items: &[Item],
-    label: &dyn Label,
-    with_last: bool,
-) -> HashMap<i64, Option<pg_sys::TimestampTz>> {
-    let mut distinct: Vec<i64> = items.iter().map(|item| item.user).collect();
-    distinct.sort_unstable();
-    distinct.dedup();
-    let mut last = HashMap::with_capacity(distinct.len());
-    for row in run(
-        client,
-        &USERS_AND_LAST_PLACEMENTS,
-        &[board_id.into(), distinct.into(), with_last.into()],
-    ) {
+fn check_users_exist(client: &mut SpiClient<'_>, users: &[i64], items: &[Item], label: &dyn Label) {
+    if let Some(row) = run(client, &MISSING_USERS, &[users.to_vec().into()]).next() {
         let user = row
             .get::<i64>(1)
             .ok()
             .flatten()
             .expect("unnest of non-NULL ids");
-        if !row.get::<bool>(2).ok().flatten().unwrap_or(false) {
-            let i = items.iter().position(|item| item.user == user).unwrap_or(0);
-            undefined(format!(
-                "{} = {user}: there is no such user",
-                label.label("user_id", i)
-            ));
-        }
-        let at = row
-            .get::<TimestampWithTimeZone>(3)
-            .ok()
-            .flatten()
-            .map(pg_sys::TimestampTz::from);
-        last.insert(user, at);
+        let i = items.iter().position(|item| item.user == user).unwrap_or(0);
+        undefined(format!(
+            "{} = {user}: there is no such user",
+            label.label("user_id", i)
+        ));
     }
-    last
-}
-
-static APPLY_TILES: Statement = Statement {
-    sql: "UPDATE place.board_chunks AS c SET bits = place._apply_tiles(c.bits, $2, v.ns, v.colors) \
-          FROM (SELECT chunk_no, array_agg(n ORDER BY ord) AS ns, array_agg(color ORDER BY ord) AS colors \
-                FROM unnest($3::int[], $4::bigint[], $5::int[]) WITH ORDINALITY AS t(chunk_no, n, color, ord) \
-                GROUP BY chunk_no) AS v \
-          WHERE c.board_id = $1 AND c.chunk_no = v.chunk_no",
-    params: &[
-        pg_sys::INT8OID,
-        pg_sys::INT4OID,
-        pg_sys::INT4ARRAYOID,
-        pg_sys::INT8ARRAYOID,
-        pg_sys::INT4ARRAYOID,
-    ],
-};
-
-/// Sets the accepted tiles in their chunks, in seq order (a later tile wins), with one
-/// UPDATE that rewrites each touched chunk once.
-fn write_tiles(client: &mut SpiClient<'_>, board: &Board, accepted: &[(i64, &Item)]) {
-    let mut chunk_nos = Vec::with_capacity(accepted.len());
-    let mut ns = Vec::with_capacity(accepted.len());
-    for (_, item) in accepted {
-        let (chunk_no, n) = board.locate(item.x, item.y);
-        chunk_nos.push(chunk_no);
-        ns.push(n);
-    }
-    let colors: Vec<i32> = accepted.iter().map(|(_, item)| item.color).collect();
-    let bits = board.tile.bits() as i32;
-    run(
-        client,
-        &APPLY_TILES,
-        &[
-            board.id.into(),
-            bits.into(),
-            chunk_nos.into(),
-            ns.into(),
-            colors.into(),
-        ],
-    );
-}
-
-/// `bits` with tile `ns[i]` set to `colors[i]`, in order: the chunk half of a placement.
-#[pg_extern(immutable, parallel_safe, strict, name = "_apply_tiles")]
-pub fn apply_tiles(bits: &[u8], bits_per_tile: i32, ns: Vec<i64>, colors: Vec<i32>) -> Vec<u8> {
-    let tile = TileWidth::new(bits_per_tile.into())
-        .unwrap_or_else(|e| fail(PgSqlErrorCode::ERRCODE_DATA_CORRUPTED, e.to_string()));
-    if ns.len() != colors.len() {
-        fail(
-            PgSqlErrorCode::ERRCODE_ARRAY_ELEMENT_ERROR,
-            format!(
-                "_apply_tiles takes as many colors ({}) as tiles ({})",
-                colors.len(),
-                ns.len()
-            ),
-        );
-    }
-    let mut out = bits.to_vec();
-    for (n, color) in ns.into_iter().zip(colors) {
-        tile.set(&mut out, n, color.into()).unwrap_or_else(|e| {
-            fail(
-                PgSqlErrorCode::ERRCODE_DATA_CORRUPTED,
-                format!("a chunk is inconsistent with its board: {e}"),
-            )
-        });
-    }
-    out
 }
 
 static INSERT_PLACEMENTS: Statement = Statement {
-    sql: "WITH bump AS (UPDATE place.boards SET seq = $8 WHERE id = $1) \
-          INSERT INTO place.placements (board_id, seq, x, y, color, user_id, placed_at) \
-          SELECT $1, s, x, y, c, u, $7 \
-          FROM unnest($2::bigint[], $3::int[], $4::int[], $5::int[], $6::bigint[]) AS t(s, x, y, c, u)",
+    sql: "INSERT INTO place.placements (board_id, seq, x, y, color, user_id, placed_at) \
+          SELECT $1, $2 + ord - 1, x, y, c, u, $7 \
+          FROM unnest($3::int[], $4::int[], $5::int[], $6::bigint[]) WITH ORDINALITY AS t(x, y, c, u, ord)",
     params: &[
         pg_sys::INT8OID,
-        pg_sys::INT8ARRAYOID,
+        pg_sys::INT8OID,
         pg_sys::INT4ARRAYOID,
         pg_sys::INT4ARRAYOID,
         pg_sys::INT4ARRAYOID,
         pg_sys::INT8ARRAYOID,
         pg_sys::TIMESTAMPTZOID,
-        pg_sys::INT8OID,
     ],
 };
 
-/// One INSERT for the whole batch, so its statement trigger sends one set of payloads;
-/// the board's seq moves in the same statement.
+/// One INSERT for the whole batch (seqs `first_seq`, `first_seq + 1`, …), so its statement
+/// trigger sends one set of payloads.
 fn append_history(
     client: &mut SpiClient<'_>,
-    board: &Board,
-    accepted: &[(i64, &Item)],
+    board_id: i64,
+    first_seq: i64,
+    accepted: &[&Item],
     now: pg_sys::TimestampTz,
 ) {
-    let seqs: Vec<i64> = accepted.iter().map(|(seq, _)| *seq).collect();
-    let last_seq = *seqs.last().expect("called with accepted placements");
     let args = [
-        board.id.into(),
-        seqs.into(),
+        board_id.into(),
+        first_seq.into(),
+        accepted.iter().map(|i| i.x).collect::<Vec<i32>>().into(),
+        accepted.iter().map(|i| i.y).collect::<Vec<i32>>().into(),
         accepted
             .iter()
-            .map(|(_, i)| i.x)
+            .map(|i| i.color)
             .collect::<Vec<i32>>()
             .into(),
-        accepted
-            .iter()
-            .map(|(_, i)| i.y)
-            .collect::<Vec<i32>>()
-            .into(),
-        accepted
-            .iter()
-            .map(|(_, i)| i.color)
-            .collect::<Vec<i32>>()
-            .into(),
-        accepted
-            .iter()
-            .map(|(_, i)| i.user)
-            .collect::<Vec<i64>>()
-            .into(),
+        accepted.iter().map(|i| i.user).collect::<Vec<i64>>().into(),
         timestamp(now).into(),
-        last_seq.into(),
     ];
     run(client, &INSERT_PLACEMENTS, &args);
 }

@@ -1,11 +1,13 @@
 //! A board's row and its packed bits, stored as `place.board_chunks` rows of
 //! [`CHUNK_BYTES`] bytes each (the last one shorter), so a placement rewrites one small row.
 
-use crate::input::{out_of_range, undefined};
+use crate::input::{fail, out_of_range, undefined};
+use crate::placing::Item;
 use crate::spi::{run, Statement};
 use pgplace_core::bits::TileWidth;
-use pgrx::pg_sys;
+use pgrx::prelude::*;
 use pgrx::spi::SpiClient;
+use pgrx::{pg_sys, PgSqlErrorCode};
 use std::collections::BTreeMap;
 
 /// Bytes per chunk row: small enough that a placement's rewrite (and its WAL) stays
@@ -13,6 +15,7 @@ use std::collections::BTreeMap;
 pub const CHUNK_BYTES: usize = 512;
 
 /// The settings of a board that placing and reading need.
+#[derive(Clone)]
 pub struct Board {
     pub id: i64,
     pub name: String,
@@ -38,14 +41,16 @@ static LOAD_BOARD: Statement = Statement {
     params: &[pg_sys::INT8OID],
 };
 static LOCK_BOARD: Statement = Statement {
-    sql: concat!(select_board!(), " FOR UPDATE"),
+    // NO KEY UPDATE: conflicts with a placement's seq bump, not with the foreign-key
+    // checks (KEY SHARE) that placements take on the board's row earlier on.
+    sql: concat!(select_board!(), " FOR NO KEY UPDATE"),
     params: &[pg_sys::INT8OID],
 };
 
 impl Board {
     /// The board, or an error naming the unknown id. With `lock`, the board's row stays
-    /// locked until the transaction ends: placements on one board take turns here, which
-    /// is what makes the cooldown atomic and hands out seqs in commit order.
+    /// locked until the transaction ends, so a settings change waits for placements in
+    /// flight and they for it.
     pub fn load(client: &mut SpiClient<'_>, id: i64, lock: bool) -> Board {
         let statement = if lock { &LOCK_BOARD } else { &LOAD_BOARD };
         let mut rows = run(client, statement, &[id.into()]);
@@ -105,6 +110,19 @@ impl Board {
         }
     }
 
+    pub fn check_open(&self) {
+        if self.state != "open" {
+            fail(
+                PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                format!(
+                    "board {} ('{}') is {}: it accepts no placements until it is opened again \
+                     (place.set_board_state({}, 'open'))",
+                    self.id, self.name, self.state, self.id
+                ),
+            );
+        }
+    }
+
     /// The chunk holding tile (x, y), and the tile's number inside that chunk.
     pub fn locate(&self, x: i32, y: i32) -> (i32, i64) {
         let n = x as u64 + self.width as u64 * y as u64;
@@ -156,6 +174,124 @@ pub fn read_chunks(
             (no, bits)
         })
         .collect()
+}
+
+static APPLY_TILES: Statement = Statement {
+    sql: "UPDATE place.board_chunks AS c SET bits = place._apply_tiles(c.bits, $2, v.ns, v.colors) \
+          FROM (SELECT chunk_no, array_agg(n ORDER BY ord) AS ns, array_agg(color ORDER BY ord) AS colors \
+                FROM unnest($3::int[], $4::bigint[], $5::int[]) WITH ORDINALITY AS t(chunk_no, n, color, ord) \
+                GROUP BY chunk_no) AS v \
+          WHERE c.board_id = $1 AND c.chunk_no = v.chunk_no",
+    params: &[
+        pg_sys::INT8OID,
+        pg_sys::INT4OID,
+        pg_sys::INT4ARRAYOID,
+        pg_sys::INT8ARRAYOID,
+        pg_sys::INT4ARRAYOID,
+    ],
+};
+
+static LOCK_CHUNKS: Statement = Statement {
+    sql: "SELECT chunk_no FROM place.board_chunks WHERE board_id = $1 AND chunk_no = ANY($2) \
+          ORDER BY chunk_no FOR NO KEY UPDATE",
+    params: &[pg_sys::INT8OID, pg_sys::INT4ARRAYOID],
+};
+
+/// Sets the accepted tiles in their chunks, in order (a later tile wins): locks the
+/// touched chunks in chunk order (so two calls never wait for each other in a circle),
+/// then one UPDATE rewrites each of them once.
+pub fn write_tiles(client: &mut SpiClient<'_>, board: &Board, accepted: &[&Item]) {
+    let mut chunk_nos = Vec::with_capacity(accepted.len());
+    let mut ns = Vec::with_capacity(accepted.len());
+    for item in accepted {
+        let (chunk_no, n) = board.locate(item.x, item.y);
+        chunk_nos.push(chunk_no);
+        ns.push(n);
+    }
+    let colors: Vec<i32> = accepted.iter().map(|item| item.color).collect();
+    let bits = board.tile.bits() as i32;
+    let mut distinct = chunk_nos.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    run(client, &LOCK_CHUNKS, &[board.id.into(), distinct.into()]);
+    run(
+        client,
+        &APPLY_TILES,
+        &[
+            board.id.into(),
+            bits.into(),
+            chunk_nos.into(),
+            ns.into(),
+            colors.into(),
+        ],
+    );
+}
+
+/// `bits` with tile `ns[i]` set to `colors[i]`, in order: the chunk half of a placement.
+#[pg_extern(immutable, parallel_safe, strict, name = "_apply_tiles")]
+pub fn apply_tiles(bits: &[u8], bits_per_tile: i32, ns: Vec<i64>, colors: Vec<i32>) -> Vec<u8> {
+    let tile = TileWidth::new(bits_per_tile.into())
+        .unwrap_or_else(|e| fail(PgSqlErrorCode::ERRCODE_DATA_CORRUPTED, e.to_string()));
+    if ns.len() != colors.len() {
+        fail(
+            PgSqlErrorCode::ERRCODE_ARRAY_ELEMENT_ERROR,
+            format!(
+                "_apply_tiles takes as many colors ({}) as tiles ({})",
+                colors.len(),
+                ns.len()
+            ),
+        );
+    }
+    let mut out = bits.to_vec();
+    for (n, color) in ns.into_iter().zip(colors) {
+        tile.set(&mut out, n, color.into()).unwrap_or_else(|e| {
+            fail(
+                PgSqlErrorCode::ERRCODE_DATA_CORRUPTED,
+                format!("a chunk is inconsistent with its board: {e}"),
+            )
+        });
+    }
+    out
+}
+
+static BUMP_SEQ: Statement = Statement {
+    sql: "UPDATE place.boards SET seq = seq + $2 WHERE id = $1 \
+          RETURNING seq - $2 + 1, state, width, height, bits_per_tile, cardinality(palette)",
+    params: &[pg_sys::INT8OID, pg_sys::INT8OID],
+};
+
+/// Takes the board's row (held until commit) and `count` seqs; returns the first. The
+/// board must still be as the call saw it before it waited here.
+pub fn bump_seq(client: &mut SpiClient<'_>, board: &Board, count: i64) -> i64 {
+    let mut rows = run(client, &BUMP_SEQ, &[board.id.into(), count.into()]);
+    let Some(row) = rows.next() else {
+        undefined(format!("board {} does not exist", board.id));
+    };
+    let get_i32 = |i| row.get::<i32>(i).ok().flatten().expect("NOT NULL column");
+    let state = row
+        .get::<String>(2)
+        .ok()
+        .flatten()
+        .expect("NOT NULL column");
+    if state != "open" {
+        Board {
+            state,
+            ..board.clone()
+        }
+        .check_open();
+    }
+    let same = (get_i32(3), get_i32(4), get_i32(5) as u32, get_i32(6))
+        == (board.width, board.height, board.tile.bits(), board.colors);
+    if !same {
+        fail(
+            PgSqlErrorCode::ERRCODE_T_R_SERIALIZATION_FAILURE,
+            format!(
+                "board {} changed its size or palette during the call; try again",
+                board.id
+            ),
+        );
+    }
+    row.get::<i64>(1).ok().flatten().expect("NOT NULL column")
 }
 
 static READ_PACKED: Statement = Statement {
