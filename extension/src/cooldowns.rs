@@ -3,7 +3,7 @@
 //! second call for the same user waits for the first and then sees its placement, so one
 //! cooldown window places one tile however many attempts race.
 
-use crate::spi::{run, Statement};
+use crate::spi::{column, run, Statement};
 use crate::storage::Board;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
@@ -44,7 +44,7 @@ pub fn claim(
         (board.cooldown_us == 0).into(),
     ];
     run(client, &CLAIM, &args)
-        .map(|row| row.get::<i64>(1).ok().flatten().expect("RETURNING user_id"))
+        .map(|row| column::<i64>(&row, 1))
         .collect()
 }
 
@@ -64,12 +64,8 @@ pub fn last_placements(
     }
     run(client, &LAST_PLACEMENTS, &[board_id.into(), users.into()])
         .map(|row| {
-            let user = row.get::<i64>(1).ok().flatten().expect("NOT NULL column");
-            let at = row
-                .get::<TimestampWithTimeZone>(2)
-                .ok()
-                .flatten()
-                .expect("NOT NULL column");
+            let user = column::<i64>(&row, 1);
+            let at = column::<TimestampWithTimeZone>(&row, 2);
             (user, pg_sys::TimestampTz::from(at))
         })
         .collect()

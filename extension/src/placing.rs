@@ -13,7 +13,7 @@
 
 use crate::cooldowns::{claim, last_placements};
 use crate::input::{fail, required, required_elements, undefined};
-use crate::spi::{run, Statement};
+use crate::spi::{column, run, Statement};
 use crate::storage::{bump_seq, write_tiles, Board};
 use pgrx::prelude::*;
 use pgrx::spi::SpiClient;
@@ -212,11 +212,7 @@ static MISSING_USERS: Statement = Statement {
 
 fn check_users_exist(client: &mut SpiClient<'_>, users: &[i64], items: &[Item], label: &dyn Label) {
     if let Some(row) = run(client, &MISSING_USERS, &[users.to_vec().into()]).next() {
-        let user = row
-            .get::<i64>(1)
-            .ok()
-            .flatten()
-            .expect("unnest of non-NULL ids");
+        let user = column::<i64>(&row, 1);
         let i = items.iter().position(|item| item.user == user).unwrap_or(0);
         undefined(format!(
             "{} = {user}: there is no such user",

@@ -2,8 +2,9 @@
 //! its handful of queries on every call (the work after the board lock is serialized).
 
 use pgrx::datum::DatumWithOid;
+use pgrx::datum::{FromDatum, IntoDatum};
 use pgrx::pg_sys::{self, PgOid};
-use pgrx::spi::{OwnedPreparedStatement, SpiClient, SpiTupleTable};
+use pgrx::spi::{OwnedPreparedStatement, SpiClient, SpiHeapTupleData, SpiTupleTable};
 use std::cell::RefCell;
 use std::collections::HashMap;
 
@@ -49,4 +50,12 @@ pub fn run<'conn>(
     client
         .update(plan, None, args)
         .unwrap_or_else(|e| panic!("running {:?}: {e}", statement.sql))
+}
+
+/// Column `ordinal` (1-based) of a row whose query makes it non-NULL and of type `T`.
+pub fn column<T: FromDatum + IntoDatum>(row: &SpiHeapTupleData<'_>, ordinal: usize) -> T {
+    row.get::<T>(ordinal)
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| panic!("column {ordinal} is NULL or not of the expected type"))
 }

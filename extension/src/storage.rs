@@ -3,7 +3,7 @@
 
 use crate::input::{fail, out_of_range, undefined};
 use crate::placing::Item;
-use crate::spi::{run, Statement};
+use crate::spi::{column, run, Statement};
 use pgplace_core::bits::TileWidth;
 use pgrx::prelude::*;
 use pgrx::spi::SpiClient;
@@ -15,7 +15,6 @@ use std::collections::BTreeMap;
 pub const CHUNK_BYTES: usize = 512;
 
 /// The settings of a board that placing and reading need.
-#[derive(Clone)]
 pub struct Board {
     pub id: i64,
     pub name: String,
@@ -57,26 +56,18 @@ impl Board {
         let Some(row) = rows.next() else {
             undefined(format!("board {id} does not exist"));
         };
-        let get_i32 = |i| row.get::<i32>(i).ok().flatten().expect("NOT NULL column");
+        let get_i32 = |i| column::<i32>(&row, i);
         let bits = get_i32(5);
         Board {
             id,
-            name: row
-                .get::<String>(2)
-                .ok()
-                .flatten()
-                .expect("NOT NULL column"),
+            name: column::<String>(&row, 2),
             width: get_i32(3),
             height: get_i32(4),
             tile: TileWidth::new(bits.into()).expect("boards.bits_per_tile is CHECKed"),
             colors: get_i32(6),
-            cooldown_us: row.get::<i64>(7).ok().flatten().expect("NOT NULL column"),
-            state: row
-                .get::<String>(8)
-                .ok()
-                .flatten()
-                .expect("NOT NULL column"),
-            seq: row.get::<i64>(9).ok().flatten().expect("NOT NULL column"),
+            cooldown_us: column::<i64>(&row, 7),
+            state: column::<String>(&row, 8),
+            seq: column::<i64>(&row, 9),
         }
     }
 
@@ -111,16 +102,7 @@ impl Board {
     }
 
     pub fn check_open(&self) {
-        if self.state != "open" {
-            fail(
-                PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-                format!(
-                    "board {} ('{}') is {}: it accepts no placements until it is opened again \
-                     (place.set_board_state({}, 'open'))",
-                    self.id, self.name, self.state, self.id
-                ),
-            );
-        }
+        check_open(self.id, &self.name, &self.state);
     }
 
     /// The chunk holding tile (x, y), and the tile's number inside that chunk.
@@ -128,6 +110,19 @@ impl Board {
         let n = x as u64 + self.width as u64 * y as u64;
         let per_chunk = CHUNK_BYTES as u64 * self.tile.tiles_per_byte();
         ((n / per_chunk) as i32, (n % per_chunk) as i64)
+    }
+}
+
+/// Refuses placements on a board that is not open.
+fn check_open(id: i64, name: &str, state: &str) {
+    if state != "open" {
+        fail(
+            PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            format!(
+                "board {id} ('{name}') is {state}: it accepts no placements until it is opened \
+                 again (place.set_board_state({id}, 'open'))"
+            ),
+        );
     }
 }
 
@@ -165,12 +160,8 @@ pub fn read_chunks(
 ) -> BTreeMap<i32, Vec<u8>> {
     run(client, &READ_CHUNKS, &[board_id.into(), chunk_nos.into()])
         .map(|row| {
-            let no = row.get::<i32>(1).ok().flatten().expect("NOT NULL column");
-            let bits = row
-                .get::<Vec<u8>>(2)
-                .ok()
-                .flatten()
-                .expect("NOT NULL column");
+            let no = column::<i32>(&row, 1);
+            let bits = column::<Vec<u8>>(&row, 2);
             (no, bits)
         })
         .collect()
@@ -267,19 +258,8 @@ pub fn bump_seq(client: &mut SpiClient<'_>, board: &Board, count: i64) -> i64 {
     let Some(row) = rows.next() else {
         undefined(format!("board {} does not exist", board.id));
     };
-    let get_i32 = |i| row.get::<i32>(i).ok().flatten().expect("NOT NULL column");
-    let state = row
-        .get::<String>(2)
-        .ok()
-        .flatten()
-        .expect("NOT NULL column");
-    if state != "open" {
-        Board {
-            state,
-            ..board.clone()
-        }
-        .check_open();
-    }
+    let get_i32 = |i| column::<i32>(&row, i);
+    check_open(board.id, &board.name, &column::<String>(&row, 2));
     let same = (get_i32(3), get_i32(4), get_i32(5) as u32, get_i32(6))
         == (board.width, board.height, board.tile.bits(), board.colors);
     if !same {
@@ -291,7 +271,7 @@ pub fn bump_seq(client: &mut SpiClient<'_>, board: &Board, count: i64) -> i64 {
             ),
         );
     }
-    row.get::<i64>(1).ok().flatten().expect("NOT NULL column")
+    column::<i64>(&row, 1)
 }
 
 static READ_PACKED: Statement = Statement {
@@ -307,7 +287,7 @@ pub fn read_packed(client: &mut SpiClient<'_>, board_id: i64) -> (i64, Vec<u8>) 
     let Some(row) = rows.next() else {
         undefined(format!("board {board_id} does not exist"));
     };
-    let seq = row.get::<i64>(1).ok().flatten().expect("NOT NULL column");
+    let seq = column::<i64>(&row, 1);
     let bits = row.get::<Vec<u8>>(2).ok().flatten().unwrap_or_default();
     (seq, bits)
 }
