@@ -1,7 +1,31 @@
-//! pgplace-gateway: the long-polling JSON-RPC gateway. Not built yet; the crate exists so
-//! the workspace has its final shape and the gateway shares `pgplace-core` from the start.
+use clap::Parser;
+use pgplace_gateway::{start, Config};
+use tracing_subscriber::EnvFilter;
 
-fn main() {
-    eprintln!("pgplace-gateway is not built yet");
-    std::process::exit(1);
+#[tokio::main]
+async fn main() {
+    tracing_subscriber::fmt()
+        .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")))
+        .init();
+    let config = Config::parse();
+    let running = match start(config).await {
+        Ok(running) => running,
+        Err(error) => {
+            eprintln!("pgplace-gateway: {error}");
+            std::process::exit(1);
+        }
+    };
+    println!("pgplace-gateway listening on http://{}/ (JSON-RPC at /jsonrpc)", running.addr);
+    wait_for_stop().await;
+    tracing::info!("stopping");
+    running.shutdown();
+}
+
+async fn wait_for_stop() {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .expect("SIGTERM can be handled");
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
 }

@@ -1,0 +1,151 @@
+//! Starting the gateway: the pool, the LISTEN connection, sessions, and the HTTP server.
+
+use crate::boards::Boards;
+use crate::config::Config;
+use crate::db;
+use crate::http;
+use crate::listener::Listener;
+use crate::sessions::Sessions;
+use deadpool_postgres::Pool;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use std::net::SocketAddr;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+/// What every request handler shares.
+pub struct App {
+    pub config: Config,
+    pub pool: Pool,
+    pub boards: Arc<Boards>,
+    pub sessions: Arc<Sessions>,
+    pub listening: Arc<AtomicBool>,
+}
+
+/// A started gateway.
+pub struct Running {
+    pub addr: SocketAddr,
+    pub app: Arc<App>,
+    stop: CancellationToken,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Running {
+    /// Stops accepting, closes connections after their current request, stops the
+    /// listener and the expiry.
+    pub fn shutdown(&self) {
+        self.stop.cancel();
+        for task in &self.tasks {
+            task.abort();
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+#[derive(Debug)]
+pub struct StartError(pub String);
+
+impl std::fmt::Display for StartError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for StartError {}
+
+pub async fn start(config: Config) -> Result<Running, StartError> {
+    let mut pg: tokio_postgres::Config = config
+        .database_url
+        .parse()
+        .map_err(|e| StartError(format!("--database-url {:?}: {e}", config.database_url)))?;
+    if pg.get_application_name().is_none() {
+        pg.application_name("pgplace-gateway");
+    }
+    let pool = db::pool(&pg, config.db_pool);
+    let (catch_up_tx, catch_up_rx) = tokio::sync::mpsc::unbounded_channel();
+    let boards = Arc::new(Boards::new(
+        pool.clone(),
+        config.session_buffer,
+        config.max_group as usize,
+        catch_up_tx,
+    ));
+    let listening = Arc::new(AtomicBool::new(false));
+    let sessions = Arc::new(Sessions::new(config.max_sessions, config.session_idle()));
+    let tcp = TcpListener::bind(config.listen)
+        .await
+        .map_err(|e| StartError(format!("cannot listen on {}: {e}", config.listen)))?;
+    let addr = tcp.local_addr().map_err(|e| StartError(e.to_string()))?;
+    let listener = Listener {
+        config: pg,
+        pool: pool.clone(),
+        boards: boards.clone(),
+        up: listening.clone(),
+        catch_up: catch_up_rx,
+        replay_limit: config.session_buffer,
+    };
+    let app = Arc::new(App {
+        config,
+        pool,
+        boards,
+        sessions: sessions.clone(),
+        listening,
+    });
+    let stop = CancellationToken::new();
+    let tasks = vec![
+        tokio::spawn(listener.run()),
+        tokio::spawn(sessions.run_expiry()),
+        tokio::spawn(accept(tcp, app.clone(), stop.clone())),
+    ];
+    Ok(Running {
+        addr,
+        app,
+        stop,
+        tasks,
+    })
+}
+
+async fn accept(tcp: TcpListener, app: Arc<App>, stop: CancellationToken) {
+    loop {
+        let (stream, _) = tokio::select! {
+            accepted = tcp.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(error) => {
+                    // Out of file descriptors, say: wait rather than spin.
+                    tracing::warn!("accept: {error}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            _ = stop.cancelled() => return,
+        };
+        let _ = stream.set_nodelay(true);
+        let app = app.clone();
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            let service = service_fn(move |req| http::handle(app.clone(), req));
+            let connection = http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(Duration::from_secs(30))
+                .serve_connection(TokioIo::new(stream), service);
+            tokio::pin!(connection);
+            tokio::select! {
+                _ = connection.as_mut() => {}
+                _ = stop.cancelled() => {
+                    connection.as_mut().graceful_shutdown();
+                    let _ = tokio::time::timeout(Duration::from_secs(1), connection).await;
+                }
+            }
+        });
+    }
+}
+

@@ -1,0 +1,574 @@
+//! The gateway's copy of one board, kept current from the notification stream, and the
+//! log of recent events that every session on the board reads from.
+//!
+//! A session does not hold a queue of its own: it holds a cursor (the last seq it was
+//! given) per view, and `get_events` reads the shared log from there. Each event is
+//! serialized once, when it enters the log, in both forms (Qik and compact); a response
+//! is made of slices of those buffers. A session whose cursor fell out of the log (it
+//! stopped polling while more than `session_buffer` tiles arrived) or whose board was
+//! reloaded from the database (`epoch` changed) gets a `reset` with a fresh initial state.
+
+use crate::fragments::{ArrayBuilder, Fragments};
+use base64::Engine;
+use bytes::Bytes;
+use pgplace_core::bits::TileWidth;
+use pgplace_core::payload::Placement;
+use serde::Serialize;
+use std::collections::VecDeque;
+use std::fmt::Write as _;
+use std::sync::{Arc, Mutex};
+use tokio::sync::Notify;
+
+/// A board's settings as clients see them.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Settings {
+    pub id: i64,
+    pub name: String,
+    pub width: i32,
+    pub height: i32,
+    pub bits_per_tile: i32,
+    pub palette: Vec<String>,
+    /// Seconds between two placements of one user.
+    pub cooldown: f64,
+    pub state: String,
+}
+
+/// A board as read from the database in one snapshot.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    pub settings: Settings,
+    pub seq: i64,
+    pub bits: Vec<u8>,
+}
+
+/// Why placements could not be applied in order: the caller must read them from the
+/// database (`from` is the first seq missing) or reload the board.
+#[derive(Debug, PartialEq)]
+pub enum Discontinuity {
+    Gap { from: i64 },
+    /// The stream names a tile outside the board as the gateway knows it.
+    Inconsistent,
+}
+
+/// The position of one view of a session in a board's stream.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Cursor {
+    pub epoch: u64,
+    pub seq: i64,
+    pub settings_version: u64,
+}
+
+/// How a view goes on after `collect`.
+#[derive(Debug, PartialEq)]
+pub enum Delivery {
+    Continues,
+    /// The board was deleted; the subscription ends with the `deleted` event.
+    Ended,
+}
+
+pub struct Board {
+    pub id: i64,
+    pub qik_key: Arc<str>,
+    pub compact_key: Arc<str>,
+    mirror: Mutex<Mirror>,
+    /// Woken (all waiters) whenever the log, the settings or the epoch change.
+    pub changed: Notify,
+}
+
+struct Mirror {
+    settings: Arc<Settings>,
+    settings_version: u64,
+    tile: TileWidth,
+    seq: i64,
+    epoch: u64,
+    bits: Vec<u8>,
+    log: EventLog,
+    deleted: bool,
+    state_cache: Option<(u64, i64, Bytes)>,
+    bits_cache: Option<(u64, i64, Bytes)>,
+}
+
+impl Board {
+    pub fn new(snapshot: Snapshot, log_capacity: u64) -> Self {
+        let id = snapshot.settings.id;
+        let tile = TileWidth::new(snapshot.settings.bits_per_tile.into())
+            .expect("the database holds valid tile widths");
+        Board {
+            id,
+            qik_key: format!("board/{id}").into(),
+            compact_key: format!("board/{id}/compact").into(),
+            mirror: Mutex::new(Mirror {
+                settings: Arc::new(snapshot.settings),
+                settings_version: 0,
+                tile,
+                seq: snapshot.seq,
+                epoch: 0,
+                bits: snapshot.bits,
+                log: EventLog::new(snapshot.seq, log_capacity),
+                deleted: false,
+                state_cache: None,
+                bits_cache: None,
+            }),
+            changed: Notify::new(),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Mirror> {
+        self.mirror.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn seq(&self) -> i64 {
+        self.lock().seq
+    }
+
+    pub fn settings(&self) -> Arc<Settings> {
+        self.lock().settings.clone()
+    }
+
+    pub fn is_deleted(&self) -> bool {
+        self.lock().deleted
+    }
+
+    /// Applies placements that continue the stream (those at or below the current seq are
+    /// skipped: they were applied already). Stops at the first discontinuity.
+    pub fn apply(&self, placements: &[Placement]) -> Result<usize, Discontinuity> {
+        let mut m = self.lock();
+        let mut applied = 0;
+        let mut entry = TilesBuilder::new(&self.qik_key);
+        let mut result = Ok(());
+        for p in placements {
+            if p.seq <= m.seq + applied as i64 {
+                continue;
+            }
+            if p.seq != m.seq + applied as i64 + 1 {
+                result = Err(Discontinuity::Gap {
+                    from: m.seq + applied as i64 + 1,
+                });
+                break;
+            }
+            let (width, height) = (m.settings.width, m.settings.height);
+            if p.x < 0 || p.y < 0 || p.x >= width || p.y >= height {
+                result = Err(Discontinuity::Inconsistent);
+                break;
+            }
+            let n = i64::from(p.x) + i64::from(width) * i64::from(p.y);
+            let tile = m.tile;
+            let old = tile.get(&m.bits, n).expect("tile inside the board");
+            if tile.set(&mut m.bits, n, p.color.into()).is_err() {
+                result = Err(Discontinuity::Inconsistent);
+                break;
+            }
+            entry.add(p, old);
+            applied += 1;
+        }
+        if applied > 0 {
+            let entry = entry.finish();
+            m.seq = entry.last;
+            m.log.push(Entry::Tiles(entry));
+            drop(m);
+            self.changed.notify_waiters();
+        }
+        result.map(|()| applied)
+    }
+
+    /// Records new settings; sessions get a `settings` event.
+    pub fn set_settings(&self, settings: Settings) {
+        let mut m = self.lock();
+        if *m.settings == settings {
+            return;
+        }
+        m.settings = Arc::new(settings);
+        m.settings_version += 1;
+        m.state_cache = None;
+        let obj = settings_json(&m.settings, m.seq);
+        let version = m.settings_version;
+        let seq = m.seq;
+        let entry = Entry::Settings {
+            version,
+            seq,
+            qik: event_bytes(&self.qik_key, "settings", &obj),
+            compact: event_bytes(&self.compact_key, "settings", &obj),
+        };
+        m.log.push(entry);
+        drop(m);
+        self.changed.notify_waiters();
+    }
+
+    /// Replaces the whole mirror with a fresh snapshot: every session gets a `reset`.
+    pub fn reload(&self, snapshot: Snapshot) {
+        let mut m = self.lock();
+        m.tile = TileWidth::new(snapshot.settings.bits_per_tile.into())
+            .expect("the database holds valid tile widths");
+        m.settings = Arc::new(snapshot.settings);
+        m.settings_version += 1;
+        m.seq = snapshot.seq;
+        m.bits = snapshot.bits;
+        m.epoch += 1;
+        m.log = EventLog::new(snapshot.seq, m.log.capacity);
+        m.state_cache = None;
+        m.bits_cache = None;
+        drop(m);
+        self.changed.notify_waiters();
+    }
+
+    /// The board was deleted: sessions get a `deleted` event and lose the subscription.
+    pub fn mark_deleted(&self) {
+        self.lock().deleted = true;
+        self.changed.notify_waiters();
+    }
+
+    /// Whether the settings differ in a way that changes the packed layout.
+    pub fn layout_differs(&self, settings: &Settings) -> bool {
+        let m = self.lock();
+        m.settings.width != settings.width
+            || m.settings.height != settings.height
+            || m.settings.bits_per_tile != settings.bits_per_tile
+    }
+
+    /// The initial state (settings, seq, packed bits in base64) and the cursor that
+    /// continues exactly after it.
+    pub fn initial_state(&self) -> (Cursor, Bytes) {
+        let (cursor, settings, bits) = {
+            let m = self.lock();
+            let cursor = m.cursor();
+            if let Some((epoch, seq, state)) = &m.state_cache {
+                if (*epoch, *seq) == (cursor.epoch, cursor.seq) {
+                    return (cursor, state.clone());
+                }
+            }
+            (cursor, m.settings.clone(), m.bits.clone())
+        };
+        // Serialized outside the lock: the listener keeps applying meanwhile.
+        let state = state_json(&settings, cursor.seq, &bits);
+        let mut m = self.lock();
+        if (m.epoch, m.seq) == (cursor.epoch, cursor.seq) {
+            m.state_cache = Some((cursor.epoch, cursor.seq, state.clone()));
+        }
+        (cursor, state)
+    }
+
+    /// The packed bits, with the epoch and seq they reflect.
+    pub fn packed(&self) -> (u64, i64, Bytes) {
+        let mut m = self.lock();
+        if let Some((epoch, seq, bits)) = &m.bits_cache {
+            if (*epoch, *seq) == (m.epoch, m.seq) {
+                return (*epoch, *seq, bits.clone());
+            }
+        }
+        let bits = Bytes::from(m.bits.clone());
+        m.bits_cache = Some((m.epoch, m.seq, bits.clone()));
+        (m.epoch, m.seq, bits)
+    }
+
+    /// Adds the events after `cursor` for one view to `out` and moves the cursor past them.
+    pub fn collect(&self, cursor: &mut Cursor, compact: bool, out: &mut ArrayBuilder) -> Delivery {
+        let key = if compact {
+            &self.compact_key
+        } else {
+            &self.qik_key
+        };
+        let m = self.lock();
+        if m.deleted {
+            let event = format!("{{\"key\":{},\"action\":\"deleted\"}}", json_str(key));
+            out.push(Bytes::from(event).into());
+            return Delivery::Ended;
+        }
+        if cursor.epoch != m.epoch || cursor.seq < m.log.floor || cursor.seq > m.seq {
+            drop(m);
+            let (fresh, state) = self.initial_state();
+            *cursor = fresh;
+            let mut event = Fragments::new();
+            event.push(format!("{{\"key\":{},\"action\":\"reset\",\"obj\":", json_str(key)).into_bytes().into());
+            event.push(state);
+            event.push_static("}");
+            out.push(event);
+            return Delivery::Continues;
+        }
+        let mut out = EventsOut::new(key, compact, out);
+        let start = m.log.entries.partition_point(|e| e.seq_end() < cursor.seq);
+        for entry in m.log.entries.range(start..) {
+            match entry {
+                Entry::Tiles(t) if t.last > cursor.seq => {
+                    let skip = (cursor.seq + 1 - t.first).max(0) as usize;
+                    out.tiles(t, skip);
+                    cursor.seq = t.last;
+                }
+                Entry::Settings {
+                    version,
+                    qik,
+                    compact: c,
+                    ..
+                } if *version > cursor.settings_version => {
+                    out.event(if compact { c.clone() } else { qik.clone() });
+                    cursor.settings_version = *version;
+                }
+                _ => {}
+            }
+        }
+        cursor.settings_version = cursor.settings_version.max(m.settings_version);
+        out.finish();
+        Delivery::Continues
+    }
+}
+
+impl Mirror {
+    fn cursor(&self) -> Cursor {
+        Cursor {
+            epoch: self.epoch,
+            seq: self.seq,
+            settings_version: self.settings_version,
+        }
+    }
+}
+
+/// The log of recent events: every tile with seq in (floor, seq] and the settings
+/// changes among them, holding at most `capacity` tiles.
+struct EventLog {
+    entries: VecDeque<Entry>,
+    tiles: u64,
+    capacity: u64,
+    floor: i64,
+}
+
+impl EventLog {
+    fn new(seq: i64, capacity: u64) -> Self {
+        EventLog {
+            entries: VecDeque::new(),
+            tiles: 0,
+            capacity,
+            floor: seq,
+        }
+    }
+
+    fn push(&mut self, entry: Entry) {
+        if let Entry::Tiles(t) = &entry {
+            self.tiles += t.count() as u64;
+        }
+        self.entries.push_back(entry);
+        while self.tiles > self.capacity {
+            match self.entries.pop_front() {
+                Some(Entry::Tiles(t)) => {
+                    self.tiles -= t.count() as u64;
+                    self.floor = t.last;
+                }
+                Some(Entry::Settings { .. }) => {}
+                None => break,
+            }
+        }
+    }
+}
+
+enum Entry {
+    Tiles(TilesEntry),
+    Settings {
+        version: u64,
+        /// The board's seq when the settings changed.
+        seq: i64,
+        qik: Bytes,
+        compact: Bytes,
+    },
+}
+
+impl Entry {
+    fn seq_end(&self) -> i64 {
+        match self {
+            Entry::Tiles(t) => t.last,
+            Entry::Settings { seq, .. } => *seq,
+        }
+    }
+}
+
+/// Consecutive tiles, serialized in both forms. `qik` holds one event per tile and
+/// `compact` one `[x,y,color]` per tile, comma-separated; `*_starts` say where each
+/// tile's piece begins, so that a reader can start in the middle.
+struct TilesEntry {
+    first: i64,
+    last: i64,
+    qik: Bytes,
+    qik_starts: Vec<u32>,
+    compact: Bytes,
+    compact_starts: Vec<u32>,
+}
+
+impl TilesEntry {
+    fn count(&self) -> usize {
+        self.qik_starts.len()
+    }
+}
+
+struct TilesBuilder<'k> {
+    key: &'k str,
+    first: i64,
+    last: i64,
+    qik: String,
+    qik_starts: Vec<u32>,
+    compact: String,
+    compact_starts: Vec<u32>,
+}
+
+impl<'k> TilesBuilder<'k> {
+    fn new(key: &'k str) -> Self {
+        TilesBuilder {
+            key,
+            first: 0,
+            last: 0,
+            qik: String::new(),
+            qik_starts: Vec::new(),
+            compact: String::new(),
+            compact_starts: Vec::new(),
+        }
+    }
+
+    fn add(&mut self, p: &Placement, old: u8) {
+        if self.qik_starts.is_empty() {
+            self.first = p.seq;
+        } else {
+            self.qik.push(',');
+            self.compact.push(',');
+        }
+        self.last = p.seq;
+        self.qik_starts.push(self.qik.len() as u32);
+        self.compact_starts.push(self.compact.len() as u32);
+        let _ = write!(
+            self.qik,
+            "{{\"key\":{},\"action\":\"update\",\"old\":{{\"x\":{},\"y\":{},\"color\":{}}},\"obj\":{{\"x\":{},\"y\":{},\"color\":{},\"user\":{},\"seq\":{},\"placed_at\":\"{}\"}}}}",
+            json_str(self.key), p.x, p.y, old, p.x, p.y, p.color, p.user, p.seq, timestamp(p.at)
+        );
+        let _ = write!(self.compact, "[{},{},{}]", p.x, p.y, p.color);
+    }
+
+    fn finish(self) -> TilesEntry {
+        TilesEntry {
+            first: self.first,
+            last: self.last,
+            qik: Bytes::from(self.qik),
+            qik_starts: self.qik_starts,
+            compact: Bytes::from(self.compact),
+            compact_starts: self.compact_starts,
+        }
+    }
+}
+
+/// Builds the events of one delivery. Compact views get one `tiles` event per run of
+/// tiles (settings events split runs, keeping the order).
+struct EventsOut<'k, 'o> {
+    key: &'k str,
+    compact: bool,
+    events: &'o mut ArrayBuilder,
+    run: Fragments,
+    run_first: i64,
+    run_last: i64,
+    run_tiles: usize,
+}
+
+impl<'k, 'o> EventsOut<'k, 'o> {
+    fn new(key: &'k str, compact: bool, events: &'o mut ArrayBuilder) -> Self {
+        EventsOut {
+            key,
+            compact,
+            events,
+            run: Fragments::new(),
+            run_first: 0,
+            run_last: 0,
+            run_tiles: 0,
+        }
+    }
+
+    fn tiles(&mut self, t: &TilesEntry, skip: usize) {
+        let (buf, starts) = if self.compact {
+            (&t.compact, &t.compact_starts)
+        } else {
+            (&t.qik, &t.qik_starts)
+        };
+        let piece = buf.slice(starts[skip] as usize..);
+        if self.compact {
+            if self.run_tiles == 0 {
+                self.run_first = t.first + skip as i64;
+            } else {
+                self.run.push_static(",");
+            }
+            self.run.push(piece);
+            self.run_last = t.last;
+            self.run_tiles += t.count() - skip;
+        } else {
+            // Qik events are whole elements already; the pieces are comma-joined.
+            self.events.push(piece.into());
+        }
+    }
+
+    fn event(&mut self, event: Bytes) {
+        self.flush_run();
+        self.events.push(event.into());
+    }
+
+    fn flush_run(&mut self) {
+        if self.run_tiles == 0 {
+            return;
+        }
+        let mut event = Fragments::new();
+        event.push(
+            format!(
+                "{{\"key\":{},\"action\":\"tiles\",\"seq\":[{},{}],\"tiles\":[",
+                json_str(self.key),
+                self.run_first,
+                self.run_last
+            )
+            .into_bytes()
+            .into(),
+        );
+        event.append(std::mem::take(&mut self.run));
+        event.push_static("]}");
+        self.events.push(event);
+        self.run_tiles = 0;
+    }
+
+    fn finish(mut self) {
+        self.flush_run();
+    }
+}
+
+fn event_bytes(key: &str, action: &str, obj: &str) -> Bytes {
+    format!("{{\"key\":{},\"action\":\"{action}\",\"obj\":{obj}}}", json_str(key)).into()
+}
+
+fn json_str(s: &str) -> String {
+    serde_json::to_string(s).expect("strings serialize")
+}
+
+#[derive(Serialize)]
+struct SettingsWithSeq<'a> {
+    #[serde(flatten)]
+    settings: &'a Settings,
+    seq: i64,
+}
+
+#[derive(Serialize)]
+struct State<'a> {
+    #[serde(flatten)]
+    settings: &'a Settings,
+    seq: i64,
+    bits: String,
+}
+
+fn settings_json(settings: &Settings, seq: i64) -> String {
+    serde_json::to_string(&SettingsWithSeq { settings, seq }).expect("settings serialize")
+}
+
+/// `{"id":…,"name":…,…,"seq":…,"bits":"<base64>"}`.
+pub fn state_json(settings: &Settings, seq: i64, bits: &[u8]) -> Bytes {
+    let bits = base64::engine::general_purpose::STANDARD.encode(bits);
+    serde_json::to_vec(&State {
+        settings,
+        seq,
+        bits,
+    })
+    .expect("states serialize")
+    .into()
+}
+
+/// RFC 3339 in UTC with microseconds, from microseconds since the Unix epoch.
+pub fn timestamp(micros: i64) -> String {
+    chrono::DateTime::from_timestamp_micros(micros)
+        .unwrap_or_default()
+        .to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
+}

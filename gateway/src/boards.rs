@@ -1,0 +1,113 @@
+//! The boards the gateway mirrors, loaded on first use (a subscribe, a placement, a
+//! request for the bits) and kept current by the listener from then on.
+
+use crate::board::Board;
+use crate::db::{self, BoardRef};
+use crate::errors::{from_db, from_pool, RpcError};
+use crate::placer::Placer;
+use deadpool_postgres::Pool;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use tokio::sync::{mpsc, OnceCell};
+
+/// A mirrored board and the queue that group-commits its placements.
+pub struct Mirrored {
+    pub board: Arc<Board>,
+    pub placer: Placer,
+}
+
+pub struct Boards {
+    pool: Pool,
+    log_capacity: u64,
+    max_group: usize,
+    loaded: Mutex<HashMap<i64, Arc<OnceCell<Arc<Mirrored>>>>>,
+    /// Boards whose stream must be checked against the database (just loaded ones).
+    catch_up: mpsc::UnboundedSender<Arc<Board>>,
+}
+
+impl Boards {
+    pub fn new(
+        pool: Pool,
+        log_capacity: u64,
+        max_group: usize,
+        catch_up: mpsc::UnboundedSender<Arc<Board>>,
+    ) -> Self {
+        Boards {
+            pool,
+            log_capacity,
+            max_group,
+            loaded: Mutex::new(HashMap::new()),
+            catch_up,
+        }
+    }
+
+    fn cells(&self) -> std::sync::MutexGuard<'_, HashMap<i64, Arc<OnceCell<Arc<Mirrored>>>>> {
+        self.loaded.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The mirror of a board already loaded.
+    pub fn loaded(&self, id: i64) -> Option<Arc<Mirrored>> {
+        self.cells().get(&id).and_then(|cell| cell.get().cloned())
+    }
+
+    /// Every loaded mirror.
+    pub fn all(&self) -> Vec<Arc<Mirrored>> {
+        self.cells()
+            .values()
+            .filter_map(|cell| cell.get().cloned())
+            .collect()
+    }
+
+    /// Forgets a board (it was deleted).
+    pub fn forget(&self, id: i64) {
+        self.cells().remove(&id);
+    }
+
+    /// The mirror of `board`, loading it first if needed.
+    pub async fn get(&self, board: &BoardRef) -> Result<Arc<Mirrored>, RpcError> {
+        let id = match board {
+            BoardRef::Id(id) => *id,
+            BoardRef::Name(name) => {
+                let by_name = self
+                    .all()
+                    .into_iter()
+                    .find(|m| !m.board.is_deleted() && m.board.settings().name == *name);
+                if let Some(mirrored) = by_name {
+                    return Ok(mirrored);
+                }
+                let client = self.pool.get().await.map_err(from_pool)?;
+                db::board_id(&client, board)
+                    .await
+                    .map_err(|e| from_db(&e))?
+                    .ok_or_else(|| RpcError::unknown_board(board))?
+            }
+        };
+        let cell = self.cells().entry(id).or_default().clone();
+        match cell.get_or_try_init(|| self.load(id, board)).await {
+            Ok(mirrored) => Ok(mirrored.clone()),
+            Err(error) => {
+                // Unknown ids must not pile up empty entries.
+                let mut cells = self.cells();
+                if cells.get(&id).is_some_and(|c| c.get().is_none()) {
+                    cells.remove(&id);
+                }
+                Err(error)
+            }
+        }
+    }
+
+    async fn load(&self, id: i64, board: &BoardRef) -> Result<Arc<Mirrored>, RpcError> {
+        let client = self.pool.get().await.map_err(from_pool)?;
+        let snapshot = db::snapshot(&client, id)
+            .await
+            .map_err(|e| from_db(&e))?
+            .ok_or_else(|| RpcError::unknown_board(board))?;
+        drop(client);
+        let board = Arc::new(Board::new(snapshot, self.log_capacity));
+        let placer = Placer::spawn(board.clone(), self.pool.clone(), self.max_group);
+        // Placements committed while the snapshot was read may have been notified before
+        // the board was mirrored: the listener reads them from the history.
+        let _ = self.catch_up.send(board.clone());
+        Ok(Arc::new(Mirrored { board, placer }))
+    }
+}

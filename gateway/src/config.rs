@@ -1,0 +1,85 @@
+//! The gateway's settings: command-line flags, each also readable from the environment.
+
+use clap::Parser;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// Long-polling JSON-RPC gateway for pgplace boards.
+///
+/// Clients POST JSON-RPC 2.0 (or 1.0-style) requests to /jsonrpc; GET /boards/{id}/bits
+/// returns a board's packed tiles; GET /healthz says whether the database and the LISTEN
+/// connection are up. Every flag can also be given by the environment variable shown.
+#[derive(Parser, Debug, Clone)]
+#[command(name = "pgplace-gateway", version)]
+pub struct Config {
+    /// PostgreSQL connection URL of the database that has the pgplace extension.
+    #[arg(
+        long,
+        env = "PGPLACE_DATABASE_URL",
+        default_value = "postgresql://postgres@127.0.0.1:54329/pgplace"
+    )]
+    pub database_url: String,
+
+    /// Address and port to listen on (port 0 picks a free port).
+    #[arg(long, env = "PGPLACE_LISTEN", default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+
+    /// Largest number of pooled database connections (the LISTEN connection is extra).
+    #[arg(long, env = "PGPLACE_DB_POOL", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub db_pool: u32,
+
+    /// Most sessions held at once; session.create fails with a clear error beyond it.
+    #[arg(long, env = "PGPLACE_MAX_SESSIONS", default_value_t = 100_000)]
+    pub max_sessions: usize,
+
+    /// Seconds a session lives without a get_events call.
+    #[arg(long, env = "PGPLACE_SESSION_IDLE", default_value_t = 120, value_parser = clap::value_parser!(u64).range(1..))]
+    pub session_idle_secs: u64,
+
+    /// Most events a session may fall behind on one view; a session further behind (a
+    /// client that stopped polling) gets a `reset` with a fresh initial state instead.
+    #[arg(long, env = "PGPLACE_SESSION_BUFFER", default_value_t = 20_000, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    pub session_buffer: u64,
+
+    /// Most subscriptions one session may hold.
+    #[arg(long, env = "PGPLACE_MAX_SUBSCRIPTIONS", default_value_t = 16)]
+    pub max_subscriptions: usize,
+
+    /// Longest a get_events call waits, in seconds (a larger timeout is capped to this).
+    #[arg(long, env = "PGPLACE_MAX_POLL", default_value_t = 90, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub max_poll_secs: u64,
+
+    /// Most placements committed in one group (one place.place_many call).
+    #[arg(long, env = "PGPLACE_MAX_GROUP", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    pub max_group: u64,
+
+    /// Largest request body accepted, in bytes.
+    #[arg(long, env = "PGPLACE_MAX_BODY", default_value_t = 1 << 20)]
+    pub max_body_bytes: usize,
+
+    /// Most requests in one JSON-RPC batch.
+    #[arg(long, env = "PGPLACE_MAX_BATCH", default_value_t = 100)]
+    pub max_batch: usize,
+
+    /// `stale-while-revalidate` seconds sent with /boards/{id}/bits.
+    #[arg(long, env = "PGPLACE_BITS_STALE", default_value_t = 10)]
+    pub bits_stale_secs: u64,
+}
+
+impl Config {
+    pub fn session_idle(&self) -> Duration {
+        Duration::from_secs(self.session_idle_secs)
+    }
+
+    pub fn max_poll(&self) -> Duration {
+        Duration::from_secs(self.max_poll_secs)
+    }
+
+    /// The defaults, pointed at `database_url` and a free loopback port (for tests).
+    pub fn for_database(database_url: &str) -> Self {
+        let mut config = Config::parse_from(["pgplace-gateway"]);
+        config.database_url = database_url.to_string();
+        config.listen = SocketAddr::from(([127, 0, 0, 1], 0));
+        config
+    }
+}

@@ -1,0 +1,184 @@
+//! Every query the gateway sends (prepared once per pooled connection). Each is one statement in autocommit: the gateway never
+//! opens a transaction, so a request dropped at any point cannot leave a pooled
+//! connection inside one.
+
+use crate::board::{Settings, Snapshot};
+use deadpool_postgres::{ClientWrapper, Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
+use pgplace_core::payload::Placement;
+use std::time::Duration;
+use tokio_postgres::{NoTls, Row};
+
+pub fn pool(config: &tokio_postgres::Config, size: u32) -> Pool {
+    let manager = Manager::from_config(
+        config.clone(),
+        NoTls,
+        ManagerConfig {
+            recycling_method: RecyclingMethod::Fast,
+        },
+    );
+    Pool::builder(manager)
+        .max_size(size as usize)
+        .runtime(Runtime::Tokio1)
+        .wait_timeout(Some(Duration::from_secs(10)))
+        .create_timeout(Some(Duration::from_secs(5)))
+        .build()
+        .expect("a pool with a runtime and timeouts builds")
+}
+
+const SETTINGS: &str = "b.id, b.name, b.width, b.height, b.bits_per_tile, b.palette, \
+     extract(epoch FROM b.cooldown)::float8 AS cooldown, b.state, b.seq";
+
+fn settings(row: &Row) -> Settings {
+    Settings {
+        id: row.get("id"),
+        name: row.get("name"),
+        width: row.get("width"),
+        height: row.get("height"),
+        bits_per_tile: row.get("bits_per_tile"),
+        palette: row.get("palette"),
+        cooldown: row.get("cooldown"),
+        state: row.get("state"),
+    }
+}
+
+/// Which board a client means: its id, or its name.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BoardRef {
+    Id(i64),
+    Name(String),
+}
+
+impl std::fmt::Display for BoardRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BoardRef::Id(id) => write!(f, "{id}"),
+            BoardRef::Name(name) => write!(f, "{name:?}"),
+        }
+    }
+}
+
+pub async fn board_id(
+    client: &ClientWrapper,
+    board: &BoardRef,
+) -> Result<Option<i64>, tokio_postgres::Error> {
+    let row = match board {
+        BoardRef::Id(id) => {
+            client.query_opt(&client.prepare_cached("SELECT id FROM place.boards WHERE id = $1").await?, &[id])
+                .await?
+        }
+        BoardRef::Name(name) => {
+            client.query_opt(&client.prepare_cached("SELECT id FROM place.boards WHERE name = $1").await?, &[name])
+                .await?
+        }
+    };
+    Ok(row.map(|r| r.get(0)))
+}
+
+/// The board's settings, seq and bits in one snapshot (one statement).
+pub async fn snapshot(
+    client: &ClientWrapper,
+    id: i64,
+) -> Result<Option<Snapshot>, tokio_postgres::Error> {
+    let sql = "SELECT b.id, b.name, b.width, b.height, b.bits_per_tile, b.palette, \
+               extract(epoch FROM b.cooldown)::float8 AS cooldown, b.state, s.seq, s.bits \
+               FROM place.boards b CROSS JOIN LATERAL place.board_bits(b.id) s WHERE b.id = $1";
+    let row = client.query_opt(&client.prepare_cached(sql).await?, &[&id]).await?;
+    Ok(row.map(|row| Snapshot {
+        settings: settings(&row),
+        seq: row.get("seq"),
+        bits: row.get("bits"),
+    }))
+}
+
+/// The board's settings and seq (None once it is deleted).
+pub async fn settings_and_seq(
+    client: &ClientWrapper,
+    id: i64,
+) -> Result<Option<(Settings, i64)>, tokio_postgres::Error> {
+    let sql = format!("SELECT {SETTINGS} FROM place.boards b WHERE b.id = $1");
+    let row = client.query_opt(&client.prepare_cached(&sql).await?, &[&id]).await?;
+    Ok(row.map(|row| (settings(&row), row.get("seq"))))
+}
+
+/// Every board's settings and seq, by id.
+pub async fn list_boards(
+    client: &ClientWrapper,
+) -> Result<Vec<(Settings, i64)>, tokio_postgres::Error> {
+    let sql = format!("SELECT {SETTINGS} FROM place.boards b ORDER BY b.id");
+    let rows = client.query(&client.prepare_cached(&sql).await?, &[]).await?;
+    Ok(rows.iter().map(|row| (settings(row), row.get("seq"))).collect())
+}
+
+/// Placements with seq > `after`, in seq order, at most `limit`.
+pub async fn placements_after(
+    client: &ClientWrapper,
+    board: i64,
+    after: i64,
+    limit: i64,
+) -> Result<Vec<Placement>, tokio_postgres::Error> {
+    let sql = "SELECT seq, x, y, color, user_id, placed_at FROM place.placements \
+               WHERE board_id = $1 AND seq > $2 ORDER BY seq LIMIT $3";
+    let rows = client.query(&client.prepare_cached(sql).await?, &[&board, &after, &limit]).await?;
+    Ok(rows
+        .iter()
+        .map(|row| Placement {
+            board,
+            seq: row.get(0),
+            x: row.get(1),
+            y: row.get(2),
+            color: row.get(3),
+            user: row.get(4),
+            at: row
+                .get::<_, chrono::DateTime<chrono::Utc>>(5)
+                .timestamp_micros(),
+        })
+        .collect())
+}
+
+/// The user whose token this is, as (id, name).
+pub async fn user_for_token(
+    client: &ClientWrapper,
+    token: &str,
+) -> Result<Option<(i64, String)>, tokio_postgres::Error> {
+    let sql = "SELECT u.id, u.name FROM place.users u WHERE u.id = place.user_for_token($1)";
+    let row = client.query_opt(&client.prepare_cached(sql).await?, &[&token]).await?;
+    Ok(row.map(|row| (row.get(0), row.get(1))))
+}
+
+/// One placement's outcome from `place.place_many`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    pub placed: bool,
+    pub seq: Option<i64>,
+    pub next_allowed_at: chrono::DateTime<chrono::Utc>,
+}
+
+pub struct PlaceItem {
+    pub user: i64,
+    pub x: i32,
+    pub y: i32,
+    pub color: i32,
+}
+
+/// Places a group in one transaction; outcomes in the order of `items`.
+pub async fn place_many(
+    client: &ClientWrapper,
+    board: i64,
+    items: &[PlaceItem],
+) -> Result<Vec<Outcome>, tokio_postgres::Error> {
+    let users: Vec<i64> = items.iter().map(|i| i.user).collect();
+    let xs: Vec<i32> = items.iter().map(|i| i.x).collect();
+    let ys: Vec<i32> = items.iter().map(|i| i.y).collect();
+    let colors: Vec<i32> = items.iter().map(|i| i.color).collect();
+    let sql = "SELECT ord, placed, seq, next_allowed_at FROM place.place_many($1, $2, $3, $4, $5) ORDER BY ord";
+    let rows = client.query(&client.prepare_cached(sql).await?, &[&board, &users, &xs, &ys, &colors])
+        .await?;
+    Ok(rows
+        .iter()
+        .map(|row| Outcome {
+            placed: row.get(1),
+            seq: row.get(2),
+            next_allowed_at: row.get(3),
+        })
+        .collect())
+}

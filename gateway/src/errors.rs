@@ -1,0 +1,125 @@
+//! JSON-RPC error objects: the standard codes and pgplace's own (documented in the README).
+
+use serde_json::{json, Value};
+
+/// An error answered to one request: `{"code", "message", "data"?}`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RpcError {
+    pub code: i64,
+    pub message: String,
+    pub data: Option<Value>,
+}
+
+// JSON-RPC 2.0's own codes.
+pub const PARSE_ERROR: i64 = -32700;
+pub const INVALID_REQUEST: i64 = -32600;
+pub const METHOD_NOT_FOUND: i64 = -32601;
+pub const INVALID_PARAMS: i64 = -32602;
+pub const INTERNAL_ERROR: i64 = -32603;
+
+// pgplace's codes, in the server-error range.
+pub const UNKNOWN_SESSION: i64 = -32001;
+pub const NOT_AUTHORIZED: i64 = -32002;
+pub const COOLDOWN: i64 = -32003;
+pub const UNKNOWN_VIEW: i64 = -32004;
+pub const UNKNOWN_BOARD: i64 = -32005;
+pub const BOARD_NOT_OPEN: i64 = -32006;
+pub const TOO_MANY: i64 = -32007;
+pub const RETRY: i64 = -32008;
+pub const UNAVAILABLE: i64 = -32009;
+
+impl RpcError {
+    pub fn new(code: i64, message: impl Into<String>) -> Self {
+        RpcError {
+            code,
+            message: message.into(),
+            data: None,
+        }
+    }
+
+    pub fn with_data(mut self, data: Value) -> Self {
+        self.data = Some(data);
+        self
+    }
+
+    pub fn parse(detail: impl std::fmt::Display) -> Self {
+        Self::new(PARSE_ERROR, format!("Parse error: {detail}"))
+    }
+
+    pub fn invalid_request(detail: impl std::fmt::Display) -> Self {
+        Self::new(INVALID_REQUEST, format!("Invalid Request: {detail}"))
+    }
+
+    pub fn method_not_found(method: &str) -> Self {
+        Self::new(
+            METHOD_NOT_FOUND,
+            format!("Method not found: {method}"),
+        )
+    }
+
+    pub fn invalid_params(detail: impl std::fmt::Display) -> Self {
+        Self::new(INVALID_PARAMS, format!("Invalid params: {detail}"))
+    }
+
+    pub fn internal() -> Self {
+        Self::new(INTERNAL_ERROR, "Internal error (logged by the gateway)")
+    }
+
+    pub fn unknown_session() -> Self {
+        Self::new(
+            UNKNOWN_SESSION,
+            "unknown session (it expired, was destroyed, or never existed): call session.create",
+        )
+    }
+
+    pub fn unknown_board(board: impl std::fmt::Display) -> Self {
+        Self::new(UNKNOWN_BOARD, format!("board {board} does not exist"))
+    }
+
+    pub fn unavailable() -> Self {
+        Self::new(
+            UNAVAILABLE,
+            "the database is unavailable; retry in a moment",
+        )
+    }
+
+    pub fn to_json(&self) -> Value {
+        match &self.data {
+            Some(data) => json!({"code": self.code, "message": self.message, "data": data}),
+            None => json!({"code": self.code, "message": self.message}),
+        }
+    }
+}
+
+/// How a database error reaches a client: the SQLSTATEs pgplace raises for a caller's
+/// mistakes keep their message; anything else is logged and answered as internal.
+pub fn from_db(error: &tokio_postgres::Error) -> RpcError {
+    let Some(db) = error.as_db_error() else {
+        if error.is_closed() {
+            return RpcError::unavailable();
+        }
+        tracing::warn!("database error: {error}");
+        return RpcError::unavailable();
+    };
+    let message = db.message().to_string();
+    match db.code().code() {
+        "55000" => RpcError::new(BOARD_NOT_OPEN, message),
+        "42704" if message.contains("no such user") => {
+            RpcError::new(NOT_AUTHORIZED, format!("{message} (the session's user was deleted)"))
+        }
+        "42704" => RpcError::new(UNKNOWN_BOARD, message),
+        "22003" | "22023" | "22004" | "2202E" => RpcError::invalid_params(message),
+        "40001" | "40P01" => RpcError::new(RETRY, format!("{message}; retry")),
+        "57P01" | "57P02" | "57P03" | "08000" | "08003" | "08006" => RpcError::unavailable(),
+        code => {
+            tracing::error!("database error {code}: {message}");
+            RpcError::internal()
+        }
+    }
+}
+
+/// A pool that cannot hand out a connection means the database is unreachable.
+pub fn from_pool(error: deadpool_postgres::PoolError) -> RpcError {
+    tracing::warn!("database pool: {error}");
+    RpcError::unavailable()
+}

@@ -1,0 +1,201 @@
+//! HTTP routes: POST /jsonrpc, GET /boards/{id}/bits, GET /healthz.
+
+use crate::app::App;
+use crate::db::BoardRef;
+use crate::errors::RpcError;
+use crate::fragments::Fragments;
+use crate::jsonrpc::{self, Body};
+use crate::methods;
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
+use hyper::header::{self, HeaderValue};
+use hyper::{Method, Request, Response, StatusCode};
+use serde_json::{json, Value};
+use std::convert::Infallible;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Result<Response<Fragments>, Infallible> {
+    let path = req.uri().path().to_string();
+    let response = match (req.method(), path.as_str()) {
+        (&Method::POST, "/jsonrpc") => rpc(&app, req).await,
+        (_, "/jsonrpc") => method_not_allowed("POST"),
+        (&Method::GET | &Method::HEAD, "/healthz") => healthz(&app).await,
+        (&Method::GET | &Method::HEAD, path) if bits_path(path).is_some() => {
+            let id = bits_path(path).expect("checked");
+            bits(&app, &req, id).await
+        }
+        (_, path) if bits_path(path).is_some() => method_not_allowed("GET, HEAD"),
+        _ => json_status(StatusCode::NOT_FOUND, json!({"error": format!("no route for {path}"),
+            "routes": ["POST /jsonrpc", "GET /boards/{id}/bits", "GET /healthz"]})),
+    };
+    Ok(response)
+}
+
+/// `/boards/{id}/bits` → the id text.
+fn bits_path(path: &str) -> Option<&str> {
+    path.strip_prefix("/boards/")?.strip_suffix("/bits")
+}
+
+fn json_status(status: StatusCode, body: Value) -> Response<Fragments> {
+    let mut response = Response::new(Fragments::from(serde_json::to_vec(&body).expect("JSON")));
+    *response.status_mut() = status;
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}
+
+fn method_not_allowed(allow: &'static str) -> Response<Fragments> {
+    let mut response = json_status(
+        StatusCode::METHOD_NOT_ALLOWED,
+        json!({"error": format!("method not allowed here; use {allow}")}),
+    );
+    response.headers_mut().insert(header::ALLOW, HeaderValue::from_static(allow));
+    response
+}
+
+fn json_response(body: Fragments) -> Response<Fragments> {
+    let mut response = Response::new(body);
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}
+
+async fn rpc(app: &App, req: Request<Incoming>) -> Response<Fragments> {
+    let limit = app.config.max_body_bytes;
+    let body = match Limited::new(req.into_body(), limit).collect().await {
+        Ok(body) => body.to_bytes(),
+        Err(error) => {
+            let too_large = error.downcast_ref::<http_body_util::LengthLimitError>().is_some();
+            let (status, error) = if too_large {
+                (
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    RpcError::invalid_request(format!("the request body is larger than {limit} bytes")),
+                )
+            } else {
+                (StatusCode::BAD_REQUEST, RpcError::parse(format!("the request body could not be read: {error}")))
+            };
+            let body = jsonrpc::error_response(jsonrpc::Version::V2, &Value::Null, &error);
+            let mut response = json_response(body);
+            *response.status_mut() = status;
+            return response;
+        }
+    };
+    let answer = match jsonrpc::parse(&body, app.config.max_batch) {
+        Err(error) => Some(error),
+        Ok(Body::Single(request)) => answer(app, request).await,
+        Ok(Body::Batch(requests)) => {
+            // In order: a Qik client may create a session and subscribe in one batch.
+            let mut answers = Vec::with_capacity(requests.len());
+            for request in requests {
+                answers.extend(answer(app, request).await);
+            }
+            jsonrpc::batch_response(answers)
+        }
+    };
+    match answer {
+        Some(body) => json_response(body),
+        None => {
+            let mut response = Response::new(Fragments::new());
+            *response.status_mut() = StatusCode::NO_CONTENT;
+            response
+        }
+    }
+}
+
+async fn answer(app: &App, request: jsonrpc::Parsed) -> Option<Fragments> {
+    match request {
+        Err((version, id, error)) => Some(jsonrpc::error_response(version, &id, &error)),
+        Ok(request) => {
+            let outcome = methods::call(app, &request.method, request.params.as_ref()).await;
+            let id = request.id?;
+            Some(jsonrpc::response(request.version, &id, outcome))
+        }
+    }
+}
+
+async fn healthz(app: &App) -> Response<Fragments> {
+    let listening = app.listening.load(Ordering::SeqCst);
+    let database = tokio::time::timeout(Duration::from_secs(2), async {
+        let client = app.pool.get().await.ok()?;
+        client.simple_query("SELECT 1").await.ok()
+    })
+    .await
+    .ok()
+    .flatten()
+    .is_some();
+    let status = if listening && database {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    let mut response = json_status(
+        status,
+        json!({"ok": status == StatusCode::OK, "database": database, "listen": listening}),
+    );
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+async fn bits(app: &App, req: &Request<Incoming>, id: &str) -> Response<Fragments> {
+    let Ok(id) = id.parse::<i64>() else {
+        return json_status(
+            StatusCode::BAD_REQUEST,
+            json!({"error": format!("{id:?} is not a board id (an integer)")}),
+        );
+    };
+    let mirrored = match app.boards.get(&BoardRef::Id(id)).await {
+        Ok(mirrored) => mirrored,
+        Err(error) if error.code == crate::errors::UNKNOWN_BOARD => {
+            return json_status(StatusCode::NOT_FOUND, json!({"error": error.message}))
+        }
+        Err(error) => {
+            return json_status(StatusCode::SERVICE_UNAVAILABLE, json!({"error": error.message}))
+        }
+    };
+    let board = &mirrored.board;
+    let (_, seq, bits) = board.packed();
+    let settings = board.settings();
+    let etag = format!("\"{id}-{seq}\"");
+    let cache = format!(
+        "public, max-age=1, stale-while-revalidate={}",
+        app.config.bits_stale_secs
+    );
+    let not_modified = req
+        .headers()
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(',').any(|t| t.trim() == etag || t.trim() == "*"));
+    let body = if not_modified || req.method() == Method::HEAD {
+        Fragments::new()
+    } else {
+        Fragments::from(bits.clone())
+    };
+    let mut response = Response::new(body);
+    if not_modified {
+        *response.status_mut() = StatusCode::NOT_MODIFIED;
+    }
+    let headers = response.headers_mut();
+    let mut set = |name: &'static str, value: String| {
+        headers.insert(name, HeaderValue::from_str(&value).expect("ASCII header values"));
+    };
+    set("etag", etag);
+    set("cache-control", cache);
+    set("x-pgplace-seq", seq.to_string());
+    set("x-pgplace-width", settings.width.to_string());
+    set("x-pgplace-height", settings.height.to_string());
+    set("x-pgplace-bits-per-tile", settings.bits_per_tile.to_string());
+    if !not_modified {
+        set("content-type", "application/octet-stream".to_string());
+        if req.method() == Method::HEAD {
+            set("content-length", bits.len().to_string());
+        }
+    }
+    response
+}
+

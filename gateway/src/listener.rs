@@ -1,0 +1,198 @@
+//! The one LISTEN connection of the gateway. Notifications are applied to the mirrored
+//! boards in the order they arrive, which is commit order; whatever the stream cannot
+//! give (a gap, a payload that only names a seq range, the time the connection was
+//! down, a board loaded after its notifications went by) is read from `place.placements`
+//! by seq, so every mirror stays exact.
+
+use crate::board::{Board, Discontinuity};
+use crate::boards::Boards;
+use crate::db;
+use futures_util::StreamExt;
+use pgplace_core::payload::{BoardChange, Payload, Placement, CHANNEL};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tokio_postgres::{AsyncMessage, NoTls};
+
+/// How many placements one catch-up query reads at a time.
+const CATCH_UP_PAGE: i64 = 10_000;
+
+pub struct Listener {
+    pub config: tokio_postgres::Config,
+    pub pool: deadpool_postgres::Pool,
+    pub boards: Arc<Boards>,
+    /// Whether LISTEN is active (for /healthz).
+    pub up: Arc<AtomicBool>,
+    pub catch_up: mpsc::UnboundedReceiver<Arc<Board>>,
+    /// A board more than this many placements behind is reloaded rather than replayed.
+    pub replay_limit: u64,
+}
+
+impl Listener {
+    pub async fn run(mut self) {
+        let mut backoff = Duration::from_millis(100);
+        loop {
+            match self.session().await {
+                Ok(()) => backoff = Duration::from_millis(100),
+                Err(error) => tracing::warn!("LISTEN connection: {error}"),
+            }
+            self.up.store(false, Ordering::SeqCst);
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(Duration::from_secs(5));
+        }
+    }
+
+    /// One connection's life: LISTEN, catch every mirror up, then follow the stream.
+    async fn session(&mut self) -> Result<(), tokio_postgres::Error> {
+        let (client, mut connection) = self.config.connect(NoTls).await?;
+        let (tx, mut notifications) = mpsc::unbounded_channel();
+        let driver = tokio::spawn(async move {
+            let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
+            while let Some(message) = messages.next().await {
+                match message {
+                    Ok(AsyncMessage::Notification(n)) => {
+                        if tx.send(n).is_err() {
+                            break;
+                        }
+                    }
+                    Ok(_) => {}
+                    Err(error) => {
+                        tracing::warn!("LISTEN connection lost: {error}");
+                        break;
+                    }
+                }
+            }
+        });
+        client.batch_execute(&format!("LISTEN {CHANNEL}")).await?;
+        // Placements committed before LISTEN took effect are not notified to us: read them.
+        for mirrored in self.boards.all() {
+            self.catch_up(&mirrored.board).await?;
+        }
+        self.up.store(true, Ordering::SeqCst);
+        tracing::info!("listening on channel {CHANNEL}");
+        loop {
+            tokio::select! {
+                notification = notifications.recv() => match notification {
+                    Some(n) => self.on_payload(n.payload()).await?,
+                    None => break,
+                },
+                Some(board) = self.catch_up.recv() => self.catch_up(&board).await?,
+            }
+        }
+        driver.abort();
+        Ok(())
+    }
+
+    async fn on_payload(&mut self, text: &str) -> Result<(), tokio_postgres::Error> {
+        let payload = match Payload::decode(text) {
+            Ok(payload) => payload,
+            Err(error) => {
+                tracing::warn!("ignoring a notification that is not a pgplace payload ({error}): {text}");
+                return Ok(());
+            }
+        };
+        match payload {
+            Payload::Tiles(p) => {
+                let Some(mirrored) = self.boards.loaded(p.board) else {
+                    return Ok(());
+                };
+                let board = &mirrored.board;
+                if p.last <= board.seq() {
+                    return Ok(());
+                }
+                let placements: Vec<Placement> = match (&p.tiles, p.at) {
+                    (Some(tiles), Some(at)) => tiles
+                        .iter()
+                        .zip(p.first..)
+                        .map(|(t, seq)| Placement {
+                            board: p.board,
+                            seq,
+                            x: t.0,
+                            y: t.1,
+                            color: t.2,
+                            user: t.3,
+                            at,
+                        })
+                        .collect(),
+                    // A reference payload: the placements are only in the history.
+                    _ => return self.catch_up(board).await,
+                };
+                if board.apply(&placements).is_err() {
+                    self.catch_up(board).await?;
+                }
+                Ok(())
+            }
+            Payload::Board(p) => {
+                let Some(mirrored) = self.boards.loaded(p.board) else {
+                    return Ok(());
+                };
+                match p.change {
+                    BoardChange::Deleted => {
+                        self.boards.forget(p.board);
+                        mirrored.board.mark_deleted();
+                        Ok(())
+                    }
+                    BoardChange::Created | BoardChange::Settings => {
+                        self.catch_up(&mirrored.board).await
+                    }
+                }
+            }
+        }
+    }
+
+    /// Brings one mirror up to what the database has committed now.
+    async fn catch_up(&mut self, board: &Arc<Board>) -> Result<(), tokio_postgres::Error> {
+        let client = self.client().await?;
+        let Some((settings, seq)) = db::settings_and_seq(&client, board.id).await? else {
+            self.boards.forget(board.id);
+            board.mark_deleted();
+            return Ok(());
+        };
+        let behind = seq - board.seq();
+        if board.layout_differs(&settings) || behind < 0 || behind as u64 > self.replay_limit {
+            return self.reload(board, &client).await;
+        }
+        board.set_settings(settings);
+        while board.seq() < seq {
+            let placements = db::placements_after(&client, board.id, board.seq(), CATCH_UP_PAGE).await?;
+            match board.apply(&placements) {
+                Ok(0) | Err(Discontinuity::Gap { .. }) | Err(Discontinuity::Inconsistent) => {
+                    // The history does not continue the mirror (it was cut, say): start over.
+                    tracing::warn!("board {}: the history does not continue seq {}; reloading", board.id, board.seq());
+                    return self.reload(board, &client).await;
+                }
+                Ok(_) => {}
+            }
+        }
+        Ok(())
+    }
+
+    async fn reload(
+        &self,
+        board: &Arc<Board>,
+        client: &deadpool_postgres::Object,
+    ) -> Result<(), tokio_postgres::Error> {
+        match db::snapshot(client, board.id).await? {
+            Some(snapshot) => board.reload(snapshot),
+            None => {
+                self.boards.forget(board.id);
+                board.mark_deleted();
+            }
+        }
+        Ok(())
+    }
+
+    async fn client(&self) -> Result<deadpool_postgres::Object, tokio_postgres::Error> {
+        loop {
+            match self.pool.get().await {
+                Ok(client) => return Ok(client),
+                Err(deadpool_postgres::PoolError::Backend(error)) => return Err(error),
+                Err(error) => {
+                    tracing::warn!("catch-up waits for a database connection: {error}");
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,176 @@
+//! The JSON-RPC methods (names, params and results are documented in the README).
+
+use crate::app::App;
+use crate::board::timestamp;
+use crate::boards::Mirrored;
+use crate::db::{self, BoardRef, PlaceItem};
+use crate::errors::{from_db, from_pool, RpcError, BOARD_NOT_OPEN, COOLDOWN, NOT_AUTHORIZED, UNKNOWN_VIEW};
+use crate::fragments::Fragments;
+use crate::jsonrpc::Reply;
+use crate::params::{Params, Seconds};
+use crate::sessions::{Subscription, User};
+use serde_json::{json, Map, Value};
+use std::sync::Arc;
+use std::time::Duration;
+
+pub async fn call(app: &App, method: &str, params: Option<&Value>) -> Result<Reply, RpcError> {
+    match method {
+        "session.create" => {
+            Params::new(params, &[])?;
+            let session = app.sessions.create()?;
+            Ok(Reply::Value(json!(&*session.id)))
+        }
+        "session.authorize" => authorize(app, Params::new(params, &["session", "token"])?).await,
+        "session.subscribe" => {
+            subscribe(app, Params::new(params, &["session", "view", "params"])?).await
+        }
+        "session.get_events" => get_events(app, Params::new(params, &["session", "timeout"])?).await,
+        "session.unsubscribe" => {
+            let p = Params::new(params, &["session", "key"])?;
+            let session = app.sessions.get(&p.required::<String>("session")?)?;
+            session.unsubscribe(&p.required::<String>("key")?)?;
+            Ok(Reply::Value(json!(true)))
+        }
+        "session.destroy" => {
+            let p = Params::new(params, &["session"])?;
+            app.sessions.destroy(&p.required::<String>("session")?)?;
+            Ok(Reply::Value(json!(true)))
+        }
+        "board.list" => {
+            Params::new(params, &[])?;
+            let client = app.pool.get().await.map_err(from_pool)?;
+            let boards = db::list_boards(&client).await.map_err(|e| from_db(&e))?;
+            let list: Vec<Value> = boards
+                .into_iter()
+                .map(|(settings, seq)| {
+                    let mut value = json!(settings);
+                    value["seq"] = json!(seq);
+                    value
+                })
+                .collect();
+            Ok(Reply::Value(Value::Array(list)))
+        }
+        "board.get" => {
+            let p = Params::new(params, &["board"])?;
+            let mirrored = app.boards.get(&p.required::<BoardRef>("board")?).await?;
+            Ok(Reply::Raw(mirrored.board.initial_state().1.into()))
+        }
+        "board.place" => place(app, Params::new(params, &["session", "board", "x", "y", "color"])?).await,
+        _ => Err(RpcError::method_not_found(method)),
+    }
+}
+
+async fn authorize(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
+    let session = app.sessions.get(&p.required::<String>("session")?)?;
+    let token = p.required::<String>("token")?;
+    let client = app.pool.get().await.map_err(from_pool)?;
+    let (id, name) = db::user_for_token(&client, &token)
+        .await
+        .map_err(|e| from_db(&e))?
+        .ok_or_else(|| RpcError::new(NOT_AUTHORIZED, "the token is not valid"))?;
+    session.set_user(User {
+        id,
+        name: name.clone(),
+    });
+    Ok(Reply::Value(json!({"user_id": id, "name": name})))
+}
+
+async fn subscribe(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
+    let session = app.sessions.get(&p.required::<String>("session")?)?;
+    let view = p.required::<String>("view")?;
+    if view != "board" {
+        return Err(RpcError::new(
+            UNKNOWN_VIEW,
+            format!("unknown view {view:?} (views: \"board\")"),
+        ));
+    }
+    let view_params: Map<String, Value> = p.required("params")?;
+    let vp = Params::new_from_map(&view_params, &["board", "compact"])?;
+    let board: BoardRef = vp.required("board")?;
+    let compact = vp.optional::<bool>("compact")?.unwrap_or(false);
+    let mirrored = app.boards.get(&board).await?;
+    let board = mirrored.board.clone();
+    let key = if compact {
+        board.compact_key.clone()
+    } else {
+        board.qik_key.clone()
+    };
+    let (cursor, state) = board.initial_state();
+    session.subscribe(
+        Subscription {
+            key: key.clone(),
+            board,
+            compact,
+            cursor,
+        },
+        app.config.max_subscriptions,
+    )?;
+    let mut out = Fragments::new();
+    out.push(format!("[{},", serde_json::to_string(&*key).expect("keys serialize")).into_bytes().into());
+    out.push(state);
+    out.push_static("]");
+    Ok(Reply::Raw(out))
+}
+
+async fn get_events(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
+    let session = app.sessions.get(&p.required::<String>("session")?)?;
+    let Seconds(timeout) = p.required("timeout")?;
+    let timeout = Duration::from_secs_f64(timeout).min(app.config.max_poll());
+    Ok(Reply::Raw(session.get_events(timeout).await))
+}
+
+async fn place(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
+    let session = app.sessions.get(&p.required::<String>("session")?)?;
+    let board: BoardRef = p.required("board")?;
+    let (x, y, color): (i32, i32, i32) = (p.required("x")?, p.required("y")?, p.required("color")?);
+    let user = session.user().ok_or_else(|| {
+        RpcError::new(
+            NOT_AUTHORIZED,
+            "this session has no user: call session.authorize with a token first",
+        )
+    })?;
+    let mirrored: Arc<Mirrored> = app.boards.get(&board).await?;
+    let settings = mirrored.board.settings();
+    // Checked here so that one caller's mistake cannot fail the group it would join.
+    if settings.state != "open" {
+        return Err(RpcError::new(
+            BOARD_NOT_OPEN,
+            format!("board {} is {}: no placements now", settings.name, settings.state),
+        ));
+    }
+    if x < 0 || x >= settings.width || y < 0 || y >= settings.height {
+        return Err(RpcError::invalid_params(format!(
+            "({x}, {y}) is outside board {}, which is {}x{} (x in 0..{}, y in 0..{})",
+            settings.name, settings.width, settings.height, settings.width - 1, settings.height - 1
+        )));
+    }
+    if color < 0 || color as usize >= settings.palette.len() {
+        return Err(RpcError::invalid_params(format!(
+            "color {color} is not in the palette of board {} (0..{})",
+            settings.name,
+            settings.palette.len() - 1
+        )));
+    }
+    let outcome = mirrored
+        .placer
+        .place(PlaceItem {
+            user: user.id,
+            x,
+            y,
+            color,
+        })
+        .await?;
+    let next_allowed_at = timestamp(outcome.next_allowed_at.timestamp_micros());
+    if !outcome.placed {
+        return Err(RpcError::new(
+            COOLDOWN,
+            format!("cooldown: you can place again at {next_allowed_at}"),
+        )
+        .with_data(json!({"retry_at": next_allowed_at})));
+    }
+    Ok(Reply::Value(json!({
+        "placed": true,
+        "seq": outcome.seq,
+        "next_allowed_at": next_allowed_at,
+    })))
+}

@@ -1,0 +1,114 @@
+//! Group commit: every placement on a board, from any session, goes through one queue.
+//! While one group commits (one `place.place_many` call, one transaction), the next group
+//! fills; each caller gets its own outcome, and a failed transaction fails all of its
+//! callers with the error and applies nothing.
+
+use crate::board::Board;
+use crate::db::{self, Outcome, PlaceItem};
+use crate::errors::{from_db, from_pool, RpcError, INVALID_PARAMS, NOT_AUTHORIZED};
+use deadpool_postgres::Pool;
+use std::sync::Arc;
+use tokio::sync::{mpsc, oneshot};
+
+struct Request {
+    item: PlaceItem,
+    reply: oneshot::Sender<Result<Outcome, RpcError>>,
+}
+
+/// The sending end of a board's queue.
+#[derive(Clone)]
+pub struct Placer {
+    queue: mpsc::UnboundedSender<Request>,
+}
+
+impl Placer {
+    pub fn spawn(board: Arc<Board>, pool: Pool, max_group: usize) -> Self {
+        let (queue, requests) = mpsc::unbounded_channel();
+        tokio::spawn(run(board.id, requests, pool, max_group));
+        Placer { queue }
+    }
+
+    /// Places one tile; resolves when its group has committed (or failed).
+    pub async fn place(&self, item: PlaceItem) -> Result<Outcome, RpcError> {
+        let (reply, outcome) = oneshot::channel();
+        self.queue
+            .send(Request { item, reply })
+            .map_err(|_| RpcError::unavailable())?;
+        outcome.await.map_err(|_| RpcError::internal())?
+    }
+}
+
+async fn run(
+    board: i64,
+    mut requests: mpsc::UnboundedReceiver<Request>,
+    pool: Pool,
+    max_group: usize,
+) {
+    let mut group = Vec::with_capacity(max_group);
+    while requests.recv_many(&mut group, max_group).await > 0 {
+        // Callers that gave up (their request was dropped) are not placed for.
+        group.retain(|r| !r.reply.is_closed());
+        if !group.is_empty() {
+            commit(board, &pool, std::mem::take(&mut group)).await;
+        }
+        group.clear();
+    }
+}
+
+/// Whether a group failed because of one caller's placement (not the board or the
+/// database): then the others deserve a try without it.
+fn one_callers_fault(error: &RpcError) -> bool {
+    matches!(error.code, INVALID_PARAMS | NOT_AUTHORIZED)
+}
+
+async fn commit(board: i64, pool: &Pool, group: Vec<Request>) {
+    let (items, replies): (Vec<PlaceItem>, Vec<_>) =
+        group.into_iter().map(|r| (r.item, r.reply)).unzip();
+    let outcome = place(board, pool, &items).await;
+    match outcome {
+        Err(error) if one_callers_fault(&error) && items.len() > 1 => {
+            for (item, reply) in items.into_iter().zip(replies) {
+                let outcome = place(board, pool, std::slice::from_ref(&item)).await;
+                let _ = reply.send(outcome.map(|mut o| o.remove(0)));
+            }
+        }
+        outcome => answer(outcome, replies),
+    }
+}
+
+async fn place(board: i64, pool: &Pool, items: &[PlaceItem]) -> Result<Vec<Outcome>, RpcError> {
+    let outcomes = match pool.get().await {
+        Ok(client) => db::place_many(&client, board, items)
+            .await
+            .map_err(|e| from_db(&e)),
+        Err(e) => Err(from_pool(e)),
+    }?;
+    if outcomes.len() == items.len() {
+        Ok(outcomes)
+    } else {
+        tracing::error!(
+            "place_many returned {} outcomes for {} placements",
+            outcomes.len(),
+            items.len()
+        );
+        Err(RpcError::internal())
+    }
+}
+
+fn answer(
+    outcome: Result<Vec<Outcome>, RpcError>,
+    replies: Vec<oneshot::Sender<Result<Outcome, RpcError>>>,
+) {
+    match outcome {
+        Ok(outcomes) => {
+            for (reply, outcome) in replies.into_iter().zip(outcomes) {
+                let _ = reply.send(Ok(outcome));
+            }
+        }
+        Err(error) => {
+            for reply in replies {
+                let _ = reply.send(Err(error.clone()));
+            }
+        }
+    }
+}
