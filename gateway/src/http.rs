@@ -1,6 +1,7 @@
 //! HTTP routes: POST /jsonrpc, GET /boards/{id}/bits, GET /healthz.
 
 use crate::app::App;
+use crate::assets;
 use crate::db::BoardRef;
 use crate::errors::RpcError;
 use crate::fragments::Fragments;
@@ -27,6 +28,7 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Result<Response<Fr
             bits(&app, &req, id).await
         }
         (_, path) if bits_path(path).is_some() => method_not_allowed("GET, HEAD"),
+        (&Method::GET | &Method::HEAD, path) if assets::find(path).is_some() => asset(path, req.method()),
         _ => json_status(StatusCode::NOT_FOUND, json!({"error": format!("no route for {path}"),
             "routes": ["POST /jsonrpc", "GET /boards/{id}/bits", "GET /healthz"]})),
     };
@@ -36,6 +38,19 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Result<Response<Fr
 /// `/boards/{id}/bits` → the id text.
 fn bits_path(path: &str) -> Option<&str> {
     path.strip_prefix("/boards/")?.strip_suffix("/bits")
+}
+
+fn asset(path: &str, method: &Method) -> Response<Fragments> {
+    let (content_type, body) = assets::find(path).expect("checked by the route");
+    let mut response = Response::new(if method == Method::HEAD {
+        Fragments::new()
+    } else {
+        Fragments::from(bytes::Bytes::from_static(body))
+    });
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    response
 }
 
 fn json_status(status: StatusCode, body: Value) -> Response<Fragments> {

@@ -8,9 +8,11 @@
 //! - `listener`: the LISTEN connection that keeps the mirrors exact.
 //! - `sessions`: sessions, their cursors, long polls and expiry.
 //! - `placer`: group commit of placements through `place.place_many`.
+//! - `assets`: the embedded web page;
 //! - `db`: every SQL statement; `fragments`: responses made of shared buffers.
 
 pub mod app;
+pub mod assets;
 pub mod board;
 pub mod boards;
 pub mod config;

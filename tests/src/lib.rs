@@ -2,11 +2,14 @@
 //! `./pgplace.sh test` starts (its admin URL comes in `PGPLACE_TEST_ADMIN_URL`).
 //!
 //! # Layout
-//! - this file: fresh databases, connections, listeners.
+//! - this file: fresh databases, connections, listeners; `gateway`: an in-process
+//!   gateway and a JSON-RPC client for it.
 //! - `tests/cooldown_race.rs`: ≥ 100 connections racing as one user.
 //! - `tests/randomized.rs`: many users, `place` and `place_many` mixed, invariants at the end.
 //! - `tests/notifications.rs`: what a LISTENer receives, and when.
 //! - `tests/dump_restore.rs`: pg_dump keeps every board, placement and token.
+
+pub mod gateway;
 
 use futures::StreamExt;
 use tokio::sync::mpsc;
@@ -124,4 +127,19 @@ pub async fn board_bits(client: &Client, board: i64) -> (i64, Vec<u8>) {
         .await
         .expect("board_bits");
     (row.get(0), row.get(1))
+}
+
+/// Creates users `prefix-0`, `prefix-1`, … and returns (id, token) of each.
+pub async fn create_users_with_tokens(client: &Client, prefix: &str, count: i32) -> Vec<(i64, String)> {
+    client
+        .query(
+            "SELECT (u).user_id, (u).token FROM (SELECT place.create_user($1 || '-' || g) AS u \
+             FROM generate_series(0, $2 - 1) g) s",
+            &[&prefix, &count],
+        )
+        .await
+        .expect("create_user")
+        .iter()
+        .map(|row| (row.get(0), row.get(1)))
+        .collect()
 }

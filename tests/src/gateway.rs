@@ -1,0 +1,122 @@
+//! A gateway started in the test process against a test database, and a small JSON-RPC
+//! client that speaks to it over real HTTP.
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::header::HeaderMap;
+use hyper::{Method, Request, StatusCode};
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use pgplace_gateway::{Config, Running};
+use serde_json::{json, Value};
+use std::net::SocketAddr;
+
+/// Starts a gateway on a free loopback port for database `url`, with `tune` applied to
+/// the defaults.
+pub async fn start_gateway(url: &str, tune: impl FnOnce(&mut Config)) -> Running {
+    let mut config = Config::for_database(url);
+    tune(&mut config);
+    let running = pgplace_gateway::start(config).await.expect("the gateway starts");
+    wait_healthy(running.addr).await;
+    running
+}
+
+/// Waits (up to 20 s) until /healthz says ok.
+pub async fn wait_healthy(addr: SocketAddr) {
+    let http = Http::new(addr);
+    for _ in 0..200 {
+        if let Ok((StatusCode::OK, _, _)) = http.try_get("/healthz", &HeaderMap::new()).await {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("the gateway at {addr} did not become healthy");
+}
+
+/// A keep-alive HTTP/1.1 client for one gateway.
+#[derive(Clone)]
+pub struct Http {
+    pub addr: SocketAddr,
+    client: Client<HttpConnector, Full<Bytes>>,
+}
+
+impl Http {
+    pub fn new(addr: SocketAddr) -> Self {
+        Http {
+            addr,
+            client: Client::builder(TokioExecutor::new()).build_http(),
+        }
+    }
+
+    /// POSTs `body` to /jsonrpc: the status and the body (None when empty).
+    pub async fn post(&self, body: &str) -> (StatusCode, Option<Value>) {
+        let req = Request::builder()
+            .method(Method::POST)
+            .uri(format!("http://{}/jsonrpc", self.addr))
+            .header("content-type", "application/json")
+            .body(Full::new(Bytes::from(body.to_string())))
+            .expect("a valid request");
+        let response = self.client.request(req).await.expect("the gateway answers");
+        let status = response.status();
+        let body = response.into_body().collect().await.expect("a body").to_bytes();
+        let value = if body.is_empty() {
+            None
+        } else {
+            Some(serde_json::from_slice(&body).unwrap_or_else(|e| {
+                panic!("not JSON ({e}): {}", String::from_utf8_lossy(&body))
+            }))
+        };
+        (status, value)
+    }
+
+    /// A JSON-RPC 2.0 call: Ok(result) or Err(error object).
+    pub async fn call(&self, method: &str, params: Value) -> Result<Value, Value> {
+        let body = json!({"jsonrpc": "2.0", "method": method, "params": params, "id": 1});
+        let (status, value) = self.post(&body.to_string()).await;
+        assert_eq!(status, StatusCode::OK, "{method}: HTTP {status}");
+        let value = value.expect("a response body");
+        assert_eq!(value["jsonrpc"], "2.0");
+        assert_eq!(value["id"], 1);
+        match value.get("error") {
+            Some(error) => Err(error.clone()),
+            None => Ok(value["result"].clone()),
+        }
+    }
+
+    /// Like `call`, panicking on an error.
+    pub async fn ok(&self, method: &str, params: Value) -> Value {
+        self.call(method, params.clone())
+            .await
+            .unwrap_or_else(|e| panic!("{method}({params}) failed: {e}"))
+    }
+
+    /// The error code of a call that must fail.
+    pub async fn error_code(&self, method: &str, params: Value) -> i64 {
+        match self.call(method, params.clone()).await {
+            Ok(result) => panic!("{method}({params}) should fail, returned {result}"),
+            Err(error) => error["code"].as_i64().expect("an error code"),
+        }
+    }
+
+    /// GET `path`: status, headers, body.
+    pub async fn try_get(
+        &self,
+        path: &str,
+        headers: &HeaderMap,
+    ) -> Result<(StatusCode, HeaderMap, Bytes), hyper_util::client::legacy::Error> {
+        let mut req = Request::builder()
+            .uri(format!("http://{}{path}", self.addr))
+            .body(Full::new(Bytes::new()))
+            .expect("a valid request");
+        req.headers_mut().extend(headers.clone());
+        let response = self.client.request(req).await?;
+        let (parts, body) = response.into_parts();
+        let body = body.collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+        Ok((parts.status, parts.headers, body))
+    }
+
+    pub async fn get(&self, path: &str, headers: &HeaderMap) -> (StatusCode, HeaderMap, Bytes) {
+        self.try_get(path, headers).await.expect("the gateway answers")
+    }
+}
