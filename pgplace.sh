@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# pgplace's developer entry point: `./pgplace.sh up | test | bench | psql | stop`.
+# pgplace's developer entry point: `./pgplace.sh up | test | bench | bench-gateway | psql | stop`.
 # Everything it creates lives under .pgplace/ (git-ignored; /var/tmp/pgplace-<hash> when
 # the postgres user cannot reach the checkout): the cluster's data, its
-# socket and log, the demo user's token.
+# socket and log, the demo user's token, the gateway's log and pid.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -30,12 +30,13 @@ choose_state_dir() {
     fi
 }
 DB_URL="postgresql://postgres@$PGHOST:$PGPORT/pgplace"
+GATEWAY_LISTEN=${PGPLACE_LISTEN:-127.0.0.1:8080}
 
 as_postgres() { runuser -u postgres -- "$@"; }
 psql_q() { PGOPTIONS="-c client_min_messages=warning" "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 "$@"; }
 
 install_missing_packages() {
-    local wanted=(postgresql-15 postgresql-server-dev-15 postgresql-client-15 libclang-dev clang sudo)
+    local wanted=(postgresql-15 postgresql-server-dev-15 postgresql-client-15 libclang-dev clang sudo curl)
     local missing=()
     for p in "${wanted[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
     if ((${#missing[@]})); then
@@ -90,17 +91,52 @@ setup() {
     start_cluster
 }
 
+build_gateway() {
+    say "building the gateway (release)"
+    (cd "$ROOT" && cargo build --release -p pgplace-gateway --quiet)
+}
+
+stop_gateway() {
+    local pid
+    pid=$(cat "$STATE/gateway.pid" 2>/dev/null) || return 0
+    if kill "$pid" 2>/dev/null; then
+        for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    fi
+    rm -f "$STATE/gateway.pid"
+}
+
+start_gateway() {
+    stop_gateway
+    say "starting the gateway on http://$GATEWAY_LISTEN/"
+    PGPLACE_DATABASE_URL=$DB_URL PGPLACE_LISTEN=$GATEWAY_LISTEN \
+        nohup "$ROOT/target/release/pgplace-gateway" >"$STATE/gateway.log" 2>&1 &
+    echo $! >"$STATE/gateway.pid"
+    for _ in $(seq 100); do
+        curl -fsS "http://$GATEWAY_LISTEN/healthz" >/dev/null 2>&1 && return 0
+        kill -0 "$(cat "$STATE/gateway.pid")" 2>/dev/null || break
+        sleep 0.1
+    done
+    cat "$STATE/gateway.log" >&2
+    echo "the gateway did not start (log: $STATE/gateway.log)" >&2
+    return 1
+}
+
 cmd_up() {
     setup
+    build_gateway
     psql_q -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname = 'pgplace'" | grep -q 1 ||
         psql_q -d postgres -c "CREATE DATABASE pgplace"
     psql_q -d pgplace -c "CREATE EXTENSION IF NOT EXISTS pgplace"
     local token
     token=$(psql_q -d pgplace -tA -f "$ROOT/sql/demo.sql")
     [[ -n $token ]] && (umask 077 && echo "$token" >"$STATE/demo-token")
+    start_gateway
     cat <<EOF
 
 pgplace is running.
+  open:       http://$GATEWAY_LISTEN/
+  JSON-RPC:   curl -d '{"jsonrpc":"2.0","method":"board.list","id":1}' http://$GATEWAY_LISTEN/jsonrpc
+  gateway:    log in $STATE/gateway.log
   database:   $DB_URL
   psql:       psql "$DB_URL"
   demo board: SELECT * FROM place.boards WHERE name = 'demo';
@@ -114,8 +150,8 @@ cmd_test() {
     setup
     local out=$ROOT/target/test-results
     rm -rf "$out" && mkdir -p "$out" && chmod -R o+rwx "$out"
-    say "unit and property tests (pgplace-core)"
-    cargo test -p pgplace-core --quiet
+    say "unit and property tests (pgplace-core, gateway)"
+    cargo test -p pgplace-core -p pgplace-gateway --quiet
     say "SQL tests (pg_regress)"
     "$PGXS_TEST/regress/pg_regress" --inputdir="$ROOT/tests/regress" --outputdir="$out/regress" \
         --dbname=pgplace_regress --load-extension=pgplace --bindir="$PG_BIN" \
@@ -135,8 +171,16 @@ cmd_bench() {
         PG_BIN="$PG_BIN" bash "$ROOT/tests/bench/run.sh"
 }
 
+cmd_bench_gateway() {
+    setup
+    build_gateway
+    PGPLACE_ADMIN_URL="postgresql://postgres@$PGHOST:$PGPORT/postgres" PG_BIN="$PG_BIN" \
+        GATEWAY_BIN="$ROOT/target/release/pgplace-gateway" bash "$ROOT/tests/bench/gateway.sh"
+}
+
 cmd_stop() {
     choose_state_dir
+    stop_gateway
     if [[ -f $DATA/PG_VERSION ]] && as_postgres "$PG_BIN/pg_ctl" -D "$DATA" status >/dev/null 2>&1; then
         as_postgres "$PG_BIN/pg_ctl" -D "$DATA" -w -m fast stop >/dev/null
         say "stopped the local cluster"
@@ -149,7 +193,8 @@ case "${1:-}" in
     up) cmd_up ;;
     test) cmd_test ;;
     bench) cmd_bench ;;
+    bench-gateway) cmd_bench_gateway ;;
     stop) cmd_stop ;;
     psql) shift; exec "$PG_BIN/psql" -d pgplace "$@" ;;
-    *) echo "usage: $0 up | test | bench | psql | stop" >&2; exit 2 ;;
+    *) echo "usage: $0 up | test | bench | bench-gateway | psql | stop" >&2; exit 2 ;;
 esac
