@@ -148,4 +148,3 @@ async fn accept(tcp: TcpListener, app: Arc<App>, stop: CancellationToken) {
         });
     }
 }
-

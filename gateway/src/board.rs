@@ -45,7 +45,9 @@ pub struct Snapshot {
 /// database (`from` is the first seq missing) or reload the board.
 #[derive(Debug, PartialEq)]
 pub enum Discontinuity {
-    Gap { from: i64 },
+    Gap {
+        from: i64,
+    },
     /// The stream names a tile outside the board as the gateway knows it.
     Inconsistent,
 }
@@ -278,7 +280,11 @@ impl Board {
             let (fresh, state) = self.initial_state();
             *cursor = fresh;
             let mut event = Fragments::new();
-            event.push(format!("{{\"key\":{},\"action\":\"reset\",\"obj\":", json_str(key)).into_bytes().into());
+            event.push(
+                format!("{{\"key\":{},\"action\":\"reset\",\"obj\":", json_str(key))
+                    .into_bytes()
+                    .into(),
+            );
             event.push(state);
             event.push_static("}");
             out.push(event);
@@ -528,7 +534,11 @@ impl<'k, 'o> EventsOut<'k, 'o> {
 }
 
 fn event_bytes(key: &str, action: &str, obj: &str) -> Bytes {
-    format!("{{\"key\":{},\"action\":\"{action}\",\"obj\":{obj}}}", json_str(key)).into()
+    format!(
+        "{{\"key\":{},\"action\":\"{action}\",\"obj\":{obj}}}",
+        json_str(key)
+    )
+    .into()
 }
 
 fn json_str(s: &str) -> String {

@@ -63,11 +63,23 @@ pub async fn board_id(
 ) -> Result<Option<i64>, tokio_postgres::Error> {
     let row = match board {
         BoardRef::Id(id) => {
-            client.query_opt(&client.prepare_cached("SELECT id FROM place.boards WHERE id = $1").await?, &[id])
+            client
+                .query_opt(
+                    &client
+                        .prepare_cached("SELECT id FROM place.boards WHERE id = $1")
+                        .await?,
+                    &[id],
+                )
                 .await?
         }
         BoardRef::Name(name) => {
-            client.query_opt(&client.prepare_cached("SELECT id FROM place.boards WHERE name = $1").await?, &[name])
+            client
+                .query_opt(
+                    &client
+                        .prepare_cached("SELECT id FROM place.boards WHERE name = $1")
+                        .await?,
+                    &[name],
+                )
                 .await?
         }
     };
@@ -82,7 +94,9 @@ pub async fn snapshot(
     let sql = "SELECT b.id, b.name, b.width, b.height, b.bits_per_tile, b.palette, \
                extract(epoch FROM b.cooldown)::float8 AS cooldown, b.state, s.seq, s.bits \
                FROM place.boards b CROSS JOIN LATERAL place.board_bits(b.id) s WHERE b.id = $1";
-    let row = client.query_opt(&client.prepare_cached(sql).await?, &[&id]).await?;
+    let row = client
+        .query_opt(&client.prepare_cached(sql).await?, &[&id])
+        .await?;
     Ok(row.map(|row| Snapshot {
         settings: settings(&row),
         seq: row.get("seq"),
@@ -96,7 +110,9 @@ pub async fn settings_and_seq(
     id: i64,
 ) -> Result<Option<(Settings, i64)>, tokio_postgres::Error> {
     let sql = format!("SELECT {SETTINGS} FROM place.boards b WHERE b.id = $1");
-    let row = client.query_opt(&client.prepare_cached(&sql).await?, &[&id]).await?;
+    let row = client
+        .query_opt(&client.prepare_cached(&sql).await?, &[&id])
+        .await?;
     Ok(row.map(|row| (settings(&row), row.get("seq"))))
 }
 
@@ -105,8 +121,13 @@ pub async fn list_boards(
     client: &ClientWrapper,
 ) -> Result<Vec<(Settings, i64)>, tokio_postgres::Error> {
     let sql = format!("SELECT {SETTINGS} FROM place.boards b ORDER BY b.id");
-    let rows = client.query(&client.prepare_cached(&sql).await?, &[]).await?;
-    Ok(rows.iter().map(|row| (settings(row), row.get("seq"))).collect())
+    let rows = client
+        .query(&client.prepare_cached(&sql).await?, &[])
+        .await?;
+    Ok(rows
+        .iter()
+        .map(|row| (settings(row), row.get("seq")))
+        .collect())
 }
 
 /// Placements with seq > `after`, in seq order, at most `limit`.
@@ -118,7 +139,12 @@ pub async fn placements_after(
 ) -> Result<Vec<Placement>, tokio_postgres::Error> {
     let sql = "SELECT seq, x, y, color, user_id, placed_at FROM place.placements \
                WHERE board_id = $1 AND seq > $2 ORDER BY seq LIMIT $3";
-    let rows = client.query(&client.prepare_cached(sql).await?, &[&board, &after, &limit]).await?;
+    let rows = client
+        .query(
+            &client.prepare_cached(sql).await?,
+            &[&board, &after, &limit],
+        )
+        .await?;
     Ok(rows
         .iter()
         .map(|row| Placement {
@@ -135,13 +161,49 @@ pub async fn placements_after(
         .collect())
 }
 
+/// The newest placements of tile (x, y), newest first.
+pub async fn tile_history(
+    client: &ClientWrapper,
+    board: i64,
+    x: i32,
+    y: i32,
+    limit: i64,
+) -> Result<Vec<serde_json::Value>, tokio_postgres::Error> {
+    let sql = "SELECT p.seq, p.color, p.user_id, u.name, p.placed_at FROM place.placements p \
+               JOIN place.users u ON u.id = p.user_id \
+               WHERE p.board_id = $1 AND p.x = $2 AND p.y = $3 ORDER BY p.seq DESC LIMIT $4";
+    let rows = client
+        .query(
+            &client.prepare_cached(sql).await?,
+            &[&board, &x, &y, &limit],
+        )
+        .await?;
+    Ok(rows
+        .iter()
+        .map(|row| {
+            let at: chrono::DateTime<chrono::Utc> = row.get(4);
+            serde_json::json!({
+                "seq": row.get::<_, i64>(0),
+                "x": x,
+                "y": y,
+                "color": row.get::<_, i32>(1),
+                "user": row.get::<_, i64>(2),
+                "user_name": row.get::<_, String>(3),
+                "placed_at": crate::board::timestamp(at.timestamp_micros()),
+            })
+        })
+        .collect())
+}
+
 /// The user whose token this is, as (id, name).
 pub async fn user_for_token(
     client: &ClientWrapper,
     token: &str,
 ) -> Result<Option<(i64, String)>, tokio_postgres::Error> {
     let sql = "SELECT u.id, u.name FROM place.users u WHERE u.id = place.user_for_token($1)";
-    let row = client.query_opt(&client.prepare_cached(sql).await?, &[&token]).await?;
+    let row = client
+        .query_opt(&client.prepare_cached(sql).await?, &[&token])
+        .await?;
     Ok(row.map(|row| (row.get(0), row.get(1))))
 }
 
@@ -171,7 +233,11 @@ pub async fn place_many(
     let ys: Vec<i32> = items.iter().map(|i| i.y).collect();
     let colors: Vec<i32> = items.iter().map(|i| i.color).collect();
     let sql = "SELECT ord, placed, seq, next_allowed_at FROM place.place_many($1, $2, $3, $4, $5) ORDER BY ord";
-    let rows = client.query(&client.prepare_cached(sql).await?, &[&board, &users, &xs, &ys, &colors])
+    let rows = client
+        .query(
+            &client.prepare_cached(sql).await?,
+            &[&board, &users, &xs, &ys, &colors],
+        )
         .await?;
     Ok(rows
         .iter()

@@ -51,10 +51,7 @@ impl RpcError {
     }
 
     pub fn method_not_found(method: &str) -> Self {
-        Self::new(
-            METHOD_NOT_FOUND,
-            format!("Method not found: {method}"),
-        )
+        Self::new(METHOD_NOT_FOUND, format!("Method not found: {method}"))
     }
 
     pub fn invalid_params(detail: impl std::fmt::Display) -> Self {
@@ -104,9 +101,10 @@ pub fn from_db(error: &tokio_postgres::Error) -> RpcError {
     let message = db.message().to_string();
     match db.code().code() {
         "55000" => RpcError::new(BOARD_NOT_OPEN, message),
-        "42704" if message.contains("no such user") => {
-            RpcError::new(NOT_AUTHORIZED, format!("{message} (the session's user was deleted)"))
-        }
+        "42704" if message.contains("no such user") => RpcError::new(
+            NOT_AUTHORIZED,
+            format!("{message} (the session's user was deleted)"),
+        ),
         "42704" => RpcError::new(UNKNOWN_BOARD, message),
         "22003" | "22023" | "22004" | "2202E" => RpcError::invalid_params(message),
         "40001" | "40P01" => RpcError::new(RETRY, format!("{message}; retry")),

@@ -17,7 +17,10 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Result<Response<Fragments>, Infallible> {
+pub async fn handle(
+    app: Arc<App>,
+    req: Request<Incoming>,
+) -> Result<Response<Fragments>, Infallible> {
     let path = req.uri().path().to_string();
     let response = match (req.method(), path.as_str()) {
         (&Method::POST, "/jsonrpc") => rpc(&app, req).await,
@@ -28,9 +31,14 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Result<Response<Fr
             bits(&app, &req, id).await
         }
         (_, path) if bits_path(path).is_some() => method_not_allowed("GET, HEAD"),
-        (&Method::GET | &Method::HEAD, path) if assets::find(path).is_some() => asset(path, req.method()),
-        _ => json_status(StatusCode::NOT_FOUND, json!({"error": format!("no route for {path}"),
-            "routes": ["POST /jsonrpc", "GET /boards/{id}/bits", "GET /healthz"]})),
+        (&Method::GET | &Method::HEAD, path) if assets::find(path).is_some() => {
+            asset(path, req.method())
+        }
+        _ => json_status(
+            StatusCode::NOT_FOUND,
+            json!({"error": format!("no route for {path}"),
+            "routes": ["POST /jsonrpc", "GET /boards/{id}/bits", "GET /healthz"]}),
+        ),
     };
     Ok(response)
 }
@@ -56,9 +64,10 @@ fn asset(path: &str, method: &Method) -> Response<Fragments> {
 fn json_status(status: StatusCode, body: Value) -> Response<Fragments> {
     let mut response = Response::new(Fragments::from(serde_json::to_vec(&body).expect("JSON")));
     *response.status_mut() = status;
-    response
-        .headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     response
 }
 
@@ -67,15 +76,18 @@ fn method_not_allowed(allow: &'static str) -> Response<Fragments> {
         StatusCode::METHOD_NOT_ALLOWED,
         json!({"error": format!("method not allowed here; use {allow}")}),
     );
-    response.headers_mut().insert(header::ALLOW, HeaderValue::from_static(allow));
+    response
+        .headers_mut()
+        .insert(header::ALLOW, HeaderValue::from_static(allow));
     response
 }
 
 fn json_response(body: Fragments) -> Response<Fragments> {
     let mut response = Response::new(body);
-    response
-        .headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     response
 }
 
@@ -84,14 +96,21 @@ async fn rpc(app: &App, req: Request<Incoming>) -> Response<Fragments> {
     let body = match Limited::new(req.into_body(), limit).collect().await {
         Ok(body) => body.to_bytes(),
         Err(error) => {
-            let too_large = error.downcast_ref::<http_body_util::LengthLimitError>().is_some();
+            let too_large = error
+                .downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some();
             let (status, error) = if too_large {
                 (
                     StatusCode::PAYLOAD_TOO_LARGE,
-                    RpcError::invalid_request(format!("the request body is larger than {limit} bytes")),
+                    RpcError::invalid_request(format!(
+                        "the request body is larger than {limit} bytes"
+                    )),
                 )
             } else {
-                (StatusCode::BAD_REQUEST, RpcError::parse(format!("the request body could not be read: {error}")))
+                (
+                    StatusCode::BAD_REQUEST,
+                    RpcError::parse(format!("the request body could not be read: {error}")),
+                )
             };
             let body = jsonrpc::error_response(jsonrpc::Version::V2, &Value::Null, &error);
             let mut response = json_response(body);
@@ -170,7 +189,10 @@ async fn bits(app: &App, req: &Request<Incoming>, id: &str) -> Response<Fragment
             return json_status(StatusCode::NOT_FOUND, json!({"error": error.message}))
         }
         Err(error) => {
-            return json_status(StatusCode::SERVICE_UNAVAILABLE, json!({"error": error.message}))
+            return json_status(
+                StatusCode::SERVICE_UNAVAILABLE,
+                json!({"error": error.message}),
+            )
         }
     };
     let board = &mirrored.board;
@@ -197,14 +219,20 @@ async fn bits(app: &App, req: &Request<Incoming>, id: &str) -> Response<Fragment
     }
     let headers = response.headers_mut();
     let mut set = |name: &'static str, value: String| {
-        headers.insert(name, HeaderValue::from_str(&value).expect("ASCII header values"));
+        headers.insert(
+            name,
+            HeaderValue::from_str(&value).expect("ASCII header values"),
+        );
     };
     set("etag", etag);
     set("cache-control", cache);
     set("x-pgplace-seq", seq.to_string());
     set("x-pgplace-width", settings.width.to_string());
     set("x-pgplace-height", settings.height.to_string());
-    set("x-pgplace-bits-per-tile", settings.bits_per_tile.to_string());
+    set(
+        "x-pgplace-bits-per-tile",
+        settings.bits_per_tile.to_string(),
+    );
     if !not_modified {
         set("content-type", "application/octet-stream".to_string());
         if req.method() == Method::HEAD {
@@ -213,4 +241,3 @@ async fn bits(app: &App, req: &Request<Incoming>, id: &str) -> Response<Fragment
     }
     response
 }
-

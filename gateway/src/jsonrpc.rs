@@ -34,7 +34,13 @@ pub enum Body {
 pub fn parse(body: &[u8], max_batch: usize) -> Result<Body, Fragments> {
     let value: Value = match serde_json::from_slice(body) {
         Ok(value) => value,
-        Err(e) => return Err(error_response(Version::V2, &Value::Null, &RpcError::parse(e))),
+        Err(e) => {
+            return Err(error_response(
+                Version::V2,
+                &Value::Null,
+                &RpcError::parse(e),
+            ))
+        }
     };
     match value {
         Value::Array(items) if items.is_empty() => Err(error_response(
@@ -76,7 +82,11 @@ fn request(value: Value) -> Parsed {
     };
     let id = map.remove("id");
     let fail = |id: &Option<Value>, message: &str| {
-        Err((version, valid_id(id.as_ref()), RpcError::invalid_request(message)))
+        Err((
+            version,
+            valid_id(id.as_ref()),
+            RpcError::invalid_request(message),
+        ))
     };
     if let Some(id) = &id {
         if !(id.is_string() || id.is_number() || id.is_null()) {
@@ -173,7 +183,9 @@ pub fn batch_response(answers: Vec<Fragments>) -> Option<Fragments> {
 }
 
 fn json_bytes(value: &Value) -> Bytes {
-    serde_json::to_vec(value).expect("JSON values serialize").into()
+    serde_json::to_vec(value)
+        .expect("JSON values serialize")
+        .into()
 }
 
 #[cfg(test)]
@@ -201,13 +213,24 @@ mod tests {
             (json!(1), Value::Null),
             (json!({"jsonrpc": "2.0", "method": 1, "id": 3}), json!(3)),
             (json!({"jsonrpc": "1.5", "method": "m", "id": 3}), json!(3)),
-            (json!({"jsonrpc": "2.0", "method": "m", "id": {"a": 1}}), Value::Null),
-            (json!({"jsonrpc": "2.0", "method": "m", "params": 3, "id": 4}), json!(4)),
+            (
+                json!({"jsonrpc": "2.0", "method": "m", "id": {"a": 1}}),
+                Value::Null,
+            ),
+            (
+                json!({"jsonrpc": "2.0", "method": "m", "params": 3, "id": 4}),
+                json!(4),
+            ),
         ] {
-            let Ok(Body::Single(Err((_, got, error)))) = parse(body.to_string().as_bytes(), 10) else {
+            let Ok(Body::Single(Err((_, got, error)))) = parse(body.to_string().as_bytes(), 10)
+            else {
                 panic!("{body} should be an invalid request");
             };
-            assert_eq!((got, error.code), (id, crate::errors::INVALID_REQUEST), "{body}");
+            assert_eq!(
+                (got, error.code),
+                (id, crate::errors::INVALID_REQUEST),
+                "{body}"
+            );
         }
     }
 
@@ -221,7 +244,8 @@ mod tests {
             panic!()
         };
         assert_eq!((r.version, r.id), (Version::V2, None));
-        let Ok(Body::Single(Ok(r))) = parse(br#"{"jsonrpc":"2.0","method":"m","id":null}"#, 10) else {
+        let Ok(Body::Single(Ok(r))) = parse(br#"{"jsonrpc":"2.0","method":"m","id":null}"#, 10)
+        else {
             panic!()
         };
         assert_eq!(r.id, Some(Value::Null));

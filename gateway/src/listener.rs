@@ -88,7 +88,9 @@ impl Listener {
         let payload = match Payload::decode(text) {
             Ok(payload) => payload,
             Err(error) => {
-                tracing::warn!("ignoring a notification that is not a pgplace payload ({error}): {text}");
+                tracing::warn!(
+                    "ignoring a notification that is not a pgplace payload ({error}): {text}"
+                );
                 return Ok(());
             }
         };
@@ -155,11 +157,16 @@ impl Listener {
         }
         board.set_settings(settings);
         while board.seq() < seq {
-            let placements = db::placements_after(&client, board.id, board.seq(), CATCH_UP_PAGE).await?;
+            let placements =
+                db::placements_after(&client, board.id, board.seq(), CATCH_UP_PAGE).await?;
             match board.apply(&placements) {
                 Ok(0) | Err(Discontinuity::Gap { .. }) | Err(Discontinuity::Inconsistent) => {
                     // The history does not continue the mirror (it was cut, say): start over.
-                    tracing::warn!("board {}: the history does not continue seq {}; reloading", board.id, board.seq());
+                    tracing::warn!(
+                        "board {}: the history does not continue seq {}; reloading",
+                        board.id,
+                        board.seq()
+                    );
                     return self.reload(board, &client).await;
                 }
                 Ok(_) => {}

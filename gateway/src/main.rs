@@ -5,7 +5,9 @@ use tracing_subscriber::EnvFilter;
 #[tokio::main]
 async fn main() {
     tracing_subscriber::fmt()
-        .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")))
+        .with_env_filter(
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+        )
         .init();
     let config = Config::parse();
     let running = match start(config).await {
@@ -15,7 +17,10 @@ async fn main() {
             std::process::exit(1);
         }
     };
-    println!("pgplace-gateway listening on http://{}/ (JSON-RPC at /jsonrpc)", running.addr);
+    println!(
+        "pgplace-gateway listening on http://{}/ (JSON-RPC at /jsonrpc)",
+        running.addr
+    );
     wait_for_stop().await;
     tracing::info!("stopping");
     running.shutdown();

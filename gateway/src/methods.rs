@@ -1,10 +1,12 @@
 //! The JSON-RPC methods (names, params and results are documented in the README).
 
 use crate::app::App;
-use crate::board::timestamp;
+use crate::board::{timestamp, Settings};
 use crate::boards::Mirrored;
 use crate::db::{self, BoardRef, PlaceItem};
-use crate::errors::{from_db, from_pool, RpcError, BOARD_NOT_OPEN, COOLDOWN, NOT_AUTHORIZED, UNKNOWN_VIEW};
+use crate::errors::{
+    from_db, from_pool, RpcError, BOARD_NOT_OPEN, COOLDOWN, NOT_AUTHORIZED, UNKNOWN_VIEW,
+};
 use crate::fragments::Fragments;
 use crate::jsonrpc::Reply;
 use crate::params::{Params, Seconds};
@@ -24,7 +26,9 @@ pub async fn call(app: &App, method: &str, params: Option<&Value>) -> Result<Rep
         "session.subscribe" => {
             subscribe(app, Params::new(params, &["session", "view", "params"])?).await
         }
-        "session.get_events" => get_events(app, Params::new(params, &["session", "timeout"])?).await,
+        "session.get_events" => {
+            get_events(app, Params::new(params, &["session", "timeout"])?).await
+        }
         "session.unsubscribe" => {
             let p = Params::new(params, &["session", "key"])?;
             let session = app.sessions.get(&p.required::<String>("session")?)?;
@@ -55,7 +59,16 @@ pub async fn call(app: &App, method: &str, params: Option<&Value>) -> Result<Rep
             let mirrored = app.boards.get(&p.required::<BoardRef>("board")?).await?;
             Ok(Reply::Raw(mirrored.board.initial_state().1.into()))
         }
-        "board.place" => place(app, Params::new(params, &["session", "board", "x", "y", "color"])?).await,
+        "board.tile_history" => {
+            tile_history(app, Params::new(params, &["board", "x", "y", "limit"])?).await
+        }
+        "board.place" => {
+            place(
+                app,
+                Params::new(params, &["session", "board", "x", "y", "color"])?,
+            )
+            .await
+        }
         _ => Err(RpcError::method_not_found(method)),
     }
 }
@@ -106,7 +119,14 @@ async fn subscribe(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
         app.config.max_subscriptions,
     )?;
     let mut out = Fragments::new();
-    out.push(format!("[{},", serde_json::to_string(&*key).expect("keys serialize")).into_bytes().into());
+    out.push(
+        format!(
+            "[{},",
+            serde_json::to_string(&*key).expect("keys serialize")
+        )
+        .into_bytes()
+        .into(),
+    );
     out.push(state);
     out.push_static("]");
     Ok(Reply::Raw(out))
@@ -117,6 +137,41 @@ async fn get_events(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
     let Seconds(timeout) = p.required("timeout")?;
     let timeout = Duration::from_secs_f64(timeout).min(app.config.max_poll());
     Ok(Reply::Raw(session.get_events(timeout).await))
+}
+
+/// The most a tile_history call returns.
+const MAX_HISTORY: i32 = 100;
+
+async fn tile_history(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
+    let board: BoardRef = p.required("board")?;
+    let (x, y): (i32, i32) = (p.required("x")?, p.required("y")?);
+    let limit = p.optional::<i32>("limit")?.unwrap_or(10);
+    if !(1..=MAX_HISTORY).contains(&limit) {
+        return Err(RpcError::invalid_params(format!(
+            "`limit` must be between 1 and {MAX_HISTORY}, not {limit}"
+        )));
+    }
+    let mirrored = app.boards.get(&board).await?;
+    check_inside(&mirrored.board.settings(), x, y)?;
+    let client = app.pool.get().await.map_err(from_pool)?;
+    let rows = db::tile_history(&client, mirrored.board.id, x, y, limit.into())
+        .await
+        .map_err(|e| from_db(&e))?;
+    Ok(Reply::Value(Value::Array(rows)))
+}
+
+fn check_inside(settings: &Settings, x: i32, y: i32) -> Result<(), RpcError> {
+    if x < 0 || x >= settings.width || y < 0 || y >= settings.height {
+        return Err(RpcError::invalid_params(format!(
+            "({x}, {y}) is outside board {}, which is {}x{} (x in 0..{}, y in 0..{})",
+            settings.name,
+            settings.width,
+            settings.height,
+            settings.width - 1,
+            settings.height - 1
+        )));
+    }
+    Ok(())
 }
 
 async fn place(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
@@ -135,15 +190,13 @@ async fn place(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
     if settings.state != "open" {
         return Err(RpcError::new(
             BOARD_NOT_OPEN,
-            format!("board {} is {}: no placements now", settings.name, settings.state),
+            format!(
+                "board {} is {}: no placements now",
+                settings.name, settings.state
+            ),
         ));
     }
-    if x < 0 || x >= settings.width || y < 0 || y >= settings.height {
-        return Err(RpcError::invalid_params(format!(
-            "({x}, {y}) is outside board {}, which is {}x{} (x in 0..{}, y in 0..{})",
-            settings.name, settings.width, settings.height, settings.width - 1, settings.height - 1
-        )));
-    }
+    check_inside(&settings, x, y)?;
     if color < 0 || color as usize >= settings.palette.len() {
         return Err(RpcError::invalid_params(format!(
             "color {color} is not in the palette of board {} (0..{})",

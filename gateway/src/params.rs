@@ -12,7 +12,10 @@ pub struct Params<'a> {
 
 impl<'a> Params<'a> {
     /// Checks the params' shape against the method's parameter names.
-    pub fn new(params: Option<&'a Value>, names: &'static [&'static str]) -> Result<Self, RpcError> {
+    pub fn new(
+        params: Option<&'a Value>,
+        names: &'static [&'static str],
+    ) -> Result<Self, RpcError> {
         let mut out = Params {
             names,
             by_position: &[],
@@ -32,7 +35,11 @@ impl<'a> Params<'a> {
                 out.by_position = values;
             }
             Some(Value::Object(map)) => return Self::new_from_map(map, names),
-            Some(_) => return Err(RpcError::invalid_params("params must be an array or an object")),
+            Some(_) => {
+                return Err(RpcError::invalid_params(
+                    "params must be an array or an object",
+                ))
+            }
         }
         Ok(out)
     }
@@ -45,7 +52,11 @@ impl<'a> Params<'a> {
         if let Some(unknown) = map.keys().find(|k| !names.contains(&k.as_str())) {
             return Err(RpcError::invalid_params(format!(
                 "unknown param {unknown:?} (expected: {})",
-                if names.is_empty() { "none".to_string() } else { names.join(", ") }
+                if names.is_empty() {
+                    "none".to_string()
+                } else {
+                    names.join(", ")
+                }
             )));
         }
         Ok(Params {
@@ -59,7 +70,11 @@ impl<'a> Params<'a> {
         let value = match self.by_name {
             Some(map) => map.get(name),
             None => {
-                let i = self.names.iter().position(|n| *n == name).expect("a declared param");
+                let i = self
+                    .names
+                    .iter()
+                    .position(|n| *n == name)
+                    .expect("a declared param");
                 self.by_position.get(i)
             }
         };
@@ -104,7 +119,9 @@ impl FromParam for i32 {
 
 impl FromParam for bool {
     fn from_param(name: &str, value: &Value) -> Result<Self, RpcError> {
-        value.as_bool().ok_or_else(|| wrong(name, "true or false", value))
+        value
+            .as_bool()
+            .ok_or_else(|| wrong(name, "true or false", value))
     }
 }
 
@@ -173,7 +190,11 @@ mod tests {
             (json!("s1"), "timeout"),
         ] {
             let error = code(params.clone(), name).unwrap_err();
-            assert_eq!(error.code, crate::errors::INVALID_PARAMS, "{params}: {error:?}");
+            assert_eq!(
+                error.code,
+                crate::errors::INVALID_PARAMS,
+                "{params}: {error:?}"
+            );
         }
     }
 }

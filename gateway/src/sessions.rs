@@ -131,7 +131,10 @@ impl Session {
         let deadline = Instant::now() + timeout;
         loop {
             let boards = self.boards();
-            let mut wakers: Vec<_> = boards.iter().map(|b| Box::pin(b.changed.notified())).collect();
+            let mut wakers: Vec<_> = boards
+                .iter()
+                .map(|b| Box::pin(b.changed.notified()))
+                .collect();
             wakers.push(Box::pin(self.wake.notified()));
             // Registered before looking, so that nothing arriving after the look is missed.
             for waker in &mut wakers {
@@ -197,7 +200,10 @@ impl Sessions {
         if map.len() >= self.max {
             return Err(RpcError::new(
                 TOO_MANY,
-                format!("the gateway holds its maximum of {} sessions; retry later", self.max),
+                format!(
+                    "the gateway holds its maximum of {} sessions; retry later",
+                    self.max
+                ),
             ));
         }
         let id: Arc<str> = new_session_id().into();
@@ -207,11 +213,17 @@ impl Sessions {
     }
 
     pub fn get(&self, id: &str) -> Result<Arc<Session>, RpcError> {
-        self.lock().get(id).cloned().ok_or_else(RpcError::unknown_session)
+        self.lock()
+            .get(id)
+            .cloned()
+            .ok_or_else(RpcError::unknown_session)
     }
 
     pub fn destroy(&self, id: &str) -> Result<(), RpcError> {
-        let session = self.lock().remove(id).ok_or_else(RpcError::unknown_session)?;
+        let session = self
+            .lock()
+            .remove(id)
+            .ok_or_else(RpcError::unknown_session)?;
         session.lock().destroyed = true;
         session.wake.notify_waiters();
         Ok(())

@@ -17,7 +17,9 @@ use std::net::SocketAddr;
 pub async fn start_gateway(url: &str, tune: impl FnOnce(&mut Config)) -> Running {
     let mut config = Config::for_database(url);
     tune(&mut config);
-    let running = pgplace_gateway::start(config).await.expect("the gateway starts");
+    let running = pgplace_gateway::start(config)
+        .await
+        .expect("the gateway starts");
     wait_healthy(running.addr).await;
     running
 }
@@ -59,14 +61,20 @@ impl Http {
             .expect("a valid request");
         let response = self.client.request(req).await.expect("the gateway answers");
         let status = response.status();
-        let body = response.into_body().collect().await.expect("a body").to_bytes();
-        let value = if body.is_empty() {
-            None
-        } else {
-            Some(serde_json::from_slice(&body).unwrap_or_else(|e| {
-                panic!("not JSON ({e}): {}", String::from_utf8_lossy(&body))
-            }))
-        };
+        let body = response
+            .into_body()
+            .collect()
+            .await
+            .expect("a body")
+            .to_bytes();
+        let value =
+            if body.is_empty() {
+                None
+            } else {
+                Some(serde_json::from_slice(&body).unwrap_or_else(|e| {
+                    panic!("not JSON ({e}): {}", String::from_utf8_lossy(&body))
+                }))
+            };
         (status, value)
     }
 
@@ -112,11 +120,17 @@ impl Http {
         req.headers_mut().extend(headers.clone());
         let response = self.client.request(req).await?;
         let (parts, body) = response.into_parts();
-        let body = body.collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+        let body = body
+            .collect()
+            .await
+            .map(|b| b.to_bytes())
+            .unwrap_or_default();
         Ok((parts.status, parts.headers, body))
     }
 
     pub async fn get(&self, path: &str, headers: &HeaderMap) -> (StatusCode, HeaderMap, Bytes) {
-        self.try_get(path, headers).await.expect("the gateway answers")
+        self.try_get(path, headers)
+            .await
+            .expect("the gateway answers")
     }
 }

@@ -10,6 +10,7 @@
 //! - `tests/dump_restore.rs`: pg_dump keeps every board, placement and token.
 
 pub mod gateway;
+pub mod stream_check;
 
 use futures::StreamExt;
 use tokio::sync::mpsc;
@@ -130,7 +131,11 @@ pub async fn board_bits(client: &Client, board: i64) -> (i64, Vec<u8>) {
 }
 
 /// Creates users `prefix-0`, `prefix-1`, … and returns (id, token) of each.
-pub async fn create_users_with_tokens(client: &Client, prefix: &str, count: i32) -> Vec<(i64, String)> {
+pub async fn create_users_with_tokens(
+    client: &Client,
+    prefix: &str,
+    count: i32,
+) -> Vec<(i64, String)> {
     client
         .query(
             "SELECT (u).user_id, (u).token FROM (SELECT place.create_user($1 || '-' || g) AS u \

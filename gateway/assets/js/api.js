@@ -1,0 +1,97 @@
+// The JSON-RPC 2.0 client: one function per call, errors as RpcError with the API's code,
+// and a sentence for every code the gateway can answer (shown to people as is).
+
+export const CODES = {
+  UNKNOWN_SESSION: -32001,
+  NOT_AUTHORIZED: -32002,
+  COOLDOWN: -32003,
+  UNKNOWN_VIEW: -32004,
+  UNKNOWN_BOARD: -32005,
+  BOARD_NOT_OPEN: -32006,
+  TOO_MANY: -32007,
+  RETRY: -32008,
+  UNAVAILABLE: -32009,
+  PARSE_ERROR: -32700,
+  INVALID_REQUEST: -32600,
+  METHOD_NOT_FOUND: -32601,
+  INVALID_PARAMS: -32602,
+  INTERNAL: -32603,
+  // Not from the gateway: the request never got a JSON-RPC answer.
+  NETWORK: 0,
+};
+
+export class RpcError extends Error {
+  constructor(code, message, data) {
+    super(message);
+    this.name = 'RpcError';
+    this.code = code;
+    this.data = data;
+  }
+}
+
+let nextId = 1;
+
+/** Calls `method`; resolves with its result or rejects with an RpcError. */
+export async function call(method, params, { signal } = {}) {
+  const id = nextId++;
+  let response;
+  try {
+    response = await fetch('/jsonrpc', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id, method, params }),
+      signal,
+      cache: 'no-store',
+    });
+  } catch (error) {
+    if (signal?.aborted) throw error;
+    throw new RpcError(CODES.NETWORK, `cannot reach the gateway (${error.message})`);
+  }
+  let body;
+  try {
+    body = await response.json();
+  } catch (error) {
+    if (signal?.aborted) throw error;
+    throw new RpcError(CODES.NETWORK, `the gateway answered HTTP ${response.status} without JSON`);
+  }
+  if (body.error) throw new RpcError(body.error.code, body.error.message, body.error.data);
+  return body.result;
+}
+
+const when = (iso) => (iso ? new Date(iso).toLocaleTimeString() : 'later');
+
+/** A sentence for a person about `error` (an RpcError or anything thrown). */
+export function describe(error) {
+  if (!(error instanceof RpcError)) return `Something went wrong: ${error?.message ?? error}`;
+  switch (error.code) {
+    case CODES.NETWORK: return 'Cannot reach the gateway; retrying.';
+    case CODES.UNKNOWN_SESSION: return 'The session expired (the gateway may have restarted); reconnecting.';
+    case CODES.NOT_AUTHORIZED: return 'Not signed in, or the token is not valid: sign in with a token from place.create_user.';
+    case CODES.COOLDOWN: return `Cooldown: you can place again at ${when(error.data?.retry_at)}.`;
+    case CODES.UNKNOWN_VIEW: return `The gateway does not know this view: ${error.message}`;
+    case CODES.UNKNOWN_BOARD: return `This board does not exist: ${error.message}`;
+    case CODES.BOARD_NOT_OPEN: return `The board is not open, no placements now: ${error.message}`;
+    case CODES.TOO_MANY: return `The gateway is full (too many sessions or subscriptions); try again later. ${error.message}`;
+    case CODES.RETRY: return 'The board changed during the request; please try again.';
+    case CODES.UNAVAILABLE: return 'The database is unavailable; retrying in a moment.';
+    case CODES.INVALID_PARAMS: return `The gateway refused the request: ${error.message}`;
+    case CODES.METHOD_NOT_FOUND: return `This gateway does not offer that call (${error.message}).`;
+    case CODES.PARSE_ERROR:
+    case CODES.INVALID_REQUEST:
+    case CODES.INTERNAL:
+    default: return `The gateway could not handle the request (${error.code}): ${error.message}`;
+  }
+}
+
+// The methods the page uses (README: "The JSON-RPC API").
+export const api = {
+  createSession: () => call('session.create', []),
+  authorize: (session, token) => call('session.authorize', { session, token }),
+  subscribe: (session, board) => call('session.subscribe', { session, view: 'board', params: { board, compact: true } }),
+  unsubscribe: (session, key) => call('session.unsubscribe', { session, key }),
+  getEvents: (session, timeout, signal) => call('session.get_events', { session, timeout }, { signal }),
+  destroy: (session) => call('session.destroy', { session }),
+  listBoards: () => call('board.list', []),
+  place: (session, board, x, y, color) => call('board.place', { session, board, x, y, color }),
+  tileHistory: (board, x, y, limit) => call('board.tile_history', { board, x, y, limit }),
+};

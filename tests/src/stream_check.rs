@@ -1,0 +1,325 @@
+//! The gateway's guarantee, checked end to end: placements stream in from SQL and RPC
+//! placers while sessions subscribe at random moments; afterwards every session's events
+//! must be exactly the placements after its initial state, in seq order, each once, and
+//! replaying them over its initial bits must give the board's final bits.
+//!
+//! A scenario may disturb the run (kill the LISTEN backend, restart Postgres): the checks
+//! stay the same, because the guarantee must hold through those too.
+
+use crate::gateway::{start_gateway, Http};
+use crate::{board_bits, connect, create_board, create_users_with_tokens, fresh_database};
+use base64::Engine;
+use pgplace_core::bits::TileWidth;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::task::JoinSet;
+
+pub const WIDTH: i32 = 40;
+pub const HEIGHT: i32 = 30;
+const BITS: i32 = 4;
+
+/// What one session saw.
+pub struct Recorded {
+    pub compact: bool,
+    pub initial_seq: i64,
+    pub initial_bits: Vec<u8>,
+    pub events: Vec<Value>,
+}
+
+/// Options of one run.
+pub struct Scenario {
+    pub database: &'static str,
+    pub sessions: usize,
+    pub placing: Duration,
+}
+
+/// Runs placers and watching sessions, calls `disturb` in the middle, then checks every
+/// session. Returns how many placements were made.
+pub async fn run<F, Fut>(scenario: Scenario, disturb: F) -> i64
+where
+    F: FnOnce(String) -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let url = fresh_database(scenario.database).await;
+    let admin = connect(&url).await;
+    let board = create_board(&admin, "stream", (WIDTH, HEIGHT), BITS, "0").await;
+    let users = create_users_with_tokens(&admin, "placer", 64).await;
+    let gateway = start_gateway(&url, |_| {}).await;
+    let http = Http::new(gateway.addr);
+    let placing = Arc::new(AtomicBool::new(true));
+
+    let mut placers = JoinSet::new();
+    for (i, chunk) in users.chunks(16).enumerate() {
+        let chunk = chunk.to_vec();
+        let placing = placing.clone();
+        if i % 2 == 0 {
+            placers.spawn(sql_placer(url.clone(), board, chunk, placing, i as u64));
+        } else {
+            placers.spawn(rpc_placer(http.clone(), board, chunk, placing, i as u64));
+        }
+    }
+    let mut watchers = JoinSet::new();
+    let done = Arc::new(AtomicBool::new(false));
+    for i in 0..scenario.sessions {
+        let delay = scenario
+            .placing
+            .mul_f64(i as f64 / scenario.sessions as f64);
+        watchers.spawn(watch(http.clone(), board, i % 3 == 0, delay, done.clone()));
+    }
+    let disturbance = tokio::spawn(disturb(url.clone()));
+    tokio::time::sleep(scenario.placing).await;
+    placing.store(false, Ordering::SeqCst);
+    let mut placed = 0;
+    while let Some(result) = placers.join_next().await {
+        placed += result.expect("a placer finished");
+    }
+    disturbance.await.expect("the disturbance finished");
+    let (final_seq, final_bits) = board_bits(&admin, board).await;
+    assert!(
+        placed > 0 && final_seq >= placed as i64,
+        "placements were made"
+    );
+    // Sessions stop once they have seen everything (or after a generous deadline).
+    wait_for_seq(&http, board, final_seq).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    done.store(true, Ordering::SeqCst);
+    let history = history(&admin, board).await;
+    let mut checked = 0;
+    while let Some(recorded) = watchers.join_next().await {
+        let recorded = recorded.expect("a watcher finished");
+        check(&recorded, &history, final_seq, &final_bits);
+        checked += 1;
+    }
+    assert_eq!(checked, scenario.sessions);
+    drop(gateway);
+    final_seq
+}
+
+/// Waits until a fresh subscriber's initial state reaches `seq` (the mirror caught up).
+async fn wait_for_seq(http: &Http, board: i64, seq: i64) {
+    for _ in 0..300 {
+        let state = http.ok("board.get", json!([board])).await;
+        if state["seq"].as_i64() == Some(seq) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the gateway's board never reached seq {seq}");
+}
+
+type Row = (i32, i32, i32, i64);
+
+async fn history(client: &tokio_postgres::Client, board: i64) -> BTreeMap<i64, Row> {
+    client
+        .query(
+            "SELECT seq, x, y, color, user_id FROM place.placements WHERE board_id = $1",
+            &[&board],
+        )
+        .await
+        .expect("reading the history")
+        .iter()
+        .map(|r| (r.get(0), (r.get(1), r.get(2), r.get(3), r.get(4))))
+        .collect()
+}
+
+fn check(recorded: &Recorded, history: &BTreeMap<i64, Row>, final_seq: i64, final_bits: &[u8]) {
+    let tile = TileWidth::new(BITS.into()).unwrap();
+    let mut bits = recorded.initial_bits.clone();
+    let mut next = recorded.initial_seq + 1;
+    let form = if recorded.compact { "compact" } else { "qik" };
+    for event in &recorded.events {
+        let action = event["action"].as_str().unwrap_or_default();
+        let tiles: Vec<(i64, Row, Option<i64>)> = match action {
+            "update" => {
+                let obj = &event["obj"];
+                let row = (
+                    obj["x"].as_i64().unwrap() as i32,
+                    obj["y"].as_i64().unwrap() as i32,
+                    obj["color"].as_i64().unwrap() as i32,
+                    obj["user"].as_i64().unwrap(),
+                );
+                vec![(
+                    obj["seq"].as_i64().unwrap(),
+                    row,
+                    event["old"]["color"].as_i64(),
+                )]
+            }
+            "tiles" => {
+                let first = event["seq"][0].as_i64().unwrap();
+                let list = event["tiles"].as_array().unwrap();
+                assert_eq!(
+                    event["seq"][1].as_i64().unwrap() - first + 1,
+                    list.len() as i64,
+                    "a compact event's seq range matches its tiles: {event}"
+                );
+                list.iter()
+                    .zip(first..)
+                    .map(|(t, seq)| {
+                        let user = history.get(&seq).map_or(-1, |r| r.3);
+                        let row = (
+                            t[0].as_i64().unwrap() as i32,
+                            t[1].as_i64().unwrap() as i32,
+                            t[2].as_i64().unwrap() as i32,
+                            user,
+                        );
+                        (seq, row, None)
+                    })
+                    .collect()
+            }
+            "settings" => continue,
+            other => panic!("{form} session got an unexpected {other:?} event: {event}"),
+        };
+        for (seq, row, old) in tiles {
+            assert_eq!(
+                seq, next,
+                "{form} session (from seq {}): expected seq {next}, got {seq}",
+                recorded.initial_seq
+            );
+            assert_eq!(
+                Some(&row),
+                history.get(&seq),
+                "{form} event for seq {seq} differs from the history"
+            );
+            let n = i64::from(row.0) + i64::from(WIDTH) * i64::from(row.1);
+            if let Some(old) = old {
+                assert_eq!(
+                    old,
+                    i64::from(tile.get(&bits, n).unwrap()),
+                    "`old` of seq {seq}"
+                );
+            }
+            tile.set(&mut bits, n, row.2.into()).unwrap();
+            next += 1;
+        }
+    }
+    assert_eq!(
+        next - 1,
+        final_seq,
+        "{form} session (from seq {}) stopped early",
+        recorded.initial_seq
+    );
+    assert!(
+        bits == final_bits,
+        "{form} session: initial bits + events != the final board"
+    );
+}
+
+/// Subscribes after `delay`, then polls until `done`.
+async fn watch(
+    http: Http,
+    board: i64,
+    compact: bool,
+    delay: Duration,
+    done: Arc<AtomicBool>,
+) -> Recorded {
+    tokio::time::sleep(delay).await;
+    let session = http.ok("session.create", json!([])).await;
+    let reply = http
+        .ok(
+            "session.subscribe",
+            json!([session, "board", {"board": board, "compact": compact}]),
+        )
+        .await;
+    let state = &reply[1];
+    let mut recorded = Recorded {
+        compact,
+        initial_seq: state["seq"].as_i64().unwrap(),
+        initial_bits: base64::engine::general_purpose::STANDARD
+            .decode(state["bits"].as_str().unwrap())
+            .unwrap(),
+        events: Vec::new(),
+    };
+    while !done.load(Ordering::SeqCst) {
+        let events = http.ok("session.get_events", json!([session, 0.2])).await;
+        recorded
+            .events
+            .extend(events.as_array().unwrap().iter().cloned());
+    }
+    recorded
+}
+
+/// Places through SQL until told to stop, reconnecting after errors (a restart, say).
+async fn sql_placer(
+    url: String,
+    board: i64,
+    users: Vec<(i64, String)>,
+    placing: Arc<AtomicBool>,
+    seed: u64,
+) -> i64 {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut placed = 0;
+    while placing.load(Ordering::SeqCst) {
+        let Ok((client, connection)) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await
+        else {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            continue;
+        };
+        tokio::spawn(connection);
+        while placing.load(Ordering::SeqCst) {
+            let n = rng.random_range(1..=users.len());
+            let ids: Vec<i64> = users[..n].iter().map(|u| u.0).collect();
+            let xs: Vec<i32> = (0..n).map(|_| rng.random_range(0..WIDTH)).collect();
+            let ys: Vec<i32> = (0..n).map(|_| rng.random_range(0..HEIGHT)).collect();
+            let colors: Vec<i32> = (0..n).map(|_| rng.random_range(0..16)).collect();
+            match client
+                .query(
+                    "SELECT placed FROM place.place_many($1, $2, $3, $4, $5)",
+                    &[&board, &ids, &xs, &ys, &colors],
+                )
+                .await
+            {
+                Ok(rows) => placed += rows.iter().filter(|r| r.get::<_, bool>(0)).count() as i64,
+                Err(_) => break,
+            }
+            tokio::time::sleep(Duration::from_millis(rng.random_range(0..15))).await;
+        }
+    }
+    placed
+}
+
+/// Places through `board.place`, one session per user, until told to stop.
+async fn rpc_placer(
+    http: Http,
+    board: i64,
+    users: Vec<(i64, String)>,
+    placing: Arc<AtomicBool>,
+    seed: u64,
+) -> i64 {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut sessions = Vec::new();
+    for (_, token) in &users {
+        let session = http.ok("session.create", json!([])).await;
+        http.ok("session.authorize", json!([session, token])).await;
+        sessions.push(session);
+    }
+    let mut placed = 0;
+    while placing.load(Ordering::SeqCst) {
+        let session = &sessions[rng.random_range(0..sessions.len())];
+        let params = json!([
+            session,
+            board,
+            rng.random_range(0..WIDTH),
+            rng.random_range(0..HEIGHT),
+            rng.random_range(0..16)
+        ]);
+        match http.call("board.place", params).await {
+            Ok(result) => {
+                assert_eq!(result["placed"], true);
+                placed += 1;
+            }
+            // While the database restarts, placing fails with "unavailable" or "retry".
+            Err(error) => {
+                let code = error["code"].as_i64().unwrap();
+                assert!([-32008, -32009].contains(&code), "unexpected error {error}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
+    placed
+}

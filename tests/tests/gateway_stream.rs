@@ -1,0 +1,57 @@
+//! The guarantee (exact to the seq) under concurrent placers and subscribers, also while
+//! the gateway's LISTEN connection is killed.
+
+use pgplace_tests::connect;
+use pgplace_tests::stream_check::{run, Scenario};
+use std::time::Duration;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn every_session_gets_exactly_the_placements_after_its_snapshot() {
+    let scenario = Scenario {
+        database: "gw_stream",
+        sessions: 60,
+        placing: Duration::from_secs(4),
+    };
+    let placed = run(scenario, |_| async {}).await;
+    assert!(placed > 100, "only {placed} placements were made");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_guarantee_holds_when_the_listen_connection_is_killed() {
+    let scenario = Scenario {
+        database: "gw_stream_kill",
+        sessions: 50,
+        placing: Duration::from_secs(5),
+    };
+    run(scenario, |url| async move {
+        let admin = connect(&url).await;
+        for _ in 0..2 {
+            tokio::time::sleep(Duration::from_millis(1500)).await;
+            let killed = kill_listen_backend(&admin).await;
+            assert_eq!(killed, 1, "one LISTEN backend was terminated");
+        }
+    })
+    .await;
+}
+
+/// Terminates the gateway's LISTEN connection; returns how many backends were killed.
+async fn kill_listen_backend(admin: &tokio_postgres::Client) -> i64 {
+    // The listener may be between connections: wait for it to be back first.
+    for _ in 0..100 {
+        let killed: i64 = admin
+            .query_one(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
+                 WHERE application_name = 'pgplace-gateway' AND query LIKE 'LISTEN%' \
+                 AND datname = current_database()",
+                &[],
+            )
+            .await
+            .expect("pg_terminate_backend")
+            .get(0);
+        if killed > 0 {
+            return killed;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    0
+}
