@@ -268,3 +268,215 @@ fn new_session_id() -> String {
     getrandom::fill(&mut bytes).expect("the operating system's random source works");
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::board::{Settings, Snapshot};
+    use pgplace_core::payload::Placement;
+    use serde_json::Value;
+
+    fn board(log_capacity: u64) -> Arc<Board> {
+        let settings = Settings {
+            id: 1,
+            name: "t".into(),
+            width: 4,
+            height: 2,
+            bits_per_tile: 4,
+            palette: (0..16).map(|i| format!("#0000{i:02x}")).collect(),
+            cooldown: 0.0,
+            state: "open".into(),
+        };
+        Arc::new(Board::new(
+            Snapshot {
+                settings,
+                seq: 0,
+                bits: vec![0; 4],
+            },
+            log_capacity,
+        ))
+    }
+
+    fn place(board: &Board, seq: i64, x: i32, color: i32) {
+        let p = Placement {
+            board: 1,
+            seq,
+            x,
+            y: 0,
+            color,
+            user: 7,
+            at: 0,
+        };
+        board.apply(&[p]).expect("in order");
+    }
+
+    fn subscribe(session: &Session, board: &Arc<Board>, compact: bool) {
+        let (cursor, _) = board.initial_state();
+        let key = if compact {
+            board.compact_key.clone()
+        } else {
+            board.qik_key.clone()
+        };
+        session
+            .subscribe(
+                Subscription {
+                    key,
+                    board: board.clone(),
+                    compact,
+                    cursor,
+                },
+                4,
+            )
+            .unwrap();
+    }
+
+    fn json(f: Fragments) -> Vec<Value> {
+        serde_json::from_slice::<Vec<Value>>(&f.to_vec()).expect("a JSON array")
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn get_events_waits_its_timeout_then_answers_empty() {
+        let sessions = Sessions::new(10, Duration::from_secs(120));
+        let session = sessions.create().unwrap();
+        subscribe(&session, &board(100), false);
+        let started = Instant::now();
+        assert!(json(session.get_events(Duration::from_secs(30)).await).is_empty());
+        assert_eq!(started.elapsed(), Duration::from_secs(30));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_placement_ends_the_wait_at_once() {
+        let sessions = Sessions::new(10, Duration::from_secs(120));
+        let session = sessions.create().unwrap();
+        let b = board(100);
+        subscribe(&session, &b, true);
+        let waiter = {
+            let session = session.clone();
+            tokio::spawn(async move {
+                let started = Instant::now();
+                (
+                    json(session.get_events(Duration::from_secs(60)).await),
+                    started.elapsed(),
+                )
+            })
+        };
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        place(&b, 1, 2, 9);
+        place(&b, 2, 3, 8);
+        let (events, waited) = waiter.await.unwrap();
+        assert_eq!(waited, Duration::from_secs(5));
+        // Both may arrive together or the first alone; the rest comes on the next call.
+        let mut tiles: Vec<Value> = events
+            .iter()
+            .flat_map(|e| e["tiles"].as_array().unwrap().clone())
+            .collect();
+        if tiles.len() < 2 {
+            let more = json(session.get_events(Duration::ZERO).await);
+            tiles.extend(
+                more.iter()
+                    .flat_map(|e| e["tiles"].as_array().unwrap().clone()),
+            );
+        }
+        assert_eq!(
+            serde_json::json!(tiles),
+            serde_json::json!([[2, 0, 9], [3, 0, 8]])
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_second_get_events_answers_the_first_with_nothing() {
+        let sessions = Sessions::new(10, Duration::from_secs(120));
+        let session = sessions.create().unwrap();
+        let b = board(100);
+        subscribe(&session, &b, false);
+        let first = {
+            let session = session.clone();
+            tokio::spawn(async move { json(session.get_events(Duration::from_secs(60)).await) })
+        };
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let second = {
+            let session = session.clone();
+            tokio::spawn(async move { json(session.get_events(Duration::from_secs(60)).await) })
+        };
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        assert!(
+            first.is_finished(),
+            "the first call was answered when the second came"
+        );
+        assert!(first.await.unwrap().is_empty());
+        place(&b, 1, 0, 1);
+        let events = second.await.unwrap();
+        assert_eq!(events.len(), 1);
+        assert_eq!(events[0]["obj"]["seq"], 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn idle_sessions_expire_but_waiting_ones_do_not() {
+        let sessions = Arc::new(Sessions::new(10, Duration::from_secs(120)));
+        let idle = sessions.create().unwrap();
+        let polling = sessions.create().unwrap();
+        let waiter = {
+            let polling = polling.clone();
+            tokio::spawn(async move { polling.get_events(Duration::from_secs(90)).await })
+        };
+        tokio::spawn(sessions.clone().run_expiry());
+        tokio::time::sleep(Duration::from_secs(119)).await;
+        assert!(sessions.get(&idle.id).is_ok(), "not yet idle for 120 s");
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        assert!(sessions.get(&idle.id).is_err(), "idle for more than 120 s");
+        // The poller waited 90 s and ended at 90 s: it is idle from then on.
+        assert!(sessions.get(&polling.id).is_ok());
+        waiter.await.unwrap();
+        tokio::time::sleep(Duration::from_secs(125)).await;
+        assert!(sessions.get(&polling.id).is_err());
+        assert!(sessions.is_empty());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_number_of_sessions_is_bounded() {
+        let sessions = Sessions::new(2, Duration::from_secs(120));
+        sessions.create().unwrap();
+        let second = sessions.create().unwrap();
+        assert_eq!(sessions.create().err().map(|e| e.code), Some(TOO_MANY));
+        sessions.destroy(&second.id).unwrap();
+        sessions.create().unwrap();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_session_that_fell_behind_its_buffer_gets_a_reset() {
+        let sessions = Sessions::new(10, Duration::from_secs(120));
+        let slow = sessions.create().unwrap();
+        let keeping_up = sessions.create().unwrap();
+        let b = board(3);
+        subscribe(&slow, &b, false);
+        subscribe(&keeping_up, &b, false);
+        place(&b, 1, 0, 1);
+        place(&b, 2, 1, 2);
+        assert_eq!(json(keeping_up.get_events(Duration::ZERO).await).len(), 2);
+        place(&b, 3, 2, 3);
+        place(&b, 4, 3, 4);
+        place(&b, 5, 0, 5);
+        // Five tiles arrived; the log keeps three: the slow session lost seq 1 and 2.
+        let events = json(slow.get_events(Duration::ZERO).await);
+        assert_eq!(events.len(), 1, "{events:?}");
+        assert_eq!(events[0]["action"], "reset");
+        assert_eq!(events[0]["obj"]["seq"], 5);
+        let events = json(keeping_up.get_events(Duration::ZERO).await);
+        let seqs: Vec<i64> = events
+            .iter()
+            .map(|e| e["obj"]["seq"].as_i64().unwrap())
+            .collect();
+        assert_eq!(seqs, [3, 4, 5]);
+        // After the reset the slow session continues exactly.
+        place(&b, 6, 1, 6);
+        let events = json(slow.get_events(Duration::ZERO).await);
+        assert_eq!(events.len(), 1);
+        assert_eq!(
+            (
+                events[0]["obj"]["seq"].as_i64(),
+                events[0]["old"]["color"].as_i64()
+            ),
+            (Some(6), Some(2))
+        );
+    }
+}
