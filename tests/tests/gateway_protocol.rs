@@ -1,6 +1,7 @@
 //! The JSON-RPC protocol over real HTTP: the Qik transcript, errors, batches,
 //! notifications, 1.0-style requests, and the plain HTTP routes.
 
+use base64::Engine;
 use hyper::header::HeaderMap;
 use hyper::StatusCode;
 use pgplace_tests::gateway::{start_gateway, Http};
@@ -72,11 +73,8 @@ async fn the_qik_transcript_end_to_end() {
     assert_eq!(state["palette"].as_array().unwrap().len(), 16);
     assert_eq!(state["cooldown"], 3600.0);
     assert_eq!(state["state"], "open");
-    assert_eq!(
-        state["bits"],
-        "A".repeat(88) + "==",
-        "64 zero bytes in base64"
-    );
+    let bits = base64::engine::general_purpose::STANDARD.decode(state["bits"].as_str().unwrap());
+    assert_eq!(bits.unwrap(), vec![0u8; 64], "16x8 tiles of 4 bits, all colour 0");
 
     // Nothing happens: get_events waits its timeout and answers [].
     let started = Instant::now();
@@ -138,9 +136,6 @@ async fn the_qik_transcript_end_to_end() {
     assert_eq!(cooldown["code"], COOLDOWN);
     assert_eq!(cooldown["data"]["retry_at"], placed["next_allowed_at"]);
     // A placement made in SQL reaches the session too, with the right `old`.
-    sql.execute("SELECT place.place($1, 3, 2, 7, $2)", &[&board, &user])
-        .await
-        .unwrap_err();
     sql.execute("SELECT place.set_cooldown($1, '0')", &[&board])
         .await
         .unwrap();
