@@ -161,7 +161,9 @@ cmd_test() {
         --outputdir="$out/isolation" --dbname=pgplace_isolation --load-extension=pgplace \
         --bindir="$PG_BIN" $(cd "$ROOT/tests/isolation/specs" && ls *.spec | sed 's/\.spec$//' | sort)
     say "client tests (real connections)"
+    # The gateway's restart test restarts this cluster with this command.
     PGPLACE_TEST_ADMIN_URL="postgresql://postgres@$PGHOST:$PGPORT/postgres" \
+        PGPLACE_TEST_PG_RESTART="runuser -u postgres -- $PG_BIN/pg_ctl -D $DATA -l $LOG -w -m fast restart" \
         cargo test -p pgplace-tests
 }
 

@@ -80,6 +80,8 @@ where
         placed += result.expect("a placer finished");
     }
     disturbance.await.expect("the disturbance finished");
+    // A new connection: the disturbance may have been a restart.
+    let admin = connect(&url).await;
     let (final_seq, final_bits) = board_bits(&admin, board).await;
     assert!(
         placed > 0 && final_seq >= placed as i64,
