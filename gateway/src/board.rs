@@ -86,7 +86,8 @@ struct Mirror {
     bits: Vec<u8>,
     log: EventLog,
     deleted: bool,
-    state_cache: Option<(u64, i64, Bytes)>,
+    /// The initial state at a cursor (settings version included: it is in the state).
+    state_cache: Option<(Cursor, Bytes)>,
     bits_cache: Option<(u64, i64, Bytes)>,
 }
 
@@ -233,8 +234,8 @@ impl Board {
         let (cursor, settings, bits) = {
             let m = self.lock();
             let cursor = m.cursor();
-            if let Some((epoch, seq, state)) = &m.state_cache {
-                if (*epoch, *seq) == (cursor.epoch, cursor.seq) {
+            if let Some((at, state)) = &m.state_cache {
+                if *at == cursor {
                     return (cursor, state.clone());
                 }
             }
@@ -243,8 +244,8 @@ impl Board {
         // Serialized outside the lock: the listener keeps applying meanwhile.
         let state = state_json(&settings, cursor.seq, &bits);
         let mut m = self.lock();
-        if (m.epoch, m.seq) == (cursor.epoch, cursor.seq) {
-            m.state_cache = Some((cursor.epoch, cursor.seq, state.clone()));
+        if m.cursor() == cursor {
+            m.state_cache = Some((cursor, state.clone()));
         }
         (cursor, state)
     }
@@ -581,4 +582,153 @@ pub fn timestamp(micros: i64) -> String {
     chrono::DateTime::from_timestamp_micros(micros)
         .unwrap_or_default()
         .to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{json, Value};
+
+    fn settings(cooldown: f64) -> Settings {
+        Settings {
+            id: 3,
+            name: "b".into(),
+            width: 2,
+            height: 2,
+            bits_per_tile: 2,
+            palette: vec![
+                "#000000".into(),
+                "#111111".into(),
+                "#222222".into(),
+                "#333333".into(),
+            ],
+            cooldown,
+            state: "open".into(),
+        }
+    }
+
+    fn tile(seq: i64, x: i32, y: i32, color: i32) -> Placement {
+        Placement {
+            board: 3,
+            seq,
+            x,
+            y,
+            color,
+            user: 1,
+            at: 1_764_437_000_123_456,
+        }
+    }
+
+    fn collect(board: &Board, cursor: &mut Cursor, compact: bool) -> Value {
+        let mut out = ArrayBuilder::new();
+        assert_eq!(
+            board.collect(cursor, compact, &mut out),
+            Delivery::Continues
+        );
+        serde_json::from_slice(&out.finish().to_vec()).unwrap()
+    }
+
+    #[test]
+    fn compact_runs_are_split_by_settings_changes_and_keep_the_order() {
+        let board = Board::new(
+            Snapshot {
+                settings: settings(0.0),
+                seq: 0,
+                bits: vec![0],
+            },
+            100,
+        );
+        let (mut compact, _) = board.initial_state();
+        let mut qik = compact;
+        board.apply(&[tile(1, 0, 0, 1), tile(2, 1, 0, 2)]).unwrap();
+        board.set_settings(settings(5.0));
+        board.apply(&[tile(3, 0, 0, 3)]).unwrap();
+        let events = collect(&board, &mut compact, true);
+        assert_eq!(
+            events[0],
+            json!({"key": "board/3/compact", "action": "tiles", "seq": [1, 2], "tiles": [[0, 0, 1], [1, 0, 2]]})
+        );
+        assert_eq!(
+            (
+                events[1]["action"].clone(),
+                events[1]["obj"]["cooldown"].clone()
+            ),
+            (json!("settings"), json!(5.0))
+        );
+        assert_eq!(
+            events[2],
+            json!({"key": "board/3/compact", "action": "tiles", "seq": [3, 3], "tiles": [[0, 0, 3]]})
+        );
+        assert_eq!(
+            collect(&board, &mut compact, true),
+            json!([]),
+            "nothing twice"
+        );
+        let events = collect(&board, &mut qik, false);
+        let olds: Vec<Value> = events
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["old"]["color"].clone())
+            .collect();
+        assert_eq!(olds, [json!(0), json!(0), Value::Null, json!(1)]);
+        assert_eq!(events[0]["obj"]["placed_at"], "2025-11-29T17:23:20.123456Z");
+    }
+
+    #[test]
+    fn the_stream_must_continue_the_copy() {
+        let board = Board::new(
+            Snapshot {
+                settings: settings(0.0),
+                seq: 10,
+                bits: vec![0],
+            },
+            100,
+        );
+        assert_eq!(
+            board.apply(&[tile(9, 0, 0, 1), tile(10, 0, 0, 1)]),
+            Ok(0),
+            "already applied"
+        );
+        assert_eq!(
+            board.apply(&[tile(12, 0, 0, 1)]),
+            Err(Discontinuity::Gap { from: 11 })
+        );
+        assert_eq!(
+            board.apply(&[tile(11, 2, 0, 1)]),
+            Err(Discontinuity::Inconsistent)
+        );
+        assert_eq!(board.seq(), 10);
+        assert_eq!(board.apply(&[tile(11, 1, 1, 3), tile(12, 0, 1, 2)]), Ok(2));
+        assert_eq!(board.packed().2.as_ref(), &[0b0000_1011]);
+    }
+
+    #[test]
+    fn a_reload_resets_every_view_with_the_new_state() {
+        let board = Board::new(
+            Snapshot {
+                settings: settings(0.0),
+                seq: 0,
+                bits: vec![0],
+            },
+            100,
+        );
+        let (mut cursor, _) = board.initial_state();
+        board.reload(Snapshot {
+            settings: settings(1.0),
+            seq: 7,
+            bits: vec![0xff],
+        });
+        let events = collect(&board, &mut cursor, true);
+        assert_eq!(events.as_array().unwrap().len(), 1);
+        assert_eq!(events[0]["action"], "reset");
+        assert_eq!(
+            (
+                events[0]["obj"]["seq"].clone(),
+                events[0]["obj"]["bits"].clone()
+            ),
+            (json!(7), json!("/w=="))
+        );
+        assert_eq!(collect(&board, &mut cursor, true), json!([]));
+    }
 }
