@@ -165,6 +165,11 @@ cmd_test() {
     PGPLACE_TEST_ADMIN_URL="postgresql://postgres@$PGHOST:$PGPORT/postgres" \
         PGPLACE_TEST_PG_RESTART="runuser -u postgres -- $PG_BIN/pg_ctl -D $DATA -l $LOG -w -m fast restart" \
         cargo test -p pgplace-tests
+    say "web page tests (headless Chromium)"
+    cargo build -p pgplace-gateway --quiet
+    GATEWAY_BIN="$ROOT/target/debug/pgplace-gateway" PSQL="$PG_BIN/psql" \
+        PGPLACE_ADMIN_URL="postgresql://postgres@$PGHOST:$PGPORT/postgres" \
+        bash "$ROOT/tests/browser/run.sh"
 }
 
 cmd_bench() {

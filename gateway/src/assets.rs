@@ -1,15 +1,65 @@
-//! The web page's files, embedded in the binary (no build step, no CDN).
+//! The web page's files, embedded in the binary (no build step, no CDN). The page is a
+//! plain long-polling JSON-RPC client; `assets/js/app.js` says which module does what.
 
 /// (path, content type, content) of every file served.
-pub const FILES: &[(&str, &str, &[u8])] = &[(
-    "/",
-    "text/html; charset=utf-8",
-    include_bytes!("../assets/index.html"),
-)];
+pub const FILES: &[(&str, &str, &[u8])] = &[
+    ("/", HTML, include_bytes!("../assets/index.html")),
+    ("/index.html", HTML, include_bytes!("../assets/index.html")),
+    ("/style.css", CSS, include_bytes!("../assets/style.css")),
+    ("/js/api.js", JS, include_bytes!("../assets/js/api.js")),
+    ("/js/app.js", JS, include_bytes!("../assets/js/app.js")),
+    (
+        "/js/board-image.js",
+        JS,
+        include_bytes!("../assets/js/board-image.js"),
+    ),
+    (
+        "/js/cooldown.js",
+        JS,
+        include_bytes!("../assets/js/cooldown.js"),
+    ),
+    ("/js/hash.js", JS, include_bytes!("../assets/js/hash.js")),
+    (
+        "/js/history.js",
+        JS,
+        include_bytes!("../assets/js/history.js"),
+    ),
+    ("/js/live.js", JS, include_bytes!("../assets/js/live.js")),
+    (
+        "/js/packed.js",
+        JS,
+        include_bytes!("../assets/js/packed.js"),
+    ),
+    ("/js/view.js", JS, include_bytes!("../assets/js/view.js")),
+];
+
+const HTML: &str = "text/html; charset=utf-8";
+const CSS: &str = "text/css; charset=utf-8";
+const JS: &str = "text/javascript; charset=utf-8";
 
 pub fn find(path: &str) -> Option<(&'static str, &'static [u8])> {
     FILES
         .iter()
         .find(|(p, _, _)| *p == path)
         .map(|(_, content_type, body)| (*content_type, *body))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_module_the_page_imports_is_served() {
+        for (path, _, body) in FILES {
+            let text = std::str::from_utf8(body).expect("assets are UTF-8");
+            for import in text.split("from './").skip(1) {
+                let name = import.split('\'').next().expect("a quoted path");
+                let served = format!("/js/{name}");
+                assert!(
+                    find(&served).is_some(),
+                    "{path} imports {served}, which is not served"
+                );
+            }
+        }
+    }
 }

@@ -1,0 +1,339 @@
+// The page: wires the board image, the view, the live connection and the controls
+// (board chooser, sign-in, palette, placing with confirmation, cooldown, who placed).
+//
+// Layout (one job per module, no build step; served from the gateway binary, see
+// gateway/src/assets.rs):
+//   api.js          JSON-RPC calls, RpcError, a sentence for every error code
+//   packed.js       the packed tile layout (MSB first, like Redis BITFIELD) and palette packing
+//   board-image.js  one pixel per tile: putImageData of the whole board, batched live tiles
+//   view.js         zoom, pan, pinch, keys, taps, long presses; draws once per animation frame
+//   live.js         session, sign-in, subscription, get_events loop, backoff, re-subscribe
+//   cooldown.js     the countdown to next_allowed_at / retry_at
+//   history.js      who placed a tile (board.tile_history), cached
+//   hash.js         board, position and zoom in the URL hash
+
+import { api, CODES, describe, RpcError } from './api.js';
+import { BoardImage } from './board-image.js';
+import { Countdown, describeCooldown } from './cooldown.js';
+import { readHash, writeHash } from './hash.js';
+import { TileHistory } from './history.js';
+import { Live } from './live.js';
+import { View } from './view.js';
+
+const $ = (id) => document.getElementById(id);
+const els = {
+  canvas: $('view'), boards: $('boards'), info: $('info'), status: $('status'),
+  signin: $('signin'), token: $('token'), user: $('user'), userName: $('user-name'), signout: $('signout'),
+  palette: $('palette'), cooldown: $('cooldown'), coords: $('coords'), message: $('message'),
+  confirm: $('confirm'), confirmText: $('confirm-text'), confirmSwatch: $('confirm-swatch'),
+  confirmPlace: $('confirm-place'), confirmCancel: $('confirm-cancel'), tooltip: $('tooltip'), paused: $('paused'),
+};
+const TOKEN_KEY = 'pgplace.token';
+
+const board = new BoardImage();
+const view = new View(els.canvas, board);
+const tileHistory = new TileHistory();
+const countdown = new Countdown(els.cooldown);
+let token = localStorage.getItem(TOKEN_KEY);
+let color = null; // the chosen palette index
+let wanted = readHash(); // the position to show once the board arrives
+
+// ---- messages -------------------------------------------------------------------------
+
+let messageKind = null;
+/** Shows `text` in the message line; kind 'connection' messages go away once live. */
+function say(text, kind = 'info') {
+  els.message.textContent = text;
+  els.message.dataset.kind = kind;
+  messageKind = text ? kind : null;
+}
+
+// ---- the live connection ----------------------------------------------------------------
+
+const live = new Live({
+  state(state) {
+    const another = board.settings?.id !== state.id;
+    if (another) countdown.clear();
+    else if (state.cooldown !== board.settings.cooldown) countdown.cooldownChanged(state.cooldown);
+    board.load(state);
+    tileHistory.clear();
+    if (another) {
+      if (wanted && wanted.x !== null && wanted.y !== null && wanted.zoom !== null) {
+        view.set(wanted.x, wanted.y, wanted.zoom);
+      } else {
+        view.fit();
+      }
+      wanted = null;
+      cancelPlacing();
+    }
+    showBoard();
+  },
+  tiles(tiles) {
+    board.queue(tiles);
+    tileHistory.forget(board.settings.id, tiles);
+  },
+  settings(settings) {
+    if (settings.cooldown !== board.settings.cooldown) countdown.cooldownChanged(settings.cooldown);
+    board.updateSettings(settings);
+    showBoard();
+  },
+  deleted() {
+    say('This board was deleted. Choose another one.', 'error');
+    loadBoardList();
+  },
+  status(name, error) {
+    document.body.dataset.status = name;
+    els.status.textContent = { live: 'live', connecting: 'connecting…', reconnecting: 'reconnecting…', error: 'error' }[name];
+    if (error) say(describe(error), name === 'error' ? 'error' : 'connection');
+    else if (name === 'live' && messageKind === 'connection') say('');
+  },
+  user(user) {
+    els.user.hidden = !user;
+    els.signin.hidden = !!user;
+    els.userName.textContent = user?.name ?? '';
+    document.body.dataset.signedIn = user ? 'yes' : 'no';
+  },
+  authFailed(error) {
+    token = null;
+    localStorage.removeItem(TOKEN_KEY);
+    say(describe(error), 'error');
+    this.user(null);
+  },
+}, () => token);
+
+function showBoard() {
+  const s = board.settings;
+  const colours = s.palette.length;
+  els.info.textContent = `${s.width}×${s.height} · ${colours} colours · ${describeCooldown(s.cooldown)} · ${s.state}`;
+  els.info.dataset.cooldown = s.cooldown;
+  els.info.dataset.state = s.state;
+  els.paused.hidden = s.state === 'open';
+  els.paused.textContent = `This board is ${s.state}: no placements now.`;
+  showPalette();
+  if ([...els.boards.options].some((o) => o.value === String(s.id))) els.boards.value = String(s.id);
+  document.title = `${s.name} · pgplace`;
+  saveHash();
+}
+
+function saveHash() {
+  if (board.settings) writeHash({ board: board.settings.name, x: view.cx, y: view.cy, zoom: view.zoom });
+}
+
+// ---- board chooser --------------------------------------------------------------------
+
+async function loadBoardList() {
+  try {
+    const boards = await api.listBoards();
+    els.boards.replaceChildren(...boards.map((b) => {
+      const option = new Option(`${b.name} (${b.width}×${b.height})`, String(b.id));
+      option.dataset.name = b.name;
+      return option;
+    }));
+    if (board.settings) els.boards.value = String(board.settings.id);
+    return boards;
+  } catch (error) {
+    say(describe(error), 'connection');
+    return [];
+  }
+}
+
+els.boards.addEventListener('change', () => {
+  wanted = null;
+  live.show(Number(els.boards.value));
+});
+
+addEventListener('hashchange', () => {
+  const hash = readHash();
+  if (!hash.board) return;
+  const same = board.settings && (hash.board === board.settings.name || hash.board === String(board.settings.id));
+  if (same) {
+    if (hash.x !== null && hash.y !== null && hash.zoom !== null) view.set(hash.x, hash.y, hash.zoom);
+  } else {
+    wanted = hash;
+    live.show(hash.board);
+  }
+});
+
+// ---- sign-in ----------------------------------------------------------------------------
+
+els.signin.addEventListener('submit', async (event) => {
+  event.preventDefault();
+  const value = els.token.value.trim();
+  if (!value) return;
+  token = value;
+  localStorage.setItem(TOKEN_KEY, token);
+  els.token.value = '';
+  try {
+    await live.authorize();
+    if (live.user) say(`Signed in as ${live.user.name}.`);
+  } catch (error) {
+    say(describe(error), 'error');
+  }
+});
+
+els.signout.addEventListener('click', () => {
+  token = null;
+  localStorage.removeItem(TOKEN_KEY);
+  countdown.clear();
+  live.restart(); // a fresh session, bound to nobody
+  say('Signed out.');
+});
+
+// ---- palette and placing ---------------------------------------------------------------
+
+function showPalette() {
+  const palette = board.settings.palette;
+  const key = palette.join();
+  if (els.palette.dataset.key === key) return;
+  els.palette.dataset.key = key;
+  if (color !== null && color >= palette.length) color = null;
+  els.palette.replaceChildren(...palette.map((hex, i) => {
+    const button = document.createElement('button');
+    button.type = 'button';
+    button.className = 'swatch';
+    button.style.background = hex;
+    button.title = `${i}: ${hex}`;
+    button.setAttribute('role', 'radio');
+    button.setAttribute('aria-label', `colour ${i} ${hex}`);
+    button.setAttribute('aria-checked', String(i === color));
+    button.dataset.color = i;
+    button.addEventListener('click', () => pickColor(i));
+    return button;
+  }));
+}
+
+function pickColor(i) {
+  color = i;
+  for (const b of els.palette.children) b.setAttribute('aria-checked', String(Number(b.dataset.color) === i));
+  if (view.selected) showConfirm();
+}
+
+/** Why a tap cannot place now, or null. */
+function cannotPlace() {
+  if (!token || !live.user) return 'Sign in with a token (from place.create_user) to place tiles.';
+  if (board.settings.state !== 'open') return `This board is ${board.settings.state}: no placements now.`;
+  if (countdown.waiting) return `Cooldown: ${els.cooldown.textContent}.`;
+  if (color === null) return 'Pick a colour from the palette first.';
+  return null;
+}
+
+view.onTap = (tile) => {
+  const reason = cannotPlace();
+  if (reason) {
+    say(reason, 'error');
+    return;
+  }
+  view.selected = tile;
+  view.invalidate();
+  showConfirm();
+};
+
+function showConfirm() {
+  const { x, y } = view.selected;
+  els.confirmText.textContent = `Place colour ${color} at (${x}, ${y})?`;
+  els.confirmSwatch.style.background = board.settings.palette[color];
+  els.confirm.hidden = false;
+  els.confirmPlace.focus();
+}
+
+function cancelPlacing() {
+  view.selected = null;
+  els.confirm.hidden = true;
+  view.invalidate();
+}
+
+async function confirmPlacing() {
+  if (!view.selected) return;
+  const { x, y } = view.selected;
+  const chosen = color;
+  cancelPlacing();
+  els.canvas.focus();
+  try {
+    const result = await live.place(x, y, chosen);
+    // Drawn at once when the stream has not brought it yet; the stream brings it again,
+    // in seq order with anything placed after it.
+    if (result.seq > live.seq) board.queue([[x, y, chosen]]);
+    countdown.set(result.next_allowed_at, board.settings.cooldown);
+    say(`Placed colour ${chosen} at (${x}, ${y}).`);
+  } catch (error) {
+    if (error instanceof RpcError && error.code === CODES.COOLDOWN) countdown.set(error.data?.retry_at, board.settings.cooldown);
+    say(describe(error), 'error');
+  }
+}
+
+els.confirmPlace.addEventListener('click', confirmPlacing);
+els.confirmCancel.addEventListener('click', cancelPlacing);
+addEventListener('keydown', (event) => {
+  if (els.confirm.hidden) return;
+  if (event.key === 'Escape') cancelPlacing();
+});
+countdown.onReady = () => {
+  if (els.message.textContent.startsWith('Cooldown')) say('');
+};
+
+// ---- coordinates and who placed a tile ------------------------------------------------------
+
+let hoverTimer = null;
+let tooltipFor = null;
+function hideTooltip() {
+  clearTimeout(hoverTimer);
+  tooltipFor = null;
+  els.tooltip.hidden = true;
+}
+
+async function showWhoPlaced(tile, clientX, clientY) {
+  const boardId = board.settings.id;
+  const id = `${boardId}:${tile.x}:${tile.y}`;
+  tooltipFor = id;
+  let text;
+  try {
+    const newest = await tileHistory.newest(boardId, tile.x, tile.y);
+    if (newest === undefined) return; // the gateway has no tile history
+    text = newest
+      ? `(${tile.x}, ${tile.y}) placed by ${newest.user_name ?? `user ${newest.user}`} at ${new Date(newest.placed_at).toLocaleString()}`
+      : `(${tile.x}, ${tile.y}) was never placed`;
+  } catch (error) {
+    text = describe(error);
+  }
+  if (tooltipFor !== id) return;
+  els.tooltip.textContent = text;
+  els.tooltip.style.left = `${clientX + 14}px`;
+  els.tooltip.style.top = `${clientY + 14}px`;
+  els.tooltip.hidden = false;
+}
+
+view.onHover = (tile, clientX, clientY) => {
+  els.coords.textContent = tile ? `(${tile.x}, ${tile.y})` : '';
+  hideTooltip();
+  if (tile) hoverTimer = setTimeout(() => showWhoPlaced(tile, clientX, clientY), 300);
+};
+view.onLongPress = (tile, clientX, clientY) => {
+  els.coords.textContent = `(${tile.x}, ${tile.y})`;
+  showWhoPlaced(tile, clientX, clientY);
+  setTimeout(hideTooltip, 4000);
+};
+
+// ---- the view ---------------------------------------------------------------------------
+
+// The last 1000 frame times (ms of work per frame), for measuring by hand.
+const frames = [];
+view.onFrame = (ms) => {
+  frames.push(ms);
+  if (frames.length > 1000) frames.shift();
+};
+view.onMove = saveHash;
+
+// ---- start -----------------------------------------------------------------------------------
+
+// For tests and for measuring in the console.
+window.pgplace = { board, view, live, frames, tileHistory };
+
+live.on.user(null);
+els.canvas.focus();
+const boards = await loadBoardList();
+const first = wanted?.board ?? boards.find((b) => b.name === 'demo')?.name ?? boards[0]?.id;
+if (first === undefined) {
+  say('There is no board yet: create one with SELECT place.create_board(\'name\', 100, 100);', 'error');
+} else {
+  live.show(first);
+}

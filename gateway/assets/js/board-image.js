@@ -1,0 +1,88 @@
+// The board as an image: one pixel per tile on a board-sized canvas, drawn from the
+// packed bits in one putImageData through a Uint32Array view over the ImageData (the
+// palette pre-packed in machine byte order: one write per tile). Live tiles are queued
+// and applied together, as one putImageData of their bounding box, when `flush` runs
+// (the view calls it in its next animation frame).
+
+import { fromBase64, packColor, unpack } from './packed.js';
+
+// Tiles whose colour is outside the palette (a palette shortened by an admin).
+const MISSING = packColor('#ff00ff');
+
+export class BoardImage {
+  constructor() {
+    this.canvas = document.createElement('canvas');
+    this.ctx = this.canvas.getContext('2d', { willReadFrequently: false });
+    this.settings = null;
+    this.seq = 0;
+    this.pending = [];
+    this.onDirty = () => {};
+  }
+
+  get width() { return this.settings?.width ?? 0; }
+  get height() { return this.settings?.height ?? 0; }
+
+  /** Replaces everything with a board state ({width, height, bits_per_tile, palette, seq, bits}). */
+  load(state) {
+    const { width, height, bits_per_tile: bitsPerTile } = state;
+    this.settings = { ...state };
+    delete this.settings.bits;
+    this.seq = state.seq;
+    this.pending = [];
+    this.indexes = unpack(fromBase64(state.bits), bitsPerTile, width * height);
+    this.canvas.width = width;
+    this.canvas.height = height;
+    this.image = this.ctx.createImageData(width, height);
+    this.pixels = new Uint32Array(this.image.data.buffer);
+    this.repaint();
+  }
+
+  /** New settings that keep the layout (palette, cooldown, state, name). */
+  updateSettings(settings) {
+    const paletteChanged = JSON.stringify(settings.palette) !== JSON.stringify(this.settings.palette);
+    this.settings = { ...this.settings, ...settings };
+    if (paletteChanged) this.repaint();
+  }
+
+  repaint() {
+    this.colors = this.settings.palette.map(packColor);
+    const { pixels, indexes, colors } = this;
+    for (let n = 0; n < indexes.length; n++) pixels[n] = colors[indexes[n]] ?? MISSING;
+    this.ctx.putImageData(this.image, 0, 0);
+    this.onDirty();
+  }
+
+  /** Queues [[x, y, color], ...] (already in seq order) for the next flush. */
+  queue(tiles) {
+    for (const tile of tiles) this.pending.push(tile);
+    this.onDirty();
+  }
+
+  /** Applies the queued tiles at once. */
+  flush() {
+    if (this.pending.length === 0 || !this.image) return;
+    const { width, height, pixels, indexes, colors } = this;
+    let x0 = width, y0 = height, x1 = -1, y1 = -1;
+    for (const [x, y, color] of this.pending) {
+      if (x < 0 || y < 0 || x >= width || y >= height) continue;
+      const n = x + width * y;
+      indexes[n] = color;
+      pixels[n] = colors[color] ?? MISSING;
+      if (x < x0) x0 = x;
+      if (x > x1) x1 = x;
+      if (y < y0) y0 = y;
+      if (y > y1) y1 = y;
+    }
+    this.pending = [];
+    if (x1 >= 0) this.ctx.putImageData(this.image, 0, 0, x0, y0, x1 - x0 + 1, y1 - y0 + 1);
+  }
+
+  /** The palette index of tile (x, y), counting queued tiles. */
+  colorAt(x, y) {
+    for (let i = this.pending.length - 1; i >= 0; i--) {
+      const [px, py, color] = this.pending[i];
+      if (px === x && py === y) return color;
+    }
+    return this.indexes[x + this.width * y];
+  }
+}

@@ -1,0 +1,223 @@
+// The page's connection to the gateway: one session, authorized with the stored token,
+// subscribed to one board's compact view, and a loop of session.get_events.
+//
+// Versions keep the picture right: the subscription answers a state with its seq, and
+// each `tiles` event says which seqs it carries, so tiles already applied are skipped and a
+// gap (never expected) makes the page subscribe again. On any error the loop backs off
+// (with jitter) and tries again; an unknown session (the gateway restarted, or the session
+// expired) means: create a new one, authorize again, subscribe again, and draw the fresh
+// state in place of the old one.
+
+import { api, CODES, RpcError } from './api.js';
+
+const POLL_SECONDS = 25;
+const BACKOFF_FIRST_MS = 250;
+const BACKOFF_MAX_MS = 8000;
+
+export class Live {
+  /**
+   * handlers: state(state) (a whole board: draw it instead of anything shown),
+   * tiles([[x, y, color], ...]), settings(settings), deleted(), status(name, error),
+   * user({user_id, name} | null), authFailed(error).
+   */
+  constructor(handlers, getToken) {
+    this.on = handlers;
+    this.getToken = getToken;
+    this.session = null;
+    this.user = null;
+    this.board = null; // the id or name asked for
+    this.boardId = null; // the subscribed board's id
+    this.key = null;
+    this.seq = 0;
+    this.subscribed = null; // the board the subscription is for
+    this.poll = null;
+    this.running = false;
+    this.wake = null;
+    this.liveWaiters = [];
+    // What arrived, for tests and for curious people in the console.
+    this.stats = { sessions: 0, states: 0, resets: 0, tileEvents: 0, tiles: 0, settings: 0 };
+    this.layout = null; // width, height, bits_per_tile of the shown state
+  }
+
+  /** Shows `board` (an id or a name) from now on. */
+  show(board) {
+    this.board = board;
+    this.poll?.abort();
+    this.wake?.();
+    if (!this.running) {
+      this.running = true;
+      this.loop();
+    }
+  }
+
+  /** Forces a fresh session (used by tests and after a sign-out). */
+  restart() {
+    this.session = null;
+    this.key = null;
+    this.poll?.abort();
+    this.wake?.();
+  }
+
+  async loop() {
+    let failures = 0;
+    for (;;) {
+      try {
+        if (!this.session) await this.connect();
+        if (this.subscribed !== this.board) await this.subscribe();
+        if (!this.key) {
+          // The board was deleted: wait until another board is chosen.
+          await new Promise((resolve) => { this.wake = resolve; });
+          continue;
+        }
+        this.on.status('live');
+        for (const resolve of this.liveWaiters.splice(0)) resolve();
+        failures = 0;
+        this.poll = new AbortController();
+        const events = await api.getEvents(this.session, POLL_SECONDS, this.poll.signal);
+        this.poll = null;
+        this.handle(events);
+      } catch (error) {
+        this.poll = null;
+        if (error?.name === 'AbortError') continue;
+        if (error instanceof RpcError && error.code === CODES.UNKNOWN_SESSION) {
+          this.session = null;
+          this.subscribed = null;
+          // The first time, at once: the gateway is answering, only the session is gone.
+          if (failures++ === 0) continue;
+        } else {
+          failures++;
+        }
+        if (error instanceof RpcError && error.code === CODES.UNKNOWN_BOARD) {
+          this.key = null;
+          this.subscribed = this.board;
+          this.on.status('error', error);
+          continue;
+        }
+        this.on.status('reconnecting', error);
+        const ms = Math.min(BACKOFF_MAX_MS, BACKOFF_FIRST_MS * 2 ** (failures - 1));
+        await this.sleep(ms * (0.5 + Math.random() / 2));
+      }
+    }
+  }
+
+  sleep(ms) {
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      this.wake = () => { clearTimeout(timer); resolve(); };
+    });
+  }
+
+  async connect() {
+    this.on.status('connecting');
+    this.session = await api.createSession();
+    this.stats.sessions++;
+    this.subscribed = null;
+    this.key = null;
+    await this.authorize();
+  }
+
+  /** Binds the stored token's user to the session (if there is a token). */
+  async authorize() {
+    const token = this.getToken();
+    if (!token || !this.session) {
+      this.user = null;
+      this.on.user(null);
+      return;
+    }
+    try {
+      this.user = await api.authorize(this.session, token);
+      this.on.user(this.user);
+    } catch (error) {
+      if (error instanceof RpcError && error.code === CODES.NOT_AUTHORIZED) {
+        this.user = null;
+        this.on.authFailed(error);
+        return;
+      }
+      throw error;
+    }
+  }
+
+  async subscribe() {
+    const board = this.board;
+    if (this.key) api.unsubscribe(this.session, this.key).catch(() => {});
+    this.key = null;
+    const [key, state] = await api.subscribe(this.session, board);
+    this.key = key;
+    this.subscribed = board;
+    this.boardId = state.id;
+    this.seq = state.seq;
+    this.layout = layoutOf(state);
+    this.stats.states++;
+    this.on.state(state);
+  }
+
+  handle(events) {
+    for (const event of events) {
+      if (event.key !== this.key) continue;
+      switch (event.action) {
+        case 'tiles': {
+          const [first, last] = event.seq;
+          if (last <= this.seq) break;
+          if (first > this.seq + 1) {
+            this.subscribed = null; // a gap: start again from a fresh state
+            return;
+          }
+          const fresh = event.tiles.slice(this.seq + 1 - first);
+          this.stats.tileEvents++;
+          this.stats.tiles += fresh.length;
+          this.on.tiles(fresh);
+          this.seq = last;
+          break;
+        }
+        case 'settings':
+          if (layoutOf(event.obj) !== this.layout) {
+            this.subscribed = null; // resized: only a fresh state can be drawn
+            return;
+          }
+          this.stats.settings++;
+          this.on.settings(event.obj);
+          break;
+        case 'reset':
+          this.seq = event.obj.seq;
+          this.boardId = event.obj.id;
+          this.layout = layoutOf(event.obj);
+          this.stats.resets++;
+          this.on.state(event.obj);
+          break;
+        case 'deleted':
+          this.key = null;
+          this.on.deleted();
+          return;
+        default:
+          break; // a newer gateway's event this page does not know
+      }
+    }
+  }
+
+  /** Resolves when the loop is polling again (or rejects after `ms`). */
+  whenLive(ms) {
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new RpcError(CODES.NETWORK, 'not connected; try again in a moment')), ms);
+      this.liveWaiters.push(() => { clearTimeout(timer); resolve(); });
+    });
+  }
+
+  /** board.place on the shown board; a lost session is replaced once, then retried. */
+  async place(x, y, color) {
+    for (let attempt = 0; ; attempt++) {
+      if (!this.session || !this.key) await this.whenLive(5000);
+      try {
+        return await api.place(this.session, this.boardId, x, y, color);
+      } catch (error) {
+        if (attempt === 0 && error instanceof RpcError && error.code === CODES.UNKNOWN_SESSION) {
+          this.restart();
+          await this.whenLive(5000);
+          continue;
+        }
+        throw error;
+      }
+    }
+  }
+}
+
+const layoutOf = (s) => `${s.width}x${s.height}x${s.bits_per_tile}`;
