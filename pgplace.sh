@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# pgplace's developer entry point: `./pgplace.sh up | test | bench | bench-gateway | psql | stop`.
+# pgplace's developer entry point: `./pgplace.sh up | test | bench | bench-gateway | bench-page | psql | stop`.
 # Everything it creates lives under .pgplace/ (git-ignored; /var/tmp/pgplace-<hash> when
 # the postgres user cannot reach the checkout): the cluster's data, its
 # socket and log, the demo user's token, the gateway's log and pid.
@@ -185,6 +185,13 @@ cmd_bench_gateway() {
         GATEWAY_BIN="$ROOT/target/release/pgplace-gateway" bash "$ROOT/tests/bench/gateway.sh"
 }
 
+cmd_bench_page() {
+    setup
+    build_gateway
+    PGPLACE_ADMIN_URL="postgresql://postgres@$PGHOST:$PGPORT/postgres" PSQL="$PG_BIN/psql" \
+        GATEWAY_BIN="$ROOT/target/release/pgplace-gateway" bash "$ROOT/tests/browser/bench.sh"
+}
+
 cmd_stop() {
     choose_state_dir
     stop_gateway
@@ -201,7 +208,8 @@ case "${1:-}" in
     test) cmd_test ;;
     bench) cmd_bench ;;
     bench-gateway) cmd_bench_gateway ;;
+    bench-page) cmd_bench_page ;;
     stop) cmd_stop ;;
     psql) shift; exec "$PG_BIN/psql" -d pgplace "$@" ;;
-    *) echo "usage: $0 up | test | bench | bench-gateway | psql | stop" >&2; exit 2 ;;
+    *) echo "usage: $0 up | test | bench | bench-gateway | bench-page | psql | stop" >&2; exit 2 ;;
 esac
