@@ -1,0 +1,189 @@
+//! One HTTP/1.1 keep-alive connection to the gateway, and JSON-RPC 2.0 over it.
+//!
+//! hyper's connection-level client rather than a pooled one: each simulated client must
+//! own exactly one TCP connection (a long poll occupies its connection, and scenario
+//! `waiting` counts connections), which a pool would hide.
+
+use crate::Result;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::client::conn::http1::{self, SendRequest};
+use hyper::header::{self, HeaderValue};
+use hyper::{Method, Request};
+use hyper_util::rt::TokioIo;
+use serde_json::{json, Value};
+use std::net::SocketAddr;
+use tokio::net::TcpStream;
+use tokio::task::JoinHandle;
+
+pub struct Conn {
+    addr: SocketAddr,
+    sender: SendRequest<Full<Bytes>>,
+    /// Drives the connection; aborted on drop so that the socket closes even while a
+    /// request (a long poll) is outstanding.
+    driver: JoinHandle<()>,
+}
+
+/// A response: status, ETag, body.
+pub struct Response {
+    pub status: u16,
+    pub etag: Option<String>,
+    pub body: Bytes,
+}
+
+impl Conn {
+    pub async fn open(addr: SocketAddr) -> Result<Conn> {
+        let stream = TcpStream::connect(addr).await?;
+        stream.set_nodelay(true)?;
+        let (sender, connection) = http1::handshake(TokioIo::new(stream)).await?;
+        let driver = tokio::spawn(async move {
+            let _ = connection.await;
+        });
+        Ok(Conn {
+            addr,
+            sender,
+            driver,
+        })
+    }
+
+    async fn send(
+        &mut self,
+        method: Method,
+        path: &str,
+        headers: &[(header::HeaderName, &str)],
+        body: Bytes,
+    ) -> Result<Response> {
+        let mut request = Request::builder()
+            .method(method)
+            .uri(path)
+            .header(header::HOST, self.addr.to_string())
+            .body(Full::new(body))?;
+        for (name, value) in headers {
+            request
+                .headers_mut()
+                .insert(name.clone(), HeaderValue::from_str(value)?);
+        }
+        self.sender.ready().await?;
+        let response = self.sender.send_request(request).await?;
+        let status = response.status().as_u16();
+        let etag = response
+            .headers()
+            .get(header::ETAG)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        let body = response.into_body().collect().await?.to_bytes();
+        Ok(Response { status, etag, body })
+    }
+
+    /// GET `path`: status and body.
+    pub async fn get(&mut self, path: &str, if_none_match: Option<&str>) -> Result<(u16, Bytes)> {
+        let response = self.get_full(path, if_none_match).await?;
+        Ok((response.status, response.body))
+    }
+
+    pub async fn get_full(&mut self, path: &str, if_none_match: Option<&str>) -> Result<Response> {
+        let headers: Vec<_> = if_none_match
+            .map(|tag| (header::IF_NONE_MATCH, tag))
+            .into_iter()
+            .collect();
+        self.send(Method::GET, path, &headers, Bytes::new()).await
+    }
+
+    /// POSTs a JSON-RPC body; the raw response body (HTTP 200 required).
+    pub async fn post(&mut self, body: Bytes) -> Result<Bytes> {
+        let content_type = [(header::CONTENT_TYPE, "application/json")];
+        let response = self
+            .send(Method::POST, "/jsonrpc", &content_type, body)
+            .await?;
+        if response.status != 200 {
+            return Err(format!(
+                "HTTP {} from /jsonrpc: {}",
+                response.status,
+                String::from_utf8_lossy(&response.body)
+            )
+            .into());
+        }
+        Ok(response.body)
+    }
+
+    /// One call: its result, or its error as an Err.
+    pub async fn call(&mut self, method: &str, params: Value) -> Result<Value> {
+        let body = request(method, params).to_string();
+        let response: Value = serde_json::from_slice(&self.post(body.into()).await?)?;
+        result_of(method, response)
+    }
+
+    /// Several calls in one JSON-RPC batch: their results in order (any error fails all).
+    pub async fn batch(
+        &mut self,
+        method: &str,
+        params: impl IntoIterator<Item = Value>,
+    ) -> Result<Vec<Value>> {
+        let requests: Vec<Value> = params
+            .into_iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let mut r = request(method, p);
+                r["id"] = json!(i);
+                r
+            })
+            .collect();
+        let body = Value::Array(requests).to_string();
+        let Value::Array(mut responses) = serde_json::from_slice(&self.post(body.into()).await?)?
+        else {
+            return Err(format!("{method}: a batch was not answered with an array").into());
+        };
+        // Answers of a batch may come in any order: put them back in request order.
+        responses.sort_by_key(|r| r["id"].as_u64());
+        responses
+            .into_iter()
+            .map(|r| result_of(method, r))
+            .collect()
+    }
+
+    /// A new session, authorized as `token` when given.
+    pub async fn session(&mut self, token: Option<&str>) -> Result<String> {
+        let id = self.call("session.create", json!({})).await?;
+        let id = id
+            .as_str()
+            .ok_or("session.create did not return a string")?
+            .to_string();
+        if let Some(token) = token {
+            self.call("session.authorize", json!({"session": id, "token": token}))
+                .await?;
+        }
+        Ok(id)
+    }
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        self.driver.abort();
+    }
+}
+
+fn request(method: &str, params: Value) -> Value {
+    json!({"jsonrpc": "2.0", "method": method, "params": params, "id": 1})
+}
+
+fn result_of(method: &str, mut response: Value) -> Result<Value> {
+    match response.get("error") {
+        Some(error) => Err(format!("{method}: {error}").into()),
+        None => Ok(response["result"].take()),
+    }
+}
+
+/// The params of a compact board subscription.
+pub fn compact_board(session: &str, board: i64) -> Value {
+    json!({"session": session, "view": "board", "params": {"board": board, "compact": true}})
+}
+
+/// The body of `session.get_events(session, timeout)`, built once per session.
+pub fn get_events_body(session: &str, timeout_secs: u64) -> Bytes {
+    request(
+        "session.get_events",
+        json!({"session": session, "timeout": timeout_secs}),
+    )
+    .to_string()
+    .into()
+}

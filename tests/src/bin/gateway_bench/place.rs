@@ -1,0 +1,136 @@
+//! Scenario `place`: `board.place` from many keep-alive clients, each its own session and
+//! user (cooldown 0, so every call must place), for one phase.
+
+use crate::client::Conn;
+use crate::report::{rate, CpuClock, Latencies, Table};
+use crate::{Result, Setup};
+use rand::Rng;
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::Barrier;
+
+pub const CLIENTS: usize = 64;
+const NAME: &str = "place";
+/// A call slower than this counts as an error (the gateway is stuck, not slow).
+const CALL_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What one client saw.
+#[derive(Default)]
+struct Tally {
+    latencies: Latencies,
+    /// Error messages (trimmed to their start) and how often each came.
+    errors: BTreeMap<String, usize>,
+}
+
+pub async fn run(setup: &Setup) -> Result<Table> {
+    let gateway = setup.gateway(NAME).await?;
+    let db = pgplace_tests::connect(&setup.db_url).await;
+    let seq_before = board_seq(&db, setup.board).await?;
+    // Every client logs in first; the clock starts when all of them are ready.
+    let ready = Arc::new(Barrier::new(CLIENTS + 1));
+    let mut clients = Vec::new();
+    for (_, token) in &setup.placers {
+        let mut conn = Conn::open(gateway.addr).await?;
+        let session = conn.session(Some(token)).await?;
+        let (ready, board, phase) = (ready.clone(), setup.board, setup.phase());
+        clients.push(tokio::spawn(async move {
+            ready.wait().await;
+            place_for(conn, session, board, phase).await
+        }));
+    }
+    ready.wait().await;
+    let cpu = CpuClock::start(&gateway);
+    let started = Instant::now();
+    let mut tally = Tally::default();
+    for client in clients {
+        let one = client.await?;
+        tally.latencies.extend(one.latencies);
+        for (error, n) in one.errors {
+            *tally.errors.entry(error).or_default() += n;
+        }
+    }
+    let elapsed = started.elapsed();
+    let cpu = cpu.finish(&gateway);
+    let seq_after = board_seq(&db, setup.board).await?;
+    gateway.stop().await;
+    Ok(report(tally, elapsed, cpu, seq_after - seq_before))
+}
+
+/// One client's loop: place a random tile, wait for the answer, again, until the phase ends.
+async fn place_for(mut conn: Conn, session: String, board: i64, phase: Duration) -> Tally {
+    let mut tally = Tally::default();
+    let end = Instant::now() + phase;
+    while Instant::now() < end {
+        let (x, y, color) = {
+            let mut rng = rand::rng();
+            (
+                rng.random_range(0..1000),
+                rng.random_range(0..1000),
+                rng.random_range(0..16),
+            )
+        };
+        let params = json!({"session": session, "board": board, "x": x, "y": y, "color": color});
+        let sent = Instant::now();
+        match tokio::time::timeout(CALL_TIMEOUT, conn.call("board.place", params)).await {
+            Ok(Ok(_)) => tally.latencies.push(sent.elapsed()),
+            Ok(Err(error)) => {
+                let error: String = error.to_string().chars().take(120).collect();
+                *tally.errors.entry(error).or_default() += 1;
+            }
+            Err(_) => {
+                // The connection is in an unknown state after a timeout: stop this client.
+                *tally.errors.entry("timed out".into()).or_default() += 1;
+                break;
+            }
+        }
+    }
+    tally
+}
+
+async fn board_seq(db: &tokio_postgres::Client, board: i64) -> Result<i64> {
+    Ok(db
+        .query_one("SELECT seq FROM place.boards WHERE id = $1", &[&board])
+        .await?
+        .get(0))
+}
+
+fn report(tally: Tally, elapsed: Duration, cpu: String, seq_moved: i64) -> Table {
+    let placed = tally.latencies.len();
+    let per_second = rate(placed, elapsed);
+    let latencies = tally.latencies.sorted();
+    let mut table = Table::new();
+    table.target(
+        NAME,
+        &format!("placements/s, {CLIENTS} clients"),
+        format!(
+            "{per_second:.0} ({placed} in {:.1} s)",
+            elapsed.as_secs_f64()
+        ),
+        ">= 10,000/s",
+        per_second >= 10_000.0,
+    );
+    table.target(
+        NAME,
+        "latency p50 / p99 / max",
+        latencies.summary(),
+        "p99 <= 50 ms",
+        latencies.ms(0.99) <= 50.0,
+    );
+    table.info(NAME, "CPU during the phase", cpu);
+    let errors: usize = tally.errors.values().sum();
+    table.target(NAME, "errors", errors.to_string(), "0", errors == 0);
+    for (error, n) in tally.errors.iter().take(5) {
+        table.info(NAME, &format!("  {n} x"), error.clone());
+    }
+    // Cooldown 0 and distinct users: every answered call must be one placement.
+    table.target(
+        NAME,
+        "board seq moved by",
+        seq_moved.to_string(),
+        "= placements",
+        seq_moved == placed as i64,
+    );
+    table
+}
