@@ -14,7 +14,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpSocket};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -81,8 +81,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     ));
     let listening = Arc::new(AtomicBool::new(false));
     let sessions = Arc::new(Sessions::new(config.max_sessions, config.session_idle()));
-    let tcp = TcpListener::bind(config.listen)
-        .await
+    let tcp = bind(config.listen)
         .map_err(|e| StartError(format!("cannot listen on {}: {e}", config.listen)))?;
     let addr = tcp.local_addr().map_err(|e| StartError(e.to_string()))?;
     let listener = Listener {
@@ -112,6 +111,21 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         stop,
         tasks,
     })
+}
+
+/// Long-polling clients reconnect in bursts (after a restart, thousands at once): a deep
+/// accept queue keeps them from waiting on a full one.
+const LISTEN_BACKLOG: u32 = 4096;
+
+fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    let socket = if addr.is_ipv4() {
+        TcpSocket::new_v4()?
+    } else {
+        TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(LISTEN_BACKLOG)
 }
 
 async fn accept(tcp: TcpListener, app: Arc<App>, stop: CancellationToken) {

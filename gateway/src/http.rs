@@ -23,12 +23,14 @@ pub async fn handle(
 ) -> Result<Response<Fragments>, Infallible> {
     let path = req.uri().path().to_string();
     let response = match (req.method(), path.as_str()) {
-        (&Method::POST, "/jsonrpc") => rpc(&app, req).await,
+        // Boxed: a connection keeps its handler's future allocated for its whole life, so
+        // the future must stay small; only the route that runs pays for its state.
+        (&Method::POST, "/jsonrpc") => Box::pin(rpc(&app, req)).await,
         (_, "/jsonrpc") => method_not_allowed("POST"),
-        (&Method::GET | &Method::HEAD, "/healthz") => healthz(&app).await,
+        (&Method::GET | &Method::HEAD, "/healthz") => Box::pin(healthz(&app)).await,
         (&Method::GET | &Method::HEAD, path) if bits_path(path).is_some() => {
             let id = bits_path(path).expect("checked");
-            bits(&app, &req, id).await
+            Box::pin(bits(&app, &req, id)).await
         }
         (_, path) if bits_path(path).is_some() => method_not_allowed("GET, HEAD"),
         (&Method::GET | &Method::HEAD, path) if assets::find(path).is_some() => {

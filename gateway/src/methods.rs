@@ -16,18 +16,27 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub async fn call(app: &App, method: &str, params: Option<&Value>) -> Result<Reply, RpcError> {
+    // Each method's future is boxed: a waiting get_events then holds only its own state,
+    // not that of the largest method (10,000 waiting polls are 10,000 of them).
     match method {
         "session.create" => {
             Params::new(params, &[])?;
             let session = app.sessions.create()?;
             Ok(Reply::Value(json!(&*session.id)))
         }
-        "session.authorize" => authorize(app, Params::new(params, &["session", "token"])?).await,
+        "session.authorize" => {
+            Box::pin(authorize(app, Params::new(params, &["session", "token"])?)).await
+        }
         "session.subscribe" => {
-            subscribe(app, Params::new(params, &["session", "view", "params"])?).await
+            let p = Params::new(params, &["session", "view", "params"])?;
+            Box::pin(subscribe(app, p)).await
         }
         "session.get_events" => {
-            get_events(app, Params::new(params, &["session", "timeout"])?).await
+            Box::pin(get_events(
+                app,
+                Params::new(params, &["session", "timeout"])?,
+            ))
+            .await
         }
         "session.unsubscribe" => {
             let p = Params::new(params, &["session", "key"])?;
@@ -42,35 +51,38 @@ pub async fn call(app: &App, method: &str, params: Option<&Value>) -> Result<Rep
         }
         "board.list" => {
             Params::new(params, &[])?;
-            let client = app.pool.get().await.map_err(from_pool)?;
-            let boards = db::list_boards(&client).await.map_err(|e| from_db(&e))?;
-            let list: Vec<Value> = boards
-                .into_iter()
-                .map(|(settings, seq)| {
-                    let mut value = json!(settings);
-                    value["seq"] = json!(seq);
-                    value
-                })
-                .collect();
-            Ok(Reply::Value(Value::Array(list)))
+            Box::pin(list(app)).await
         }
         "board.get" => {
             let p = Params::new(params, &["board"])?;
-            let mirrored = app.boards.get(&p.required::<BoardRef>("board")?).await?;
+            let board = p.required::<BoardRef>("board")?;
+            let mirrored = Box::pin(app.boards.get(&board)).await?;
             Ok(Reply::Raw(mirrored.board.initial_state().1.into()))
         }
         "board.tile_history" => {
-            tile_history(app, Params::new(params, &["board", "x", "y", "limit"])?).await
+            let p = Params::new(params, &["board", "x", "y", "limit"])?;
+            Box::pin(tile_history(app, p)).await
         }
         "board.place" => {
-            place(
-                app,
-                Params::new(params, &["session", "board", "x", "y", "color"])?,
-            )
-            .await
+            let p = Params::new(params, &["session", "board", "x", "y", "color"])?;
+            Box::pin(place(app, p)).await
         }
         _ => Err(RpcError::method_not_found(method)),
     }
+}
+
+async fn list(app: &App) -> Result<Reply, RpcError> {
+    let client = app.pool.get().await.map_err(from_pool)?;
+    let boards = db::list_boards(&client).await.map_err(|e| from_db(&e))?;
+    let list: Vec<Value> = boards
+        .into_iter()
+        .map(|(settings, seq)| {
+            let mut value = json!(settings);
+            value["seq"] = json!(seq);
+            value
+        })
+        .collect();
+    Ok(Reply::Value(Value::Array(list)))
 }
 
 async fn authorize(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
