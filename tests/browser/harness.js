@@ -38,9 +38,11 @@ export function sql(text) {
 // ---- the gateway ---------------------------------------------------------------------------
 
 export class Gateway {
-  constructor() {
+  /** sessionBuffer: the gateway's --session-buffer (the tests' small default makes resets easy to cause). */
+  constructor({ sessionBuffer = 500 } = {}) {
     this.process = null;
     this.port = 0;
+    this.sessionBuffer = sessionBuffer;
     this.log = createWriteStream(join(resultsDir, 'gateway.log'), { flags: 'a' });
     // Never leave a gateway behind, however the tests end.
     process.on('exit', () => this.process?.kill('SIGKILL'));
@@ -53,7 +55,7 @@ export class Gateway {
   /** Starts the binary (on a free port the first time, on the same port after) and waits until /healthz says ok. */
   async start() {
     // A small session buffer: a page that stops polling for a while gets a `reset`.
-    const args = ['--database-url', databaseUrl(), '--listen', `127.0.0.1:${this.port}`, '--session-buffer', '500'];
+    const args = ['--database-url', databaseUrl(), '--listen', `127.0.0.1:${this.port}`, '--session-buffer', String(this.sessionBuffer)];
     const child = spawn(need('GATEWAY_BIN'), args, {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, RUST_LOG: process.env.RUST_LOG ?? 'info' },

@@ -82,8 +82,12 @@ const live = new Live({
     loadBoardList();
   },
   status(name, error) {
-    document.body.dataset.status = name;
-    els.status.textContent = { live: 'live', connecting: 'connecting…', reconnecting: 'reconnecting…', error: 'error' }[name];
+    // Called on every poll: touch the DOM only when the status changes (each write
+    // forces a layout).
+    if (document.body.dataset.status !== name) {
+      document.body.dataset.status = name;
+      els.status.textContent = { live: 'live', connecting: 'connecting…', reconnecting: 'reconnecting…', error: 'error' }[name];
+    }
     if (error) say(describe(error), name === 'error' ? 'error' : 'connection');
     else if (name === 'live' && messageKind === 'connection') say('');
   },

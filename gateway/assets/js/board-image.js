@@ -1,10 +1,16 @@
 // The board as an image: one pixel per tile on a board-sized canvas, drawn from the
 // packed bits in one putImageData through a Uint32Array view over the ImageData (the
 // palette pre-packed in machine byte order: one write per tile). Live tiles are queued
-// and applied together, as one putImageData of their bounding box, when `flush` runs
-// (the view calls it in its next animation frame).
+// and applied together when `flush` runs (the view calls it in its next animation frame):
+// one putImageData of their bounding box, or one 1x1 put per tile when they are scattered
+// (random tiles on a big board span most of it: re-uploading that costs far more).
 
 import { fromBase64, packColor, unpack } from './packed.js';
+
+// Put the bounding box only while it is at most this many pixels per tile.
+const BOX_PIXELS_PER_TILE = 64;
+// Beyond this many tiles in one frame, one box is cheaper than many small puts anyway.
+const MAX_SINGLE_PUTS = 1000;
 
 // Tiles whose colour is outside the palette (a palette shortened by an admin).
 const MISSING = packColor('#ff00ff');
@@ -63,7 +69,8 @@ export class BoardImage {
     if (this.pending.length === 0 || !this.image) return;
     const { width, height, pixels, indexes, colors } = this;
     let x0 = width, y0 = height, x1 = -1, y1 = -1;
-    for (const [x, y, color] of this.pending) {
+    const pending = this.pending;
+    for (const [x, y, color] of pending) {
       if (x < 0 || y < 0 || x >= width || y >= height) continue;
       const n = x + width * y;
       indexes[n] = color;
@@ -74,7 +81,15 @@ export class BoardImage {
       if (y > y1) y1 = y;
     }
     this.pending = [];
-    if (x1 >= 0) this.ctx.putImageData(this.image, 0, 0, x0, y0, x1 - x0 + 1, y1 - y0 + 1);
+    if (x1 < 0) return;
+    const box = (x1 - x0 + 1) * (y1 - y0 + 1);
+    if (box <= BOX_PIXELS_PER_TILE * pending.length || pending.length > MAX_SINGLE_PUTS) {
+      this.ctx.putImageData(this.image, 0, 0, x0, y0, x1 - x0 + 1, y1 - y0 + 1);
+      return;
+    }
+    for (const [x, y] of pending) {
+      if (x >= 0 && y >= 0 && x < width && y < height) this.ctx.putImageData(this.image, 0, 0, x, y, 1, 1);
+    }
   }
 
   /** The palette index of tile (x, y), counting queued tiles. */

@@ -11,6 +11,8 @@
 import { api, CODES, RpcError } from './api.js';
 
 const POLL_SECONDS = 25;
+// See `pace`.
+const MIN_POLL_MS = 50;
 const BACKOFF_FIRST_MS = 250;
 const BACKOFF_MAX_MS = 8000;
 
@@ -72,7 +74,9 @@ export class Live {
         this.on.status('live');
         for (const resolve of this.liveWaiters.splice(0)) resolve();
         failures = 0;
+        await this.pace();
         this.poll = new AbortController();
+        this.pollStarted = performance.now();
         const events = await api.getEvents(this.session, POLL_SECONDS, this.poll.signal);
         this.poll = null;
         this.handle(events);
@@ -98,6 +102,14 @@ export class Live {
         await this.sleep(ms * (0.5 + Math.random() / 2));
       }
     }
+  }
+
+  /** Starts polls at least MIN_POLL_MS apart: on a busy board each poll returns at once,
+   * and the gateway keeps what arrives meanwhile, so fewer, fuller answers cost the page
+   * (and the gateway) far less for at most MIN_POLL_MS more latency. */
+  async pace() {
+    const wait = (this.pollStarted ?? -Infinity) + MIN_POLL_MS - performance.now();
+    if (wait > 0) await this.sleep(wait);
   }
 
   sleep(ms) {
