@@ -82,18 +82,27 @@ impl Boards {
                     .ok_or_else(|| RpcError::unknown_board(board))?
             }
         };
-        let cell = self.cells().entry(id).or_default().clone();
-        match cell.get_or_try_init(|| self.load(id, board)).await {
-            Ok(mirrored) => Ok(mirrored.clone()),
-            Err(error) => {
-                // Unknown ids must not pile up empty entries.
-                let mut cells = self.cells();
-                if cells.get(&id).is_some_and(|c| c.get().is_none()) {
-                    cells.remove(&id);
-                }
-                Err(error)
-            }
+        let guard = CellGuard {
+            boards: self,
+            id,
+            cell: self.cells().entry(id).or_default().clone(),
+        };
+        let mut loaded_here = false;
+        let mirrored = guard
+            .cell
+            .get_or_try_init(|| {
+                loaded_here = true;
+                self.load(id, board)
+            })
+            .await?
+            .clone();
+        if loaded_here {
+            // Placements committed while the snapshot was read may have been notified
+            // before the board was mirrored (the listener skips boards it does not find):
+            // now that it can find this one, it reads them from the history.
+            let _ = self.catch_up.send(mirrored.board.clone());
         }
+        Ok(mirrored)
     }
 
     async fn load(&self, id: i64, board: &BoardRef) -> Result<Arc<Mirrored>, RpcError> {
@@ -105,9 +114,32 @@ impl Boards {
         drop(client);
         let board = Arc::new(Board::new(snapshot, self.log_capacity));
         let placer = Placer::spawn(board.clone(), self.pool.clone(), self.max_group);
-        // Placements committed while the snapshot was read may have been notified before
-        // the board was mirrored: the listener reads them from the history.
-        let _ = self.catch_up.send(board.clone());
         Ok(Arc::new(Mirrored { board, placer }))
+    }
+}
+
+/// Removes a board's entry when its load failed or was abandoned (a client that hung up),
+/// unless another caller still waits on it: unknown ids must not pile up entries, and a
+/// mirror that another caller is loading must stay findable.
+struct CellGuard<'a> {
+    boards: &'a Boards,
+    id: i64,
+    cell: Arc<OnceCell<Arc<Mirrored>>>,
+}
+
+impl Drop for CellGuard<'_> {
+    fn drop(&mut self) {
+        if self.cell.initialized() {
+            return;
+        }
+        let mut cells = self.boards.cells();
+        // Under the map's lock, two references (the map's and this guard's) mean nobody
+        // else holds the cell: they can only get it from the map.
+        let unused = cells
+            .get(&self.id)
+            .is_some_and(|entry| Arc::ptr_eq(entry, &self.cell) && Arc::strong_count(entry) == 2);
+        if unused {
+            cells.remove(&self.id);
+        }
     }
 }

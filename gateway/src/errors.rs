@@ -106,7 +106,9 @@ pub fn from_db(error: &tokio_postgres::Error) -> RpcError {
             format!("{message} (the session's user was deleted)"),
         ),
         "42704" => RpcError::new(UNKNOWN_BOARD, message),
-        "22003" | "22023" | "22004" | "2202E" => RpcError::invalid_params(message),
+        // Class 22 (data exception): the caller's values (a NUL in a string, a number out
+        // of range...).
+        code if code.starts_with("22") => RpcError::invalid_params(message),
         "40001" | "40P01" => RpcError::new(RETRY, format!("{message}; retry")),
         "57P01" | "57P02" | "57P03" | "08000" | "08003" | "08006" => RpcError::unavailable(),
         code => {

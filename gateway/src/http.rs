@@ -17,6 +17,9 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// How long a request body may take to arrive once its headers have.
+const BODY_TIMEOUT: Duration = Duration::from_secs(30);
+
 pub async fn handle(
     app: Arc<App>,
     req: Request<Incoming>,
@@ -95,25 +98,34 @@ fn json_response(body: Fragments) -> Response<Fragments> {
 
 async fn rpc(app: &App, req: Request<Incoming>) -> Response<Fragments> {
     let limit = app.config.max_body_bytes;
-    let body = match Limited::new(req.into_body(), limit).collect().await {
-        Ok(body) => body.to_bytes(),
-        Err(error) => {
-            let too_large = error
+    let read = tokio::time::timeout(BODY_TIMEOUT, Limited::new(req.into_body(), limit).collect());
+    let failure = match read.await {
+        Ok(Ok(body)) => Ok(body.to_bytes()),
+        Ok(Err(error))
+            if error
                 .downcast_ref::<http_body_util::LengthLimitError>()
-                .is_some();
-            let (status, error) = if too_large {
-                (
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    RpcError::invalid_request(format!(
-                        "the request body is larger than {limit} bytes"
-                    )),
-                )
-            } else {
-                (
-                    StatusCode::BAD_REQUEST,
-                    RpcError::parse(format!("the request body could not be read: {error}")),
-                )
-            };
+                .is_some() =>
+        {
+            Err((
+                StatusCode::PAYLOAD_TOO_LARGE,
+                RpcError::invalid_request(format!("the request body is larger than {limit} bytes")),
+            ))
+        }
+        Ok(Err(error)) => Err((
+            StatusCode::BAD_REQUEST,
+            RpcError::parse(format!("the request body could not be read: {error}")),
+        )),
+        Err(_) => Err((
+            StatusCode::REQUEST_TIMEOUT,
+            RpcError::invalid_request(format!(
+                "the request body did not arrive within {} s",
+                BODY_TIMEOUT.as_secs()
+            )),
+        )),
+    };
+    let body = match failure {
+        Ok(body) => body,
+        Err((status, error)) => {
             let body = jsonrpc::error_response(jsonrpc::Version::V2, &Value::Null, &error);
             let mut response = json_response(body);
             *response.status_mut() = status;
@@ -124,12 +136,23 @@ async fn rpc(app: &App, req: Request<Incoming>) -> Response<Fragments> {
         Err(error) => Some(error),
         Ok(Body::Single(request)) => answer(app, request).await,
         Ok(Body::Batch(requests)) => {
-            // In order: a Qik client may create a session and subscribe in one batch.
-            let mut answers = Vec::with_capacity(requests.len());
-            for request in requests {
-                answers.extend(answer(app, request).await);
+            // In order (a Qik client may create a session and subscribe in one batch), but
+            // get_events last: it moves the session's cursors, and nothing that could
+            // still wait or fail may come between that and sending the answer.
+            let mut answers: Vec<Option<Fragments>> = Vec::with_capacity(requests.len());
+            let mut polls = Vec::new();
+            for (i, request) in requests.into_iter().enumerate() {
+                answers.push(None);
+                if matches!(&request, Ok(r) if r.method == "session.get_events") {
+                    polls.push((i, request));
+                } else {
+                    answers[i] = answer(app, request).await;
+                }
             }
-            jsonrpc::batch_response(answers)
+            for (i, request) in polls {
+                answers[i] = answer(app, request).await;
+            }
+            jsonrpc::batch_response(answers.into_iter().flatten().collect())
         }
     };
     match answer {
@@ -209,7 +232,12 @@ async fn bits(app: &App, req: &Request<Incoming>, id: &str) -> Response<Fragment
         .headers()
         .get(header::IF_NONE_MATCH)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.split(',').any(|t| t.trim() == etag || t.trim() == "*"));
+        .is_some_and(|v| {
+            // Weak comparison (RFC 9110): proxies that compress send back W/"…".
+            v.split(',')
+                .map(|t| t.trim())
+                .any(|t| t == "*" || t.strip_prefix("W/").unwrap_or(t) == etag)
+        });
     let body = if not_modified || req.method() == Method::HEAD {
         Fragments::new()
     } else {

@@ -155,7 +155,6 @@ impl Listener {
         if board.layout_differs(&settings) || behind < 0 || behind as u64 > self.replay_limit {
             return self.reload(board, &client).await;
         }
-        board.set_settings(settings);
         while board.seq() < seq {
             let placements =
                 db::placements_after(&client, board.id, board.seq(), CATCH_UP_PAGE).await?;
@@ -172,6 +171,8 @@ impl Listener {
                 Ok(_) => {}
             }
         }
+        // After the placements that came before it, as the stream would have told it.
+        board.set_settings(settings);
         Ok(())
     }
 

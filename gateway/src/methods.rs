@@ -147,7 +147,8 @@ async fn subscribe(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
 async fn get_events(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
     let session = app.sessions.get(&p.required::<String>("session")?)?;
     let Seconds(timeout) = p.required("timeout")?;
-    let timeout = Duration::from_secs_f64(timeout).min(app.config.max_poll());
+    // Capped before converting: a Duration cannot hold 1e300 seconds.
+    let timeout = Duration::from_secs_f64(timeout.min(app.config.max_poll().as_secs_f64()));
     Ok(Reply::Raw(session.get_events(timeout).await))
 }
 
@@ -224,7 +225,13 @@ async fn place(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
             y,
             color,
         })
-        .await?;
+        .await
+        .inspect_err(|error| {
+            // The user is gone: the session must not keep sending doomed placements.
+            if error.code == NOT_AUTHORIZED {
+                session.clear_user();
+            }
+        })?;
     let next_allowed_at = timestamp(outcome.next_allowed_at.timestamp_micros());
     if !outcome.placed {
         return Err(RpcError::new(

@@ -70,6 +70,10 @@ impl Session {
         self.lock().user = Some(user);
     }
 
+    pub fn clear_user(&self) {
+        self.lock().user = None;
+    }
+
     /// Adds (or renews, with a fresh cursor) the subscription `key`.
     pub fn subscribe(&self, sub: Subscription, max: usize) -> Result<(), RpcError> {
         let mut state = self.lock();
@@ -243,8 +247,15 @@ impl Sessions {
         let mut map = self.lock();
         let before = map.len();
         map.retain(|_, session| {
-            let state = session.lock();
-            state.waiting > 0 || now.duration_since(state.last_seen) <= self.idle
+            let mut state = session.lock();
+            let keep = state.waiting > 0 || now.duration_since(state.last_seen) <= self.idle;
+            if !keep {
+                // A get_events that found the session just before may be about to wait.
+                state.destroyed = true;
+                drop(state);
+                session.wake.notify_waiters();
+            }
+            keep
         });
         before - map.len()
     }

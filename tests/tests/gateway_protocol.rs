@@ -74,7 +74,11 @@ async fn the_qik_transcript_end_to_end() {
     assert_eq!(state["cooldown"], 3600.0);
     assert_eq!(state["state"], "open");
     let bits = base64::engine::general_purpose::STANDARD.decode(state["bits"].as_str().unwrap());
-    assert_eq!(bits.unwrap(), vec![0u8; 64], "16x8 tiles of 4 bits, all colour 0");
+    assert_eq!(
+        bits.unwrap(),
+        vec![0u8; 64],
+        "16x8 tiles of 4 bits, all colour 0"
+    );
 
     // Nothing happens: get_events waits its timeout and answers [].
     let started = Instant::now();
@@ -210,7 +214,11 @@ async fn json_rpc_errors_batches_notifications_and_v1() {
     let url = fresh_database("gw_rpc").await;
     let sql = connect(&url).await;
     let board = create_board(&sql, "rpc", (10, 10), 2, "0").await;
-    let gw = start_gateway(&url, |c| c.max_batch = 5).await;
+    let gw = start_gateway(&url, |c| {
+        c.max_batch = 5;
+        c.max_poll_secs = 1;
+    })
+    .await;
     let http = Http::new(gw.addr);
 
     let (status, body) = http.post("{not json").await;
@@ -310,6 +318,24 @@ async fn json_rpc_errors_batches_notifications_and_v1() {
     // Named params work like positional ones.
     let reply = http.ok("session.subscribe", json!({"session": session, "view": "board", "params": {"board": board, "compact": true}})).await;
     assert_eq!(reply[0], format!("board/{board}/compact"));
+
+    // Timeouts beyond the cap wait the cap, however large.
+    let started = Instant::now();
+    assert_eq!(
+        http.ok("session.get_events", json!([session, 1e300])).await,
+        json!([])
+    );
+    assert!(started.elapsed() < Duration::from_secs(3));
+    // A NUL in a string is the caller's mistake, not an internal error.
+    assert_eq!(
+        http.error_code("session.authorize", json!([session, "a\u{0}b"]))
+            .await,
+        INVALID_PARAMS
+    );
+    assert_eq!(
+        http.error_code("board.get", json!(["a\u{0}b"])).await,
+        INVALID_PARAMS
+    );
 
     // A batch is answered in order; notifications in it get no answer.
     let batch = json!([
@@ -502,6 +528,13 @@ async fn bits_are_served_with_an_etag_and_healthz_says_ok() {
         .await;
     assert_eq!((status, body.len()), (StatusCode::NOT_MODIFIED, 0));
     assert_eq!(headers["etag"], etag);
+    let mut weak = HeaderMap::new();
+    let weak_etag = format!("W/{}", etag.to_str().unwrap());
+    weak.insert("if-none-match", weak_etag.parse().unwrap());
+    assert_eq!(
+        http.get(&format!("/boards/{board}/bits"), &weak).await.0,
+        StatusCode::NOT_MODIFIED
+    );
 
     // A new placement changes the ETag (once the gateway has it).
     sql.execute("SELECT place.place($1, 8, 3, 2, $2)", &[&board, &user])
@@ -539,4 +572,65 @@ async fn bits_are_served_with_an_etag_and_healthz_says_ok() {
     let (status, _, body) = http.get("/healthz", &HeaderMap::new()).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(serde_json::from_slice::<Value>(&body).unwrap()["ok"], true);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deleted_user_fails_alone_and_loses_the_sessions_user() {
+    let url = fresh_database("gw_deleted_user").await;
+    let sql = connect(&url).await;
+    let board = create_board(&sql, "del", (30, 30), 4, "0").await;
+    let users = create_users_with_tokens(&sql, "d", 2).await;
+    let gw = start_gateway(&url, |_| {}).await;
+    let http = Http::new(gw.addr);
+    let mut sessions = Vec::new();
+    for (_, token) in &users {
+        let session = http.ok("session.create", json!([])).await;
+        http.ok("session.authorize", json!([session, token])).await;
+        sessions.push(session);
+    }
+    sql.execute("DELETE FROM place.users WHERE id = $1", &[&users[1].0])
+        .await
+        .unwrap();
+    // Both users place at once, many times: their calls share groups.
+    let mut calls = tokio::task::JoinSet::new();
+    for i in 0..40 {
+        let http = http.clone();
+        let session = sessions[i % 2].clone();
+        calls.spawn(async move {
+            let result = http
+                .call("board.place", json!([session, board, i % 30, i / 30, 1]))
+                .await;
+            (i % 2, result)
+        });
+    }
+    let mut placed = 0;
+    while let Some(call) = calls.join_next().await {
+        match call.unwrap() {
+            (0, Ok(result)) => {
+                assert_eq!(result["placed"], true);
+                placed += 1;
+            }
+            (1, Err(error)) => assert_eq!(error["code"], NOT_AUTHORIZED),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!(placed, 20, "every placement of the existing user was made");
+    let history: i64 = sql
+        .query_one("SELECT count(*) FROM place.placements", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(history, 20);
+    // The session no longer claims the deleted user.
+    let error = http
+        .call("board.place", json!([sessions[1], board, 0, 0, 1]))
+        .await
+        .unwrap_err();
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("session.authorize"),
+        "{error}"
+    );
 }
