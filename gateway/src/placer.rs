@@ -67,7 +67,8 @@ fn one_callers_fault(error: &RpcError) -> bool {
 async fn commit(board: i64, pool: &Pool, group: Vec<Request>) {
     let (items, mut replies): (Vec<PlaceItem>, Vec<_>) =
         group.into_iter().map(|r| (r.item, Some(r.reply))).unzip();
-    let mut ranges: Vec<std::ops::Range<usize>> = Vec::from([0..items.len()]);
+    let mut ranges = Vec::new();
+    ranges.push(0..items.len());
     while let Some(range) = ranges.pop() {
         let outcome = place(board, pool, &items[range.clone()]).await;
         match outcome {
