@@ -98,7 +98,12 @@ fn json_response(body: Fragments) -> Response<Fragments> {
 
 async fn rpc(app: &App, req: Request<Incoming>) -> Response<Fragments> {
     let limit = app.config.max_body_bytes;
-    let read = tokio::time::timeout(BODY_TIMEOUT, Limited::new(req.into_body(), limit).collect());
+    // Boxed, like the routes: its timer is freed once the body is in, not kept in the
+    // state of a request that then waits for events.
+    let read = Box::pin(tokio::time::timeout(
+        BODY_TIMEOUT,
+        Limited::new(req.into_body(), limit).collect(),
+    ));
     let failure = match read.await {
         Ok(Ok(body)) => Ok(body.to_bytes()),
         Ok(Err(error))
@@ -132,7 +137,11 @@ async fn rpc(app: &App, req: Request<Incoming>) -> Response<Fragments> {
             return response;
         }
     };
-    let answer = match jsonrpc::parse(&body, app.config.max_batch) {
+    let parsed = jsonrpc::parse(&body, app.config.max_batch);
+    // The body may be a slice of the connection's read buffer: holding it through a long
+    // poll would pin that buffer (and make the connection allocate another).
+    drop(body);
+    let answer = match parsed {
         Err(error) => Some(error),
         Ok(Body::Single(request)) => answer(app, request).await,
         Ok(Body::Batch(requests)) => {

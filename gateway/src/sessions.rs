@@ -19,6 +19,9 @@ pub struct User {
     pub name: String,
 }
 
+/// Room reserved for this many boards' wakers (more only costs a reallocation).
+const MAX_WATCHED: usize = 4;
+
 pub struct Subscription {
     pub key: Arc<str>,
     pub board: Arc<Board>,
@@ -134,12 +137,13 @@ impl Session {
         let _waiting = Waiting::start(self);
         let deadline = Instant::now() + timeout;
         loop {
-            let boards = self.boards();
-            let mut wakers: Vec<_> = boards
-                .iter()
-                .map(|b| Box::pin(b.changed.notified()))
-                .collect();
+            // The session's own waker first: a subscribe that lands after it is created
+            // wakes it, so the new board is watched on the next turn.
+            let boards: Vec<Arc<Board>>;
+            let mut wakers = Vec::with_capacity(1 + MAX_WATCHED);
             wakers.push(Box::pin(self.wake.notified()));
+            boards = self.boards();
+            wakers.extend(boards.iter().map(|b| Box::pin(b.changed.notified())));
             // Registered before looking, so that nothing arriving after the look is missed.
             for waker in &mut wakers {
                 waker.as_mut().enable();
