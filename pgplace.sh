@@ -155,7 +155,7 @@ cmd_test() {
     say "SQL tests (pg_regress)"
     "$PGXS_TEST/regress/pg_regress" --inputdir="$ROOT/tests/regress" --outputdir="$out/regress" \
         --dbname=pgplace_regress --load-extension=pgplace --bindir="$PG_BIN" \
-        $(cd "$ROOT/tests/regress/sql" && ls *.sql | sed 's/\.sql$//' | sort)
+        --schedule="$ROOT/tests/regress/schedule"
     say "concurrency tests (isolation specs)"
     "$PGXS_TEST/isolation/pg_isolation_regress" --inputdir="$ROOT/tests/isolation" \
         --outputdir="$out/isolation" --dbname=pgplace_isolation --load-extension=pgplace \

@@ -15,6 +15,12 @@ CREATE TABLE place.boards (
     -- row's lock, so seqs are handed out gap-free in commit order.
     seq           bigint NOT NULL DEFAULT 0 CHECK (seq >= 0),
     created_at    timestamptz NOT NULL DEFAULT now(),
+    -- A keyframe (the whole board) is stored every this many placements: place.board_at
+    -- replays at most this many from the nearest one.
+    keyframe_every int NOT NULL DEFAULT 10000 CHECK (keyframe_every > 0),
+    -- History kept: placements with seq > history_from (place.compact_history raises it,
+    -- leaving a keyframe at history_from).
+    history_from  bigint NOT NULL DEFAULT 0 CHECK (history_from >= 0),
     CHECK (width::bigint * height <= 16777216)
 ) WITH (fillfactor = 50); -- every placement updates its board's row: keep room for HOT updates
 ALTER SEQUENCE place.boards_id_seq OWNED BY place.boards.id;
@@ -75,6 +81,22 @@ CREATE TABLE place.cooldowns (
 );
 COMMENT ON TABLE place.cooldowns IS 'When each user last placed on each board (the cooldown runs from there)';
 
+-- Snapshots of whole boards, so that the board at any seq is a keyframe plus at most
+-- keyframe_every placements replayed (place.board_at, place.board_at_seq).
+CREATE TABLE place.keyframes (
+    board_id      bigint NOT NULL REFERENCES place.boards (id) ON DELETE CASCADE,
+    seq           bigint NOT NULL CHECK (seq >= 0),
+    -- When the placement with this seq was made (its placed_at).
+    taken_at      timestamptz NOT NULL,
+    width         int NOT NULL,
+    height        int NOT NULL,
+    bits_per_tile int NOT NULL,
+    bits          bytea NOT NULL,
+    PRIMARY KEY (board_id, seq)
+);
+CREATE INDEX keyframes_time_idx ON place.keyframes (board_id, taken_at);
+COMMENT ON TABLE place.keyframes IS 'The packed board at some seqs (every boards.keyframe_every placements), for place.board_at';
+
 -- pg_dump keeps the data of extension tables only when they are marked.
 SELECT pg_catalog.pg_extension_config_dump('place.boards', '');
 SELECT pg_catalog.pg_extension_config_dump('place.boards_id_seq', '');
@@ -84,7 +106,8 @@ SELECT pg_catalog.pg_extension_config_dump('place.users_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('place.user_tokens', '');
 SELECT pg_catalog.pg_extension_config_dump('place.placements', '');
 SELECT pg_catalog.pg_extension_config_dump('place.cooldowns', '');
+SELECT pg_catalog.pg_extension_config_dump('place.keyframes', '');
 
 GRANT USAGE ON SCHEMA place TO PUBLIC;
 -- Boards are public: anyone may read them (board_bits and get_tile read the chunks).
-GRANT SELECT ON place.boards, place.board_chunks, place.users, place.placements, place.cooldowns TO PUBLIC;
+GRANT SELECT ON place.boards, place.board_chunks, place.users, place.placements, place.cooldowns, place.keyframes TO PUBLIC;

@@ -13,6 +13,8 @@
 //! - [`placing`]: `place` and `place_many`, the atomic place-with-cooldown.
 //! - [`cooldowns`]: each user's last placement per board, claimed atomically.
 //! - [`notify`]: the payload builders the triggers call.
+//! - [`history`]: tile and user history (paged by seq), the board as rows.
+//! - [`timetravel`]: keyframes, the board at a seq or a time, compacting the history.
 //! - [`spi`]: statements planned once per backend.
 //!
 //! The packed layout, palettes and payload format live in the `pgplace-core` crate, which
@@ -23,11 +25,13 @@ use pgrx::prelude::*;
 pub mod bitfield;
 pub mod boards;
 pub mod cooldowns;
+pub mod history;
 pub mod input;
 pub mod notify;
 pub mod placing;
 pub mod spi;
 pub mod storage;
+pub mod timetravel;
 pub mod users;
 
 ::pgrx::pg_module_magic!(name, version);

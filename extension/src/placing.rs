@@ -184,6 +184,10 @@ fn apply(
         write_tiles(client, &board, &accepted);
         let first_seq = bump_seq(client, &board, accepted.len() as i64);
         append_history(client, board.id, first_seq, &accepted, now);
+        let last_seq = first_seq + accepted.len() as i64 - 1;
+        if crate::timetravel::crosses_keyframe(&board, first_seq, last_seq) {
+            crate::timetravel::write_keyframe(client, &board, last_seq, now);
+        }
         first_seq
     };
     decided

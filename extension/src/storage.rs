@@ -25,12 +25,14 @@ pub struct Board {
     pub cooldown_us: i64,
     pub state: String,
     pub seq: i64,
+    pub keyframe_every: i64,
+    pub history_from: i64,
 }
 
 macro_rules! select_board {
     () => {
         "SELECT id, name, width, height, bits_per_tile, cardinality(palette), \
-         (extract(epoch FROM cooldown) * 1000000)::bigint, state, seq \
+         (extract(epoch FROM cooldown) * 1000000)::bigint, state, seq, keyframe_every, history_from \
          FROM place.boards WHERE id = $1"
     };
 }
@@ -68,6 +70,8 @@ impl Board {
             cooldown_us: column::<i64>(&row, 7),
             state: column::<String>(&row, 8),
             seq: column::<i64>(&row, 9),
+            keyframe_every: get_i32(10).into(),
+            history_from: column::<i64>(&row, 11),
         }
     }
 

@@ -1,0 +1,280 @@
+//! The board as it was: keyframes (the whole packed board every `keyframe_every`
+//! placements, written by the placement that reaches the seq) plus the history replayed
+//! from the nearest one — the collaborative editor's snapshot-plus-log.
+//!
+//! Placements are stamped with their transaction's start (`placed_at`), so stamps follow
+//! seqs only nearly: the board "at" a time is the board right after the newest placement
+//! stamped at or before it.
+
+use crate::input::{fail, out_of_range, required};
+use crate::spi::{column, run, Statement};
+use crate::storage::Board;
+use pgrx::prelude::*;
+use pgrx::spi::SpiClient;
+use pgrx::{pg_sys, PgSqlErrorCode};
+use pgplace_core::bits::TileWidth;
+
+/// Whether placements `first..=last` reach a multiple of the board's keyframe interval.
+pub fn crosses_keyframe(board: &Board, first: i64, last: i64) -> bool {
+    (first - 1) / board.keyframe_every != last / board.keyframe_every
+}
+
+static WRITE_KEYFRAME: Statement = Statement {
+    sql: "INSERT INTO place.keyframes (board_id, seq, taken_at, width, height, bits_per_tile, bits) \
+          SELECT b.id, b.seq, $2, b.width, b.height, b.bits_per_tile, \
+                 (SELECT string_agg(c.bits, ''::bytea ORDER BY c.chunk_no) \
+                  FROM place.board_chunks c WHERE c.board_id = b.id) \
+          FROM place.boards b WHERE b.id = $1 \
+          ON CONFLICT DO NOTHING",
+    params: &[pg_sys::INT8OID, pg_sys::TIMESTAMPTZOID],
+};
+
+/// Stores the board as this transaction leaves it. Called by a placement holding the
+/// board's row, after its own writes: no other placement can be in the bits it reads.
+pub fn write_keyframe(client: &mut SpiClient<'_>, board: &Board, _seq: i64, at: pg_sys::TimestampTz) {
+    let at = TimestampWithTimeZone::try_from(at).expect("a clock reading is a valid time");
+    run(client, &WRITE_KEYFRAME, &[board.id.into(), at.into()]);
+}
+
+static KEYFRAME_AT_OR_BEFORE: Statement = Statement {
+    sql: "SELECT seq, width, height, bits_per_tile, bits FROM place.keyframes \
+          WHERE board_id = $1 AND seq <= $2 ORDER BY seq DESC LIMIT 1",
+    params: &[pg_sys::INT8OID, pg_sys::INT8OID],
+};
+
+static REPLAY: Statement = Statement {
+    sql: "SELECT count(*), coalesce(array_agg(x ORDER BY seq), '{}'), \
+                 coalesce(array_agg(y ORDER BY seq), '{}'), coalesce(array_agg(color ORDER BY seq), '{}') \
+          FROM place.placements WHERE board_id = $1 AND seq > $2 AND seq <= $3",
+    params: &[pg_sys::INT8OID, pg_sys::INT8OID, pg_sys::INT8OID],
+};
+
+/// The packed board right after placement `seq` (0: before the first).
+pub fn board_at(client: &mut SpiClient<'_>, board: &Board, seq: i64) -> Vec<u8> {
+    if seq < 0 || seq > board.seq {
+        out_of_range(format!(
+            "seq = {seq} is outside the history of board {} (0 to {})",
+            board.id, board.seq
+        ));
+    }
+    if seq < board.history_from {
+        compacted(board);
+    }
+    let base = run(client, &KEYFRAME_AT_OR_BEFORE, &[board.id.into(), seq.into()])
+        .next()
+        .map(|row| {
+            let tile = TileWidth::new(column::<i32>(&row, 4).into()).expect("a valid tile width");
+            (column::<i64>(&row, 1), column::<i32>(&row, 2), tile, column::<Vec<u8>>(&row, 5))
+        });
+    let (from, width, tile, mut bits) = match base {
+        Some(base) => base,
+        // Without a keyframe, the history starts at seq 1 from an empty board.
+        None if board.history_from == 0 => (0, board.width, board.tile, vec![0; board.packed_len()]),
+        None => compacted(board),
+    };
+    let row = run(client, &REPLAY, &[board.id.into(), from.into(), seq.into()])
+        .next()
+        .expect("an aggregate returns a row");
+    if column::<i64>(&row, 1) != seq - from {
+        fail(
+            PgSqlErrorCode::ERRCODE_T_R_SERIALIZATION_FAILURE,
+            format!("the history of board {} was compacted during the call; try again", board.id),
+        );
+    }
+    let (xs, ys, colors) = (
+        column::<Vec<i32>>(&row, 2),
+        column::<Vec<i32>>(&row, 3),
+        column::<Vec<i32>>(&row, 4),
+    );
+    for ((x, y), color) in xs.iter().zip(&ys).zip(&colors) {
+        let n = i64::from(*x) + i64::from(width) * i64::from(*y);
+        tile.set(&mut bits, n, (*color).into())
+            .unwrap_or_else(|e| fail(PgSqlErrorCode::ERRCODE_DATA_CORRUPTED, format!("replaying board {}: {e}", board.id)));
+    }
+    bits
+}
+
+fn compacted(board: &Board) -> ! {
+    fail(
+        PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+        format!(
+            "the history of board {} before seq {} was removed by place.compact_history; it is known from seq {} on",
+            board.id, board.history_from, board.history_from
+        ),
+    )
+}
+
+static KEYFRAME_BEFORE_TIME: Statement = Statement {
+    sql: "SELECT seq FROM place.keyframes WHERE board_id = $1 AND taken_at <= $2 \
+          ORDER BY taken_at DESC, seq DESC LIMIT 1",
+    params: &[pg_sys::INT8OID, pg_sys::TIMESTAMPTZOID],
+};
+
+static KEYFRAME_AFTER_TIME: Statement = Statement {
+    sql: "SELECT seq FROM place.keyframes WHERE board_id = $1 AND taken_at > $2 \
+          ORDER BY taken_at, seq LIMIT 1",
+    params: &[pg_sys::INT8OID, pg_sys::TIMESTAMPTZOID],
+};
+
+static NEWEST_BY_TIME: Statement = Statement {
+    sql: "SELECT max(seq) FROM place.placements \
+          WHERE board_id = $1 AND seq > $2 AND seq <= $3 AND placed_at <= $4",
+    params: &[pg_sys::INT8OID, pg_sys::INT8OID, pg_sys::INT8OID, pg_sys::TIMESTAMPTZOID],
+};
+
+/// The seq of the newest placement stamped at or before `at` (0 if none). Keyframes bound
+/// the search: the one before `at` from below, the one after it (plus an interval, for
+/// stamps out of seq order) from above, so at most about two intervals are scanned.
+pub fn seq_at(client: &mut SpiClient<'_>, board: &Board, at: TimestampWithTimeZone) -> i64 {
+    let first_after = |client: &mut SpiClient<'_>, statement| {
+        run(client, statement, &[board.id.into(), at.into()])
+            .next()
+            .map(|row| column::<i64>(&row, 1))
+    };
+    let below = first_after(client, &KEYFRAME_BEFORE_TIME);
+    if below.is_none() && board.history_from > 0 {
+        compacted(board);
+    }
+    let low = below.unwrap_or(0).max(board.history_from);
+    let high = first_after(client, &KEYFRAME_AFTER_TIME)
+        .map_or(board.seq, |seq| (seq + board.keyframe_every).min(board.seq));
+    run(client, &NEWEST_BY_TIME, &[board.id.into(), low.into(), high.into(), at.into()])
+        .next()
+        .and_then(|row| row.get::<i64>(1).ok().flatten())
+        .unwrap_or(low)
+}
+
+/// The packed board right after placement `seq` (0: the empty board), from the nearest
+/// keyframe and the history after it.
+#[pg_extern(stable, parallel_safe)]
+fn board_at_seq(board_id: Option<i64>, seq: Option<i64>) -> TableIterator<'static, (name!(seq, i64), name!(bits, Vec<u8>))> {
+    let board_id = required("board_id", board_id);
+    let seq = required("seq", seq);
+    let bits = Spi::connect_mut(|client| {
+        let board = Board::load(client, board_id, false);
+        board_at(client, &board, seq)
+    });
+    TableIterator::once((seq, bits))
+}
+
+/// The packed board as it was at `at`, and its seq: right after the newest placement
+/// stamped at or before `at` (seq 0, the empty board, before the first).
+#[pg_extern(stable, parallel_safe, name = "board_at")]
+fn board_at_time(board_id: Option<i64>, at: Option<TimestampWithTimeZone>) -> TableIterator<'static, (name!(seq, i64), name!(bits, Vec<u8>))> {
+    let board_id = required("board_id", board_id);
+    let at = required("at", at);
+    let (seq, bits) = Spi::connect_mut(|client| {
+        let board = Board::load(client, board_id, false);
+        let seq = seq_at(client, &board, at);
+        (seq, board_at(client, &board, seq))
+    });
+    TableIterator::once((seq, bits))
+}
+
+static SET_KEYFRAME_EVERY: Statement = Statement {
+    sql: "UPDATE place.boards SET keyframe_every = $2 WHERE id = $1",
+    params: &[pg_sys::INT8OID, pg_sys::INT4OID],
+};
+
+/// The largest keyframe interval (a board_at replays up to this many placements).
+pub const MAX_KEYFRAME_EVERY: i32 = 1_000_000;
+
+/// Stores a keyframe every `every` placements from now on (place.build_keyframes fills in
+/// the history already made).
+#[pg_extern(volatile, parallel_unsafe)]
+fn set_keyframe_every(board_id: Option<i64>, every: Option<i32>) {
+    let board_id = required("board_id", board_id);
+    let every = required("every", every);
+    if !(1..=MAX_KEYFRAME_EVERY).contains(&every) {
+        out_of_range(format!(
+            "every = {every} is not allowed: a keyframe every 1 to {MAX_KEYFRAME_EVERY} placements"
+        ));
+    }
+    Spi::connect_mut(|client| {
+        Board::load(client, board_id, true);
+        run(client, &SET_KEYFRAME_EVERY, &[board_id.into(), every.into()]);
+    })
+}
+
+static INSERT_KEYFRAME: Statement = Statement {
+    sql: "INSERT INTO place.keyframes (board_id, seq, taken_at, width, height, bits_per_tile, bits) \
+          SELECT $1, $2, p.placed_at, $3, $4, $5, $6 FROM place.placements p \
+          WHERE p.board_id = $1 AND p.seq = $2 \
+          ON CONFLICT DO NOTHING",
+    params: &[
+        pg_sys::INT8OID,
+        pg_sys::INT8OID,
+        pg_sys::INT4OID,
+        pg_sys::INT4OID,
+        pg_sys::INT4OID,
+        pg_sys::BYTEAOID,
+    ],
+};
+
+fn store_keyframe(client: &mut SpiClient<'_>, board: &Board, seq: i64, bits: Vec<u8>) -> usize {
+    let bits_per_tile = board.tile.bits() as i32;
+    let args = [
+        board.id.into(),
+        seq.into(),
+        board.width.into(),
+        board.height.into(),
+        bits_per_tile.into(),
+        bits.into(),
+    ];
+    run(client, &INSERT_KEYFRAME, &args).len()
+}
+
+/// Writes the keyframes missing from the history already made (after an upgrade from a
+/// version without keyframes, or a change of the interval); returns how many.
+#[pg_extern(volatile, parallel_unsafe)]
+fn build_keyframes(board_id: Option<i64>) -> i64 {
+    let board_id = required("board_id", board_id);
+    Spi::connect_mut(|client| {
+        let board = Board::load(client, board_id, false);
+        let every = board.keyframe_every;
+        let mut written = 0;
+        let mut seq = (board.history_from / every + 1) * every;
+        while seq <= board.seq {
+            let bits = board_at(client, &board, seq);
+            written += store_keyframe(client, &board, seq, bits) as i64;
+            seq += every;
+        }
+        written
+    })
+}
+
+static DROP_HISTORY: Statement = Statement {
+    sql: "WITH gone AS (DELETE FROM place.placements WHERE board_id = $1 AND seq <= $2 RETURNING 1), \
+               old_keyframes AS (DELETE FROM place.keyframes WHERE board_id = $1 AND seq < $2) \
+          SELECT count(*) FROM gone",
+    params: &[pg_sys::INT8OID, pg_sys::INT8OID],
+};
+
+static RAISE_HISTORY_FROM: Statement = Statement {
+    sql: "UPDATE place.boards SET history_from = greatest(history_from, $2) WHERE id = $1",
+    params: &[pg_sys::INT8OID, pg_sys::INT8OID],
+};
+
+/// Drops the placements stamped before `before` (up to the newest one stamped then),
+/// after storing the board at that point as a keyframe; returns how many were dropped.
+/// place.board_at keeps working from there on and says so for earlier times.
+#[pg_extern(volatile, parallel_unsafe)]
+fn compact_history(board_id: Option<i64>, before: Option<TimestampWithTimeZone>) -> i64 {
+    let board_id = required("board_id", board_id);
+    let before = required("before", before);
+    Spi::connect_mut(|client| {
+        let board = Board::load(client, board_id, false);
+        let seq = seq_at(client, &board, before);
+        if seq <= board.history_from {
+            return 0;
+        }
+        let bits = board_at(client, &board, seq);
+        store_keyframe(client, &board, seq, bits);
+        let dropped = run(client, &DROP_HISTORY, &[board_id.into(), seq.into()])
+            .next()
+            .map_or(0, |row| column::<i64>(&row, 1));
+        run(client, &RAISE_HISTORY_FROM, &[board_id.into(), seq.into()]);
+        dropped
+    })
+}
+
