@@ -160,6 +160,9 @@ cmd_test() {
     "$PGXS_TEST/isolation/pg_isolation_regress" --inputdir="$ROOT/tests/isolation" \
         --outputdir="$out/isolation" --dbname=pgplace_isolation --load-extension=pgplace \
         --bindir="$PG_BIN" $(cd "$ROOT/tests/isolation/specs" && ls *.spec | sed 's/\.spec$//' | sort)
+    say "extension update paths (ALTER EXTENSION pgplace UPDATE)"
+    PSQL="$PG_BIN/psql" PG_CONFIG="$PG_CONFIG" \
+        PGPLACE_ADMIN_URL="postgresql://postgres@$PGHOST:$PGPORT/postgres" bash "$ROOT/tests/upgrade/run.sh"
     say "client tests (real connections)"
     # The gateway's restart test restarts this cluster with this command.
     PGPLACE_TEST_ADMIN_URL="postgresql://postgres@$PGHOST:$PGPORT/postgres" \

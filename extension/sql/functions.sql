@@ -8,6 +8,8 @@ ALTER FUNCTION place.place_many(bigint, bigint[], int[], int[], int[]) SET plan_
 ALTER FUNCTION place.board_bits(bigint) SET plan_cache_mode = force_generic_plan;
 ALTER FUNCTION place.get_tile(bigint, int, int) SET plan_cache_mode = force_generic_plan;
 ALTER FUNCTION place.user_for_token(text) SET plan_cache_mode = force_generic_plan;
+ALTER FUNCTION place.board_at_seq(bigint, bigint) SET plan_cache_mode = force_generic_plan;
+ALTER FUNCTION place.board_at(bigint, timestamptz) SET plan_cache_mode = force_generic_plan;
 
 COMMENT ON FUNCTION place.create_board(text, int, int, int, interval, text[]) IS
     'A new empty board: name, width, height, bits_per_tile (1, 2, 4, 8), cooldown, palette (#rrggbb strings; NULL = default). Returns its id.';
@@ -39,3 +41,65 @@ COMMENT ON FUNCTION place._board_payload(bigint, bigint, text) IS
     'Internal: the NOTIFY payload for a board created, changed or deleted.';
 COMMENT ON FUNCTION place._notify_placements() IS 'Internal: statement trigger announcing placements.';
 COMMENT ON FUNCTION place._notify_board_change() IS 'Internal: row trigger announcing board changes.';
+COMMENT ON FUNCTION place.tile_history(bigint, int, int, bigint, int) IS
+    'Who placed tile (x, y) and when, newest first: lim rows (1 to 10,000) with seq < before_seq (NULL: the newest); pass a page''s last seq for the next.';
+COMMENT ON FUNCTION place.user_history(bigint, bigint, bigint, int) IS
+    'A user''s placements on a board, newest first, paged by seq like tile_history.';
+COMMENT ON FUNCTION place.tiles(bigint) IS
+    'Every tile of the board as a row (x, y, color), for analysis in plain SQL.';
+COMMENT ON FUNCTION place.board_at_seq(bigint, bigint) IS
+    'The packed board right after placement seq (0: empty), from the nearest keyframe plus the history after it.';
+COMMENT ON FUNCTION place.board_at(bigint, timestamptz) IS
+    'The packed board as it was at a time, and its seq: right after the newest placement stamped at or before it.';
+COMMENT ON FUNCTION place.set_keyframe_every(bigint, int) IS
+    'Store a keyframe (the whole board) every N placements from now on (1 to 1,000,000; default 10,000).';
+COMMENT ON FUNCTION place.build_keyframes(bigint) IS
+    'Writes the keyframes missing from the history already made (after an upgrade or an interval change); returns how many.';
+COMMENT ON FUNCTION place.render_png(bigint, timestamptz, int, int, int, int, int) IS
+    'The board (at a time; NULL: now) as a PNG with its palette: each tile scale x scale pixels, cropped to x, y, width, height (NULL: to the edge).';
+COMMENT ON FUNCTION place.compact_history(bigint, timestamptz) IS
+    'Drops the placements made before a time, after storing the board then as a keyframe; board_at keeps working from there on. Returns how many were dropped.';
+
+-- ---------------------------------------------------------------------------------------
+-- Who may write (sql/roles.sql creates the roles that use this).
+-- The functions that write run as the extension's owner (SECURITY DEFINER): a role needs
+-- no privilege on any table to place a tile or turn a knob, and no role can write the
+-- tables any other way, so bits, seq and history always change together. Their SQL names
+-- every table and helper as place.* and everything else lives in pg_catalog, so the
+-- search_path is pinned to pg_catalog (pg_temp last, where it cannot shadow anything):
+-- a caller's search_path cannot redirect a statement run with the owner's rights.
+-- EXECUTE is taken from PUBLIC at once: a SECURITY DEFINER writer that every role may call
+-- would hand every role the owner's write access. The owner (and superusers) still call
+-- them; sql/roles.sql grants them to pgplace_player (place, place_many) and
+-- pgplace_admin (the knobs). A new function that writes belongs in both lists below.
+-- user_for_token is SECURITY DEFINER already (it reads place.user_tokens, which no role
+-- but the owner may read) and stays callable by PUBLIC until sql/roles.sql is run.
+ALTER FUNCTION place.place(bigint, int, int, int, bigint)
+    SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION place.place_many(bigint, bigint[], int[], int[], int[])
+    SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION place.create_board(text, int, int, int, interval, text[])
+    SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION place.create_user(text)
+    SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION place.set_cooldown(bigint, interval)
+    SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION place.set_board_state(bigint, text)
+    SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION place.set_keyframe_every(bigint, int)
+    SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION place.build_keyframes(bigint)
+    SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION place.compact_history(bigint, timestamptz)
+    SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+REVOKE EXECUTE ON FUNCTION
+    place.place(bigint, int, int, int, bigint),
+    place.place_many(bigint, bigint[], int[], int[], int[]),
+    place.create_board(text, int, int, int, interval, text[]),
+    place.create_user(text),
+    place.set_cooldown(bigint, interval),
+    place.set_board_state(bigint, text),
+    place.set_keyframe_every(bigint, int),
+    place.build_keyframes(bigint),
+    place.compact_history(bigint, timestamptz)
+FROM PUBLIC;

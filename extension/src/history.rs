@@ -12,7 +12,9 @@ pub const MAX_PAGE: i32 = 10_000;
 
 fn check_page(lim: i32) {
     if !(1..=MAX_PAGE).contains(&lim) {
-        invalid(format!("lim = {lim} is not allowed: a page holds 1 to {MAX_PAGE} rows"));
+        invalid(format!(
+            "lim = {lim} is not allowed: a page holds 1 to {MAX_PAGE} rows"
+        ));
     }
 }
 
@@ -87,7 +89,12 @@ fn tile_history(
 static USER_HISTORY: Statement = Statement {
     sql: "SELECT seq, x, y, color, placed_at FROM place.placements \
           WHERE board_id = $1 AND user_id = $2 AND seq < $3 ORDER BY seq DESC LIMIT $4",
-    params: &[pg_sys::INT8OID, pg_sys::INT8OID, pg_sys::INT8OID, pg_sys::INT8OID],
+    params: &[
+        pg_sys::INT8OID,
+        pg_sys::INT8OID,
+        pg_sys::INT8OID,
+        pg_sys::INT8OID,
+    ],
 };
 
 static USER_EXISTS: Statement = Statement {
@@ -118,7 +125,10 @@ fn user_history(
     check_page(lim);
     let rows = Spi::connect_mut(|client| {
         Board::load(client, board_id, false);
-        if run(client, &USER_EXISTS, &[user_id.into()]).next().is_none() {
+        if run(client, &USER_EXISTS, &[user_id.into()])
+            .next()
+            .is_none()
+        {
             crate::input::undefined(format!("user_id = {user_id}: there is no such user"));
         }
         let args = [
@@ -157,6 +167,10 @@ fn tiles(
     let count = board.tiles() as i64;
     TableIterator::new((0..count).map(move |n| {
         let color = tile.get(&bits, n).expect("tiles inside the board");
-        ((n % i64::from(width)) as i32, (n / i64::from(width)) as i32, i32::from(color))
+        (
+            (n % i64::from(width)) as i32,
+            (n / i64::from(width)) as i32,
+            i32::from(color),
+        )
     }))
 }

@@ -14,6 +14,7 @@
 //! - [`cooldowns`]: each user's last placement per board, claimed atomically.
 //! - [`notify`]: the payload builders the triggers call.
 //! - [`history`]: tile and user history (paged by seq), the board as rows.
+//! - [`render`]: the board as a PNG.
 //! - [`timetravel`]: keyframes, the board at a seq or a time, compacting the history.
 //! - [`spi`]: statements planned once per backend.
 //!
@@ -29,6 +30,7 @@ pub mod history;
 pub mod input;
 pub mod notify;
 pub mod placing;
+pub mod render;
 pub mod spi;
 pub mod storage;
 pub mod timetravel;

@@ -5,8 +5,9 @@ use crate::input::{fail, out_of_range, undefined};
 use crate::placing::Item;
 use crate::spi::{column, run, Statement};
 use pgplace_core::bits::TileWidth;
+use pgrx::datum::{FromDatum, IntoDatum};
 use pgrx::prelude::*;
-use pgrx::spi::SpiClient;
+use pgrx::spi::{SpiClient, SpiHeapTupleData};
 use pgrx::{pg_sys, PgSqlErrorCode};
 use std::collections::BTreeMap;
 
@@ -25,14 +26,17 @@ pub struct Board {
     pub cooldown_us: i64,
     pub state: String,
     pub seq: i64,
-    pub keyframe_every: i64,
+    pub keyframe_every: Option<i64>,
     pub history_from: i64,
 }
 
+// `*`, read by name: the library of a newer version must still serve a database whose
+// schema is an older version's until ALTER EXTENSION UPDATE runs (columns a version adds
+// are then simply absent), and a kept plan re-expands `*` after the table changes.
 macro_rules! select_board {
     () => {
-        "SELECT id, name, width, height, bits_per_tile, cardinality(palette), \
-         (extract(epoch FROM cooldown) * 1000000)::bigint, state, seq, keyframe_every, history_from \
+        "SELECT *, cardinality(palette) AS colors, \
+         (extract(epoch FROM cooldown) * 1000000)::bigint AS cooldown_us \
          FROM place.boards WHERE id = $1"
     };
 }
@@ -48,6 +52,15 @@ static LOCK_BOARD: Statement = Statement {
     params: &[pg_sys::INT8OID],
 };
 
+/// Column `name` of a board row: None when this database's schema has no such column.
+fn optional<T: FromDatum + IntoDatum>(row: &SpiHeapTupleData<'_>, name: &str) -> Option<T> {
+    row.get_by_name::<T, _>(name).ok().flatten()
+}
+
+fn named<T: FromDatum + IntoDatum>(row: &SpiHeapTupleData<'_>, name: &str) -> T {
+    optional(row, name).unwrap_or_else(|| panic!("boards.{name} is missing or NULL"))
+}
+
 impl Board {
     /// The board, or an error naming the unknown id. With `lock`, the board's row stays
     /// locked until the transaction ends, so a settings change waits for placements in
@@ -58,20 +71,20 @@ impl Board {
         let Some(row) = rows.next() else {
             undefined(format!("board {id} does not exist"));
         };
-        let get_i32 = |i| column::<i32>(&row, i);
-        let bits = get_i32(5);
+        let bits = named::<i32>(&row, "bits_per_tile");
         Board {
             id,
-            name: column::<String>(&row, 2),
-            width: get_i32(3),
-            height: get_i32(4),
+            name: named(&row, "name"),
+            width: named(&row, "width"),
+            height: named(&row, "height"),
             tile: TileWidth::new(bits.into()).expect("boards.bits_per_tile is CHECKed"),
-            colors: get_i32(6),
-            cooldown_us: column::<i64>(&row, 7),
-            state: column::<String>(&row, 8),
-            seq: column::<i64>(&row, 9),
-            keyframe_every: get_i32(10).into(),
-            history_from: column::<i64>(&row, 11),
+            colors: named(&row, "colors"),
+            cooldown_us: named(&row, "cooldown_us"),
+            state: named(&row, "state"),
+            seq: named(&row, "seq"),
+            // Absent before 0.2.0: no keyframes are written, the history is whole.
+            keyframe_every: optional::<i32>(&row, "keyframe_every").map(i64::from),
+            history_from: optional(&row, "history_from").unwrap_or(0),
         }
     }
 

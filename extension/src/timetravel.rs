@@ -9,18 +9,21 @@
 use crate::input::{fail, out_of_range, required};
 use crate::spi::{column, run, Statement};
 use crate::storage::Board;
+use pgplace_core::bits::TileWidth;
 use pgrx::prelude::*;
 use pgrx::spi::SpiClient;
 use pgrx::{pg_sys, PgSqlErrorCode};
-use pgplace_core::bits::TileWidth;
 
 /// Whether placements `first..=last` reach a multiple of the board's keyframe interval.
 pub fn crosses_keyframe(board: &Board, first: i64, last: i64) -> bool {
-    (first - 1) / board.keyframe_every != last / board.keyframe_every
+    board
+        .keyframe_every
+        .is_some_and(|every| (first - 1) / every != last / every)
 }
 
 static WRITE_KEYFRAME: Statement = Statement {
-    sql: "INSERT INTO place.keyframes (board_id, seq, taken_at, width, height, bits_per_tile, bits) \
+    sql:
+        "INSERT INTO place.keyframes (board_id, seq, taken_at, width, height, bits_per_tile, bits) \
           SELECT b.id, b.seq, $2, b.width, b.height, b.bits_per_tile, \
                  (SELECT string_agg(c.bits, ''::bytea ORDER BY c.chunk_no) \
                   FROM place.board_chunks c WHERE c.board_id = b.id) \
@@ -31,7 +34,12 @@ static WRITE_KEYFRAME: Statement = Statement {
 
 /// Stores the board as this transaction leaves it. Called by a placement holding the
 /// board's row, after its own writes: no other placement can be in the bits it reads.
-pub fn write_keyframe(client: &mut SpiClient<'_>, board: &Board, _seq: i64, at: pg_sys::TimestampTz) {
+pub fn write_keyframe(
+    client: &mut SpiClient<'_>,
+    board: &Board,
+    _seq: i64,
+    at: pg_sys::TimestampTz,
+) {
     let at = TimestampWithTimeZone::try_from(at).expect("a clock reading is a valid time");
     run(client, &WRITE_KEYFRAME, &[board.id.into(), at.into()]);
 }
@@ -60,16 +68,27 @@ pub fn board_at(client: &mut SpiClient<'_>, board: &Board, seq: i64) -> Vec<u8> 
     if seq < board.history_from {
         compacted(board);
     }
-    let base = run(client, &KEYFRAME_AT_OR_BEFORE, &[board.id.into(), seq.into()])
-        .next()
-        .map(|row| {
-            let tile = TileWidth::new(column::<i32>(&row, 4).into()).expect("a valid tile width");
-            (column::<i64>(&row, 1), column::<i32>(&row, 2), tile, column::<Vec<u8>>(&row, 5))
-        });
+    let base = run(
+        client,
+        &KEYFRAME_AT_OR_BEFORE,
+        &[board.id.into(), seq.into()],
+    )
+    .next()
+    .map(|row| {
+        let tile = TileWidth::new(column::<i32>(&row, 4).into()).expect("a valid tile width");
+        (
+            column::<i64>(&row, 1),
+            column::<i32>(&row, 2),
+            tile,
+            column::<Vec<u8>>(&row, 5),
+        )
+    });
     let (from, width, tile, mut bits) = match base {
         Some(base) => base,
         // Without a keyframe, the history starts at seq 1 from an empty board.
-        None if board.history_from == 0 => (0, board.width, board.tile, vec![0; board.packed_len()]),
+        None if board.history_from == 0 => {
+            (0, board.width, board.tile, vec![0; board.packed_len()])
+        }
         None => compacted(board),
     };
     let row = run(client, &REPLAY, &[board.id.into(), from.into(), seq.into()])
@@ -78,7 +97,10 @@ pub fn board_at(client: &mut SpiClient<'_>, board: &Board, seq: i64) -> Vec<u8> 
     if column::<i64>(&row, 1) != seq - from {
         fail(
             PgSqlErrorCode::ERRCODE_T_R_SERIALIZATION_FAILURE,
-            format!("the history of board {} was compacted during the call; try again", board.id),
+            format!(
+                "the history of board {} was compacted during the call; try again",
+                board.id
+            ),
         );
     }
     let (xs, ys, colors) = (
@@ -88,10 +110,21 @@ pub fn board_at(client: &mut SpiClient<'_>, board: &Board, seq: i64) -> Vec<u8> 
     );
     for ((x, y), color) in xs.iter().zip(&ys).zip(&colors) {
         let n = i64::from(*x) + i64::from(width) * i64::from(*y);
-        tile.set(&mut bits, n, (*color).into())
-            .unwrap_or_else(|e| fail(PgSqlErrorCode::ERRCODE_DATA_CORRUPTED, format!("replaying board {}: {e}", board.id)));
+        tile.set(&mut bits, n, (*color).into()).unwrap_or_else(|e| {
+            fail(
+                PgSqlErrorCode::ERRCODE_DATA_CORRUPTED,
+                format!("replaying board {}: {e}", board.id),
+            )
+        });
     }
     bits
+}
+
+/// The keyframe interval of a board in a database of this version.
+fn every(board: &Board) -> i64 {
+    board
+        .keyframe_every
+        .expect("boards.keyframe_every exists where this function does")
 }
 
 fn compacted(board: &Board) -> ! {
@@ -119,7 +152,12 @@ static KEYFRAME_AFTER_TIME: Statement = Statement {
 static NEWEST_BY_TIME: Statement = Statement {
     sql: "SELECT max(seq) FROM place.placements \
           WHERE board_id = $1 AND seq > $2 AND seq <= $3 AND placed_at <= $4",
-    params: &[pg_sys::INT8OID, pg_sys::INT8OID, pg_sys::INT8OID, pg_sys::TIMESTAMPTZOID],
+    params: &[
+        pg_sys::INT8OID,
+        pg_sys::INT8OID,
+        pg_sys::INT8OID,
+        pg_sys::TIMESTAMPTZOID,
+    ],
 };
 
 /// The seq of the newest placement stamped at or before `at` (0 if none). Keyframes bound
@@ -137,17 +175,24 @@ pub fn seq_at(client: &mut SpiClient<'_>, board: &Board, at: TimestampWithTimeZo
     }
     let low = below.unwrap_or(0).max(board.history_from);
     let high = first_after(client, &KEYFRAME_AFTER_TIME)
-        .map_or(board.seq, |seq| (seq + board.keyframe_every).min(board.seq));
-    run(client, &NEWEST_BY_TIME, &[board.id.into(), low.into(), high.into(), at.into()])
-        .next()
-        .and_then(|row| row.get::<i64>(1).ok().flatten())
-        .unwrap_or(low)
+        .map_or(board.seq, |seq| (seq + every(board)).min(board.seq));
+    run(
+        client,
+        &NEWEST_BY_TIME,
+        &[board.id.into(), low.into(), high.into(), at.into()],
+    )
+    .next()
+    .and_then(|row| row.get::<i64>(1).ok().flatten())
+    .unwrap_or(low)
 }
 
 /// The packed board right after placement `seq` (0: the empty board), from the nearest
 /// keyframe and the history after it.
 #[pg_extern(stable, parallel_safe)]
-fn board_at_seq(board_id: Option<i64>, seq: Option<i64>) -> TableIterator<'static, (name!(seq, i64), name!(bits, Vec<u8>))> {
+fn board_at_seq(
+    board_id: Option<i64>,
+    seq: Option<i64>,
+) -> TableIterator<'static, (name!(seq, i64), name!(bits, Vec<u8>))> {
     let board_id = required("board_id", board_id);
     let seq = required("seq", seq);
     let bits = Spi::connect_mut(|client| {
@@ -160,7 +205,10 @@ fn board_at_seq(board_id: Option<i64>, seq: Option<i64>) -> TableIterator<'stati
 /// The packed board as it was at `at`, and its seq: right after the newest placement
 /// stamped at or before `at` (seq 0, the empty board, before the first).
 #[pg_extern(stable, parallel_safe, name = "board_at")]
-fn board_at_time(board_id: Option<i64>, at: Option<TimestampWithTimeZone>) -> TableIterator<'static, (name!(seq, i64), name!(bits, Vec<u8>))> {
+fn board_at_time(
+    board_id: Option<i64>,
+    at: Option<TimestampWithTimeZone>,
+) -> TableIterator<'static, (name!(seq, i64), name!(bits, Vec<u8>))> {
     let board_id = required("board_id", board_id);
     let at = required("at", at);
     let (seq, bits) = Spi::connect_mut(|client| {
@@ -192,12 +240,17 @@ fn set_keyframe_every(board_id: Option<i64>, every: Option<i32>) {
     }
     Spi::connect_mut(|client| {
         Board::load(client, board_id, true);
-        run(client, &SET_KEYFRAME_EVERY, &[board_id.into(), every.into()]);
+        run(
+            client,
+            &SET_KEYFRAME_EVERY,
+            &[board_id.into(), every.into()],
+        );
     })
 }
 
 static INSERT_KEYFRAME: Statement = Statement {
-    sql: "INSERT INTO place.keyframes (board_id, seq, taken_at, width, height, bits_per_tile, bits) \
+    sql:
+        "INSERT INTO place.keyframes (board_id, seq, taken_at, width, height, bits_per_tile, bits) \
           SELECT $1, $2, p.placed_at, $3, $4, $5, $6 FROM place.placements p \
           WHERE p.board_id = $1 AND p.seq = $2 \
           ON CONFLICT DO NOTHING",
@@ -231,7 +284,7 @@ fn build_keyframes(board_id: Option<i64>) -> i64 {
     let board_id = required("board_id", board_id);
     Spi::connect_mut(|client| {
         let board = Board::load(client, board_id, false);
-        let every = board.keyframe_every;
+        let every = every(&board);
         let mut written = 0;
         let mut seq = (board.history_from / every + 1) * every;
         while seq <= board.seq {
@@ -277,4 +330,3 @@ fn compact_history(board_id: Option<i64>, before: Option<TimestampWithTimeZone>)
         dropped
     })
 }
-

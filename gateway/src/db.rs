@@ -248,3 +248,17 @@ pub async fn place_many(
         })
         .collect())
 }
+
+/// The board as it was at `at` (text that Postgres reads as a timestamptz, in the
+/// session's time zone when it names none): (seq, bits), from `place.board_at`.
+pub async fn board_at(
+    client: &ClientWrapper,
+    board: i64,
+    at: &str,
+) -> Result<Option<(i64, Vec<u8>)>, tokio_postgres::Error> {
+    let sql = "SELECT seq, bits FROM place.board_at($1, $2::text::timestamptz)";
+    let row = client
+        .query_opt(&client.prepare_cached(sql).await?, &[&board, &at])
+        .await?;
+    Ok(row.map(|row| (row.get(0), row.get(1))))
+}

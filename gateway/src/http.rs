@@ -7,6 +7,7 @@ use crate::errors::RpcError;
 use crate::fragments::Fragments;
 use crate::jsonrpc::{self, Body};
 use crate::methods;
+use crate::png_route;
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 use hyper::header::{self, HeaderValue};
@@ -36,6 +37,9 @@ pub async fn handle(
             Box::pin(bits(&app, &req, id)).await
         }
         (_, path) if bits_path(path).is_some() => method_not_allowed("GET, HEAD"),
+        (_, path) if png_route::png_path(path).is_some() => {
+            Box::pin(png_route::serve(&app, &req)).await
+        }
         (&Method::GET | &Method::HEAD, path) if assets::find(path).is_some() => {
             asset(path, req.method())
         }

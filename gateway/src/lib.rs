@@ -8,6 +8,7 @@
 //! - `listener`: the LISTEN connection that keeps the mirrors exact.
 //! - `sessions`: sessions, their cursors, long polls and expiry.
 //! - `placer`: group commit of placements through `place.place_many`.
+//! - `png_route`: `GET /boards/{id}.png`, a board drawn as a PNG.
 //! - `assets`: the embedded web page;
 //! - `db`: every SQL statement; `fragments`: responses made of shared buffers.
 
@@ -25,6 +26,7 @@ pub mod listener;
 pub mod methods;
 pub mod params;
 pub mod placer;
+pub mod png_route;
 pub mod sessions;
 
 pub use app::{start, Running};

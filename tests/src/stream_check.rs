@@ -84,7 +84,7 @@ where
     let admin = connect(&url).await;
     let (final_seq, final_bits) = board_bits(&admin, board).await;
     assert!(
-        placed > 0 && final_seq >= placed as i64,
+        placed > 0 && final_seq >= placed,
         "placements were made"
     );
     // Sessions stop once they have seen everything (or after a generous deadline).

@@ -4,7 +4,9 @@
 //! - [`bits`]: the packed-tile layout (Redis `BITFIELD u<k> #n`), get and set.
 //! - [`palette`]: default palettes and the validation of `'#rrggbb'` colours.
 //! - [`payload`]: the NOTIFY channel and payload format, encode and decode.
+//! - [`png`]: a packed board rendered to an indexed-colour PNG.
 
 pub mod bits;
 pub mod palette;
 pub mod payload;
+pub mod png;

@@ -4,7 +4,7 @@
 -- whole cluster: their names carry this database's name, so two runs never share one.
 \getenv abs_srcdir PG_ABS_SRCDIR
 \set roles_sql :abs_srcdir '/../../sql/roles.sql'
-SELECT current_database() AS main_db, current_database() || '_roles' AS roles_db,
+SELECT current_database() AS main_db, current_database() || '_roles_db' AS roles_db,
        'regress_' || current_database() || '_' AS prefix \gset
 \set pgplace_reader :prefix 'reader'
 \set pgplace_player :prefix 'player'
@@ -14,6 +14,11 @@ SELECT current_database() AS main_db, current_database() || '_roles' AS roles_db
 \set analyst :prefix 'analyst'
 \set dba :prefix 'dba'
 \set stranger :prefix 'stranger'
+-- What a run that was cut short left behind.
+SET client_min_messages = warning;
+DROP DATABASE IF EXISTS :"roles_db";
+DROP ROLE IF EXISTS :"gateway", :"analyst", :"dba", :"stranger", :"pgplace_player", :"pgplace_reader", :"pgplace_admin";
+RESET client_min_messages;
 CREATE DATABASE :"roles_db";
 \c :"roles_db"
 CREATE EXTENSION pgplace;
@@ -122,8 +127,10 @@ SELECT expect_error($$SELECT place.create_board('mine', 2, 2)$$);
 SELECT expect_error($$SELECT place.create_user('me')$$);
 SELECT expect_error($$SELECT place._apply_tiles('\x00', 4, '{0}', '{1}')$$);
 SELECT expect_error($$SELECT place._board_payload(1, 1, 'deleted')$$);
--- A caller's search_path cannot redirect the writing functions.
-SET search_path = pg_temp, public;
+SELECT expect_error(format('SELECT place.compact_history(%s, now())', :small));
+SELECT expect_error(format('SELECT place.build_keyframes(%s)', :small));
+-- The writing functions do not depend on the caller's search_path.
+SET search_path = pg_temp;
 SELECT placed, seq FROM place.place(:small, 2, 2, 9, :u1);
 RESET search_path;
 RESET ROLE;
@@ -137,6 +144,13 @@ SELECT place.bitfield_get(bits, 4, 9) AS tile_9, encode(place.bitfield_set(bits,
 FROM place.board_bits(:small);
 SELECT count(*) AS cooldowns FROM place.cooldowns;
 SELECT count(*) AS chunks FROM place.board_chunks WHERE board_id = :small;
+SELECT seq, color, user_name FROM place.tile_history(:small, 1, 2);
+SELECT count(*) AS user_placements FROM place.user_history(:small, :u1);
+SELECT x, y, color FROM place.tiles(:small) WHERE color <> 0 ORDER BY y, x;
+SELECT seq, encode(bits, 'hex') AS bits FROM place.board_at_seq(:small, 2);
+SELECT seq FROM place.board_at(:small, now());
+SELECT count(*) AS keyframes FROM place.keyframes;
+SELECT substr(place.render_png(:small), 1, 8) = '\x89504e470d0a1a0a'::bytea AS renders_png;
 SELECT expect_error('SELECT * FROM place.user_tokens');
 SELECT expect_error(format('SELECT place.user_for_token(%L)', :'u1_token'));
 SELECT expect_error(format('SELECT place.place(%s, 0, 0, 1, %s)', :small, :u1));
@@ -146,16 +160,22 @@ SELECT expect_error($$SELECT place.create_board('mine', 2, 2)$$);
 SELECT expect_error(format('INSERT INTO place.placements VALUES (%s, 5, 0, 0, 1, %s, now())', :small, :u1));
 SELECT expect_error(format('UPDATE place.boards SET state = ''paused'' WHERE id = %s', :small));
 SELECT expect_error(format('DELETE FROM place.boards WHERE id = %s', :small));
+SELECT expect_error(format('SELECT place.compact_history(%s, now())', :small));
+SELECT expect_error(format('SELECT place.set_keyframe_every(%s, 2)', :small));
 RESET ROLE;
 
 -- The DBA (an admin) turns the knobs and reads, but neither places nor writes tables.
 SET ROLE :"dba";
-SELECT place.create_board('big', 10, 10, 2, '1 minute') > :small AS created;
+SELECT place.create_board('big', 10, 10, 2, '1 minute') AS big \gset
+SELECT :big > :small AS created;
 SELECT user_id > :u1 AS created, length(token) AS token_length FROM place.create_user('u2');
 SELECT place.set_cooldown(:small, '30 seconds');
 SELECT place.set_board_state(:small, 'paused');
 SELECT name, cooldown, state FROM place.boards ORDER BY id;
 SELECT place.set_board_state(:small, 'open');
+SELECT place.set_keyframe_every(:small, 2);
+SELECT place.build_keyframes(:small) AS keyframes_built;
+SELECT place.compact_history(:small, now() - interval '1 day') AS dropped;
 SELECT count(*) AS placements FROM place.placements;
 SELECT expect_error(format('SELECT place.place(%s, 0, 0, 1, %s)', :small, :u1));
 SELECT expect_error(format('SELECT place.user_for_token(%L)', :'u1_token'));
@@ -198,7 +218,7 @@ SELECT md5(string_agg(format('%s %s', oid::regprocedure, proacl), ';' ORDER BY o
         WHERE r.rolname LIKE :'prefix' || '%') = :first_memberships AS same_memberships
 FROM pg_proc WHERE pronamespace = 'place'::regnamespace;
 SET ROLE :"gateway";
-SELECT placed, seq FROM place.place(:small, 3, 0, 4, :u1);
+SELECT placed, seq FROM place.place(:big, 3, 0, 2, :u1);
 RESET ROLE;
 
 -- Clean up: the database, then the roles.

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# ALTER EXTENSION pgplace UPDATE from every earlier release, checked: create the extension
+# at the old version, fill it, update, then (1) every object is exactly as in a fresh
+# install of the new version (describe.sql on both), (2) the data is all there and the
+# board keeps working (the next placement continues the seq; board_at replays it).
+#
+#   PSQL=/usr/bin/psql PG_CONFIG=... PGPLACE_ADMIN_URL=postgresql://... bash tests/upgrade/run.sh
+#
+# Old install scripts (tests/upgrade/pgplace--<old>.sql) are copied into the server's
+# extension directory for the test: releases ship only the newest install script and the
+# update scripts.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+: "${PGPLACE_ADMIN_URL:?PGPLACE_ADMIN_URL must be a superuser URL of the cluster}"
+PSQL=${PSQL:-psql}
+PG_CONFIG=${PG_CONFIG:-pg_config}
+extdir="$("$PG_CONFIG" --sharedir)/extension"
+out="$root/target/test-results/upgrade"
+mkdir -p "$out"
+
+url_of() { printf '%s/%s' "${PGPLACE_ADMIN_URL%/*}" "$1"; }
+q() { "$PSQL" -X -q -v ON_ERROR_STOP=1 "$@"; }
+fresh_db() {
+    q "$PGPLACE_ADMIN_URL" -c "DROP DATABASE IF EXISTS $1 WITH (FORCE)" -c "CREATE DATABASE $1" 2>&1 |
+        grep -v 'does not exist, skipping' || true
+}
+
+new=$(sed -n "s/^default_version = '\(.*\)'/\1/p" "$extdir/pgplace.control")
+fresh_db pgplace_upgrade_new
+q "$(url_of pgplace_upgrade_new)" -c "CREATE EXTENSION pgplace"
+q "$(url_of pgplace_upgrade_new)" -f "$here/describe.sql" >"$out/fresh-$new.txt"
+
+status=0
+for script in "$here"/pgplace--*.sql; do
+    old=$(basename "$script" .sql); old=${old#pgplace--}
+    echo "upgrade: $old -> $new"
+    cp "$script" "$extdir/"
+    db=pgplace_upgrade_from_${old//./_}
+    fresh_db "$db"
+    url=$(url_of "$db")
+    q "$url" -c "CREATE EXTENSION pgplace VERSION '$old'"
+    q "$url" -f "$here/fill.sql" >/dev/null
+    q "$url" -At -c "SELECT b.name, b.seq, md5(bb.bits) FROM place.boards b, place.board_bits(b.id) bb ORDER BY b.id" >"$out/before-$old.txt"
+    q "$url" -c "ALTER EXTENSION pgplace UPDATE"
+    q "$url" -f "$here/describe.sql" >"$out/updated-from-$old.txt"
+    if ! diff -u "$out/fresh-$new.txt" "$out/updated-from-$old.txt"; then
+        echo "upgrade: $old -> $new leaves the schema different from a fresh $new (diff above)" >&2
+        status=1
+    fi
+    q "$url" -At -c "SELECT b.name, b.seq, md5(bb.bits) FROM place.boards b, place.board_bits(b.id) bb ORDER BY b.id" >"$out/after-$old.txt"
+    if ! diff -u "$out/before-$old.txt" "$out/after-$old.txt"; then
+        echo "upgrade: $old -> $new changed the boards" >&2
+        status=1
+    fi
+    q "$url" -At -f "$here/check.sql" >"$out/check-$old.txt"
+    if ! diff -u "$here/check.expected" "$out/check-$old.txt"; then
+        echo "upgrade: $old -> $new: the updated database does not work as expected" >&2
+        status=1
+    fi
+done
+exit $status
