@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# pgplace's developer entry point: `./pgplace.sh up | test | bench | bench-gateway | bench-page | psql | stop`.
+# pgplace's developer entry point: `./pgplace.sh up | test | bench | bench-history | bench-gateway | bench-page | psql | stop`.
 # Everything it creates lives under .pgplace/ (git-ignored; /var/tmp/pgplace-<hash> when
 # the postgres user cannot reach the checkout): the cluster's data, its
 # socket and log, the demo user's token, the gateway's log and pid.
@@ -126,7 +126,7 @@ cmd_up() {
     build_gateway
     psql_q -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname = 'pgplace'" | grep -q 1 ||
         psql_q -d postgres -c "CREATE DATABASE pgplace"
-    psql_q -d pgplace -c "CREATE EXTENSION IF NOT EXISTS pgplace"
+    psql_q -d pgplace -c "CREATE EXTENSION IF NOT EXISTS pgplace" -c "ALTER EXTENSION pgplace UPDATE"
     local token
     token=$(psql_q -d pgplace -tA -f "$ROOT/sql/demo.sql")
     [[ -n $token ]] && (umask 077 && echo "$token" >"$STATE/demo-token")
@@ -181,6 +181,14 @@ cmd_bench() {
         PG_BIN="$PG_BIN" bash "$ROOT/tests/bench/run.sh"
 }
 
+cmd_bench_history() {
+    setup
+    psql_q -d postgres -c "DROP DATABASE IF EXISTS pgplace_bench_history WITH (FORCE)" -c "CREATE DATABASE pgplace_bench_history"
+    psql_q -d pgplace_bench_history -c "CREATE EXTENSION pgplace"
+    "$PG_BIN/psql" -X -d pgplace_bench_history -f "$ROOT/tests/bench/history.sql"
+    psql_q -d postgres -c "DROP DATABASE pgplace_bench_history WITH (FORCE)"
+}
+
 cmd_bench_gateway() {
     setup
     build_gateway
@@ -211,8 +219,9 @@ case "${1:-}" in
     test) cmd_test ;;
     bench) cmd_bench ;;
     bench-gateway) cmd_bench_gateway ;;
+    bench-history) cmd_bench_history ;;
     bench-page) cmd_bench_page ;;
     stop) cmd_stop ;;
     psql) shift; exec "$PG_BIN/psql" -d pgplace "$@" ;;
-    *) echo "usage: $0 up | test | bench | bench-gateway | bench-page | psql | stop" >&2; exit 2 ;;
+    *) echo "usage: $0 up | test | bench | bench-history | bench-gateway | bench-page | psql | stop" >&2; exit 2 ;;
 esac

@@ -1,0 +1,47 @@
+-- Questions people ask about a board, answered in SQL. Run with psql against a database
+-- with pgplace (`./pgplace.sh psql -f sql/examples.sql` on the demo); :board names the
+-- board (default: 'demo'), e.g. `psql -v board=mine -f sql/examples.sql`.
+\if :{?board}
+\else
+\set board demo
+\endif
+SELECT id AS board FROM place.boards WHERE name = :'board' \gset
+
+-- Who placed tile (10, 20), and when? Newest first; for the next page pass the last seq
+-- shown as before_seq: SELECT * FROM place.tile_history(:board, 10, 20, <seq>, 10);
+SELECT seq, color, user_name, placed_at FROM place.tile_history(:board, 10, 20, NULL, 10);
+
+-- The most active users in the last hour.
+SELECT u.name, count(*) AS placements, max(p.placed_at) AS last
+FROM place.placements p JOIN place.users u ON u.id = p.user_id
+WHERE p.board_id = :board AND p.placed_at > now() - interval '1 hour'
+GROUP BY u.name ORDER BY placements DESC, u.name LIMIT 10;
+
+-- The most contested tiles: placed on most often, by how many different people.
+SELECT x, y, count(*) AS placements, count(DISTINCT user_id) AS people
+FROM place.placements WHERE board_id = :board
+GROUP BY x, y ORDER BY placements DESC, people DESC, x, y LIMIT 10;
+
+-- The colours on the board now.
+SELECT t.color, b.palette[t.color + 1] AS rgb, count(*) AS tiles
+FROM place.tiles(:board) t, place.boards b WHERE b.id = :board
+GROUP BY t.color, b.palette[t.color + 1] ORDER BY tiles DESC;
+
+-- How the board looked ten minutes ago (to the minute): its seq then, how many placements
+-- came since, and whether it looks the same now.
+SELECT past.seq AS seq_then, current.seq - past.seq AS placements_since,
+       past.bits = current.bits AS unchanged
+FROM place.boards b,
+     place.board_at(b.id, date_trunc('minute', now() - interval '10 minutes')) past,
+     place.board_bits(b.id) current
+WHERE b.id = :board;
+
+-- What a user did: their last placements on the board.
+SELECT seq, x, y, color, placed_at
+FROM place.user_history(:board, (SELECT user_id FROM place.placements WHERE board_id = :board
+                                 ORDER BY seq DESC LIMIT 1), NULL, 5);
+
+-- The board as a picture, 2 pixels per tile (a PNG is bytea; from a shell:
+--   psql -At -d pgplace -c "SELECT encode(place.render_png(1, scale => 2), 'base64')" | base64 -d > board.png
+-- and as it was an hour ago: place.render_png(1, now() - interval '1 hour')).
+SELECT length(place.render_png(:board, scale => 2)) AS png_bytes;
