@@ -8,15 +8,15 @@
 SET client_min_messages = warning;
 SELECT place.create_board('bench-history', 1000, 1000, 4, '0') AS b \gset
 SELECT array_agg(user_id) AS users FROM (SELECT (place.create_user('bh-' || g)).user_id FROM generate_series(1, 1000) g) s \gset
-\echo 'filling: 1,000,000 placements in batches of 100,000'
+\echo 'filling: 1,000,000 placements in batches of 10,000 (a call stores at most one keyframe, at its end)'
 SELECT clock_timestamp() AS t0 \gset
 SELECT sum(n) FROM (
     SELECT (SELECT count(*) FROM place.place_many(:b,
-        (SELECT array_agg((:'users'::bigint[])[1 + (i % 1000)]) FROM generate_series(1, 100000) i),
-        (SELECT array_agg((i * 7919 + r * 104729) % 1000) FROM generate_series(1, 100000) i),
-        (SELECT array_agg((i * 31 + r * 17) % 1000) FROM generate_series(1, 100000) i),
-        (SELECT array_agg((i + r) % 16) FROM generate_series(1, 100000) i))) AS n
-    FROM generate_series(1, 10) r) s \gset
+        (SELECT array_agg((:'users'::bigint[])[1 + (i % 1000)]) FROM generate_series(1, 10000) i),
+        (SELECT array_agg((i * 7919 + r * 104729) % 1000) FROM generate_series(1, 10000) i),
+        (SELECT array_agg((i * 31 + r * 17) % 1000) FROM generate_series(1, 10000) i),
+        (SELECT array_agg((i + r) % 16) FROM generate_series(1, 10000) i))) AS n
+    FROM generate_series(1, 100) r) s \gset
 SELECT round(extract(epoch FROM clock_timestamp() - :'t0')::numeric, 1) AS fill_seconds,
        (SELECT seq FROM place.boards WHERE id = :b) AS seq,
        (SELECT count(*) FROM place.keyframes WHERE board_id = :b) AS keyframes,
