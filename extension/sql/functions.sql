@@ -57,6 +57,14 @@ COMMENT ON FUNCTION place.build_keyframes(bigint) IS
     'Writes the keyframes missing from the history already made (after an upgrade or an interval change); returns how many.';
 COMMENT ON FUNCTION place.render_png(bigint, timestamptz, int, int, int, int, int) IS
     'The board (at a time; NULL: now) as a PNG with its palette: each tile scale x scale pixels, cropped to x, y, width, height (NULL: to the edge).';
+COMMENT ON FUNCTION place.ban_user(bigint, timestamptz, text) IS
+    'Bans a user until a time (NULL: until unbanned), with a reason: their placements are refused with SQLSTATE 42501.';
+COMMENT ON FUNCTION place.unban_user(bigint) IS
+    'Lifts a user''s ban; returns whether there was one.';
+COMMENT ON FUNCTION place.restore_region(bigint, int, int, int, int, timestamptz) IS
+    'Puts the rectangle (x, y, width, height) back as it was at a time, as ordinary placements by the user "moderation"; returns how many tiles.';
+COMMENT ON FUNCTION place.revert_user(bigint, bigint, timestamptz) IS
+    'Undoes a user''s tiles placed since a time that are still on top, as ordinary placements by the user "moderation"; returns how many tiles.';
 COMMENT ON FUNCTION place.compact_history(bigint, timestamptz) IS
     'Drops the placements made before a time, after storing the board then as a keyframe; board_at keeps working from there on. Returns how many were dropped.';
 
@@ -92,6 +100,14 @@ ALTER FUNCTION place.build_keyframes(bigint)
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION place.compact_history(bigint, timestamptz)
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION place.ban_user(bigint, timestamptz, text)
+    SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION place.unban_user(bigint)
+    SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION place.restore_region(bigint, int, int, int, int, timestamptz)
+    SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION place.revert_user(bigint, bigint, timestamptz)
+    SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 REVOKE EXECUTE ON FUNCTION
     place.place(bigint, int, int, int, bigint),
     place.place_many(bigint, bigint[], int[], int[], int[]),
@@ -101,5 +117,9 @@ REVOKE EXECUTE ON FUNCTION
     place.set_board_state(bigint, text),
     place.set_keyframe_every(bigint, int),
     place.build_keyframes(bigint),
-    place.compact_history(bigint, timestamptz)
+    place.compact_history(bigint, timestamptz),
+    place.ban_user(bigint, timestamptz, text),
+    place.unban_user(bigint),
+    place.restore_region(bigint, int, int, int, int, timestamptz),
+    place.revert_user(bigint, bigint, timestamptz)
 FROM PUBLIC;

@@ -1,9 +1,9 @@
 -- pgplace 0.1.0 -> 0.2.0 (ALTER EXTENSION pgplace UPDATE): history queries, keyframes and
--- time travel, PNG rendering, and writers that run as the extension's owner.
+-- time travel, PNG rendering, moderation, and writers that run as the extension's owner.
 -- Checked by tests/upgrade/run.sh: an updated database must be exactly a fresh 0.2.0.
 \echo Use "ALTER EXTENSION pgplace UPDATE" to load this file. \quit
 
--- Keyframes and history retention (schema.sql).
+-- Keyframes, history retention, bans (schema.sql).
 ALTER TABLE place.boards
     ADD COLUMN keyframe_every int NOT NULL DEFAULT 10000 CHECK (keyframe_every > 0),
     ADD COLUMN history_from bigint NOT NULL DEFAULT 0 CHECK (history_from >= 0);
@@ -22,8 +22,19 @@ CREATE TABLE place.keyframes (
 );
 CREATE INDEX keyframes_time_idx ON place.keyframes (board_id, taken_at);
 COMMENT ON TABLE place.keyframes IS 'The packed board at some seqs (every boards.keyframe_every placements), for place.board_at';
+
+-- Users who may not place (until `until`; NULL: until place.unban_user).
+CREATE TABLE place.bans (
+    user_id   bigint PRIMARY KEY REFERENCES place.users (id) ON DELETE CASCADE,
+    banned_at timestamptz NOT NULL DEFAULT now(),
+    until     timestamptz,
+    reason    text
+);
+COMMENT ON TABLE place.bans IS 'Banned users (place.ban_user / unban_user): their placements are refused';
+
 SELECT pg_catalog.pg_extension_config_dump('place.keyframes', '');
-GRANT SELECT ON place.keyframes TO PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('place.bans', '');
+GRANT SELECT ON place.keyframes, place.bans TO PUBLIC;
 
 -- New functions (as the 0.2.0 install script creates them).
 CREATE  FUNCTION "tile_history"(
@@ -128,6 +139,43 @@ STABLE PARALLEL SAFE
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'render_png_wrapper';
 
+CREATE  FUNCTION "ban_user"(
+	"user_id" bigint, /* Option < i64 > */
+	"until" timestamp with time zone DEFAULT NULL, /* Option < TimestampWithTimeZone > */
+	"reason" TEXT DEFAULT NULL /* Option < & str > */
+) RETURNS void
+VOLATILE PARALLEL UNSAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'ban_user_wrapper';
+
+CREATE  FUNCTION "unban_user"(
+	"user_id" bigint /* Option < i64 > */
+) RETURNS bool /* bool */
+VOLATILE PARALLEL UNSAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'unban_user_wrapper';
+
+CREATE  FUNCTION "restore_region"(
+	"board_id" bigint, /* Option < i64 > */
+	"x" INT, /* Option < i32 > */
+	"y" INT, /* Option < i32 > */
+	"width" INT, /* Option < i32 > */
+	"height" INT, /* Option < i32 > */
+	"at" timestamp with time zone /* Option < TimestampWithTimeZone > */
+) RETURNS INT /* i32 */
+VOLATILE PARALLEL UNSAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'restore_region_wrapper';
+
+CREATE  FUNCTION "revert_user"(
+	"board_id" bigint, /* Option < i64 > */
+	"user_id" bigint, /* Option < i64 > */
+	"since" timestamp with time zone /* Option < TimestampWithTimeZone > */
+) RETURNS INT /* i32 */
+VOLATILE PARALLEL UNSAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'revert_user_wrapper';
+
 -- How they run, and what \df+ shows of them (functions.sql).
 ALTER FUNCTION place.board_at_seq(bigint, bigint) SET plan_cache_mode = force_generic_plan;
 ALTER FUNCTION place.board_at(bigint, timestamptz) SET plan_cache_mode = force_generic_plan;
@@ -147,6 +195,14 @@ COMMENT ON FUNCTION place.build_keyframes(bigint) IS
     'Writes the keyframes missing from the history already made (after an upgrade or an interval change); returns how many.';
 COMMENT ON FUNCTION place.render_png(bigint, timestamptz, int, int, int, int, int) IS
     'The board (at a time; NULL: now) as a PNG with its palette: each tile scale x scale pixels, cropped to x, y, width, height (NULL: to the edge).';
+COMMENT ON FUNCTION place.ban_user(bigint, timestamptz, text) IS
+    'Bans a user until a time (NULL: until unbanned), with a reason: their placements are refused with SQLSTATE 42501.';
+COMMENT ON FUNCTION place.unban_user(bigint) IS
+    'Lifts a user''s ban; returns whether there was one.';
+COMMENT ON FUNCTION place.restore_region(bigint, int, int, int, int, timestamptz) IS
+    'Puts the rectangle (x, y, width, height) back as it was at a time, as ordinary placements by the user "moderation"; returns how many tiles.';
+COMMENT ON FUNCTION place.revert_user(bigint, bigint, timestamptz) IS
+    'Undoes a user''s tiles placed since a time that are still on top, as ordinary placements by the user "moderation"; returns how many tiles.';
 COMMENT ON FUNCTION place.compact_history(bigint, timestamptz) IS
     'Drops the placements made before a time, after storing the board then as a keyframe; board_at keeps working from there on. Returns how many were dropped.';
 
@@ -182,6 +238,14 @@ ALTER FUNCTION place.build_keyframes(bigint)
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION place.compact_history(bigint, timestamptz)
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION place.ban_user(bigint, timestamptz, text)
+    SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION place.unban_user(bigint)
+    SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION place.restore_region(bigint, int, int, int, int, timestamptz)
+    SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION place.revert_user(bigint, bigint, timestamptz)
+    SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 REVOKE EXECUTE ON FUNCTION
     place.place(bigint, int, int, int, bigint),
     place.place_many(bigint, bigint[], int[], int[], int[]),
@@ -191,5 +255,9 @@ REVOKE EXECUTE ON FUNCTION
     place.set_board_state(bigint, text),
     place.set_keyframe_every(bigint, int),
     place.build_keyframes(bigint),
-    place.compact_history(bigint, timestamptz)
+    place.compact_history(bigint, timestamptz),
+    place.ban_user(bigint, timestamptz, text),
+    place.unban_user(bigint),
+    place.restore_region(bigint, int, int, int, int, timestamptz),
+    place.revert_user(bigint, bigint, timestamptz)
 FROM PUBLIC;

@@ -97,6 +97,15 @@ CREATE TABLE place.keyframes (
 CREATE INDEX keyframes_time_idx ON place.keyframes (board_id, taken_at);
 COMMENT ON TABLE place.keyframes IS 'The packed board at some seqs (every boards.keyframe_every placements), for place.board_at';
 
+-- Users who may not place (until `until`; NULL: until place.unban_user).
+CREATE TABLE place.bans (
+    user_id   bigint PRIMARY KEY REFERENCES place.users (id) ON DELETE CASCADE,
+    banned_at timestamptz NOT NULL DEFAULT now(),
+    until     timestamptz,
+    reason    text
+);
+COMMENT ON TABLE place.bans IS 'Banned users (place.ban_user / unban_user): their placements are refused';
+
 -- pg_dump keeps the data of extension tables only when they are marked.
 SELECT pg_catalog.pg_extension_config_dump('place.boards', '');
 SELECT pg_catalog.pg_extension_config_dump('place.boards_id_seq', '');
@@ -107,7 +116,8 @@ SELECT pg_catalog.pg_extension_config_dump('place.user_tokens', '');
 SELECT pg_catalog.pg_extension_config_dump('place.placements', '');
 SELECT pg_catalog.pg_extension_config_dump('place.cooldowns', '');
 SELECT pg_catalog.pg_extension_config_dump('place.keyframes', '');
+SELECT pg_catalog.pg_extension_config_dump('place.bans', '');
 
 GRANT USAGE ON SCHEMA place TO PUBLIC;
 -- Boards are public: anyone may read them (board_bits and get_tile read the chunks).
-GRANT SELECT ON place.boards, place.board_chunks, place.users, place.placements, place.cooldowns, place.keyframes TO PUBLIC;
+GRANT SELECT ON place.boards, place.board_chunks, place.users, place.placements, place.cooldowns, place.keyframes, place.bans TO PUBLIC;

@@ -13,6 +13,7 @@
 //! - [`placing`]: `place` and `place_many`, the atomic place-with-cooldown.
 //! - [`cooldowns`]: each user's last placement per board, claimed atomically.
 //! - [`notify`]: the payload builders the triggers call.
+//! - [`moderation`]: bans; restoring a region and reverting a user as ordinary placements.
 //! - [`history`]: tile and user history (paged by seq), the board as rows.
 //! - [`render`]: the board as a PNG.
 //! - [`timetravel`]: keyframes, the board at a seq or a time, compacting the history.
@@ -28,6 +29,7 @@ pub mod boards;
 pub mod cooldowns;
 pub mod history;
 pub mod input;
+pub mod moderation;
 pub mod notify;
 pub mod placing;
 pub mod render;

@@ -153,7 +153,7 @@ fn apply(
     let mut users: Vec<i64> = items.iter().map(|item| item.user).collect();
     users.sort_unstable();
     users.dedup();
-    check_users_exist(client, &users, &items, label);
+    check_users(client, &board, &users, &items, label);
     // SAFETY: a plain clock read.
     let now = unsafe { pg_sys::GetCurrentTimestamp() };
     let claimed = claim(client, &board, &users, now);
@@ -181,14 +181,7 @@ fn apply(
     let first_seq = if accepted.is_empty() {
         0
     } else {
-        write_tiles(client, &board, &accepted);
-        let first_seq = bump_seq(client, &board, accepted.len() as i64);
-        append_history(client, board.id, first_seq, &accepted, now);
-        let last_seq = first_seq + accepted.len() as i64 - 1;
-        if crate::timetravel::crosses_keyframe(&board, first_seq, last_seq) {
-            crate::timetravel::write_keyframe(client, &board, last_seq, now);
-        }
-        first_seq
+        commit_tiles(client, &board, &accepted, now, true)
     };
     decided
         .into_iter()
@@ -205,23 +198,61 @@ fn apply(
         .collect()
 }
 
+/// Writes accepted placements: tiles, seqs, history (and its NOTIFY), a keyframe when one
+/// is due. Returns the first seq. `require_open`: refuse unless the board is open (the
+/// moderation functions write on paused boards too).
+pub fn commit_tiles(
+    client: &mut SpiClient<'_>,
+    board: &Board,
+    accepted: &[&Item],
+    now: pg_sys::TimestampTz,
+    require_open: bool,
+) -> i64 {
+    write_tiles(client, board, accepted);
+    let first_seq = bump_seq(client, board, accepted.len() as i64, require_open);
+    append_history(client, board.id, first_seq, accepted, now);
+    let last_seq = first_seq + accepted.len() as i64 - 1;
+    if crate::timetravel::crosses_keyframe(board, first_seq, last_seq) {
+        crate::timetravel::write_keyframe(client, board, last_seq, now);
+    }
+    first_seq
+}
+
 fn timestamp(t: pg_sys::TimestampTz) -> TimestampWithTimeZone {
     TimestampWithTimeZone::try_from(t).expect("cooldowns are capped, so times stay in range")
 }
 
 static MISSING_USERS: Statement = Statement {
-    sql: "SELECT u FROM unnest($1::bigint[]) AS u WHERE NOT EXISTS (SELECT 1 FROM place.users WHERE id = u)",
+    sql: "SELECT u, NULL::text FROM unnest($1::bigint[]) AS u \
+          WHERE NOT EXISTS (SELECT 1 FROM place.users WHERE id = u)",
     params: &[pg_sys::INT8ARRAYOID],
 };
 
-fn check_users_exist(client: &mut SpiClient<'_>, users: &[i64], items: &[Item], label: &dyn Label) {
-    if let Some(row) = run(client, &MISSING_USERS, &[users.to_vec().into()]).next() {
+static MISSING_OR_BANNED_USERS: Statement = Statement {
+    sql: "SELECT u, CASE WHEN NOT EXISTS (SELECT 1 FROM place.users WHERE id = u) THEN NULL \
+                    ELSE format('user %s is banned%s%s', u, \
+                                ' until ' || b.until, ' (' || b.reason || ')') END \
+          FROM unnest($1::bigint[]) AS u LEFT JOIN place.bans b \
+               ON b.user_id = u AND (b.until IS NULL OR b.until > now()) \
+          WHERE b.user_id IS NOT NULL OR NOT EXISTS (SELECT 1 FROM place.users WHERE id = u) \
+          ORDER BY u LIMIT 1",
+    params: &[pg_sys::INT8ARRAYOID],
+};
+
+/// Refuses the call if a user does not exist (42704) or is banned (42501).
+fn check_users(client: &mut SpiClient<'_>, board: &Board, users: &[i64], items: &[Item], label: &dyn Label) {
+    // A database still on a schema without bans (before ALTER EXTENSION UPDATE) has none.
+    let statement = if board.has_bans { &MISSING_OR_BANNED_USERS } else { &MISSING_USERS };
+    if let Some(row) = run(client, statement, &[users.to_vec().into()]).next() {
         let user = column::<i64>(&row, 1);
         let i = items.iter().position(|item| item.user == user).unwrap_or(0);
-        undefined(format!(
-            "{} = {user}: there is no such user",
-            label.label("user_id", i)
-        ));
+        match row.get::<String>(2).ok().flatten() {
+            Some(banned) => fail(PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE, banned),
+            None => undefined(format!(
+                "{} = {user}: there is no such user",
+                label.label("user_id", i)
+            )),
+        }
     }
 }
 

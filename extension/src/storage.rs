@@ -27,6 +27,8 @@ pub struct Board {
     pub state: String,
     pub seq: i64,
     pub keyframe_every: Option<i64>,
+    /// Whether this database's schema has place.bans (0.2.0 on).
+    pub has_bans: bool,
     pub history_from: i64,
 }
 
@@ -36,7 +38,8 @@ pub struct Board {
 macro_rules! select_board {
     () => {
         "SELECT *, cardinality(palette) AS colors, \
-         (extract(epoch FROM cooldown) * 1000000)::bigint AS cooldown_us \
+         (extract(epoch FROM cooldown) * 1000000)::bigint AS cooldown_us, \
+         to_regclass('place.bans') IS NOT NULL AS has_bans \
          FROM place.boards WHERE id = $1"
     };
 }
@@ -85,6 +88,7 @@ impl Board {
             // Absent before 0.2.0: no keyframes are written, the history is whole.
             keyframe_every: optional::<i32>(&row, "keyframe_every").map(i64::from),
             history_from: optional(&row, "history_from").unwrap_or(0),
+            has_bans: named(&row, "has_bans"),
         }
     }
 
@@ -270,13 +274,15 @@ static BUMP_SEQ: Statement = Statement {
 
 /// Takes the board's row (held until commit) and `count` seqs; returns the first. The
 /// board must still be as the call saw it before it waited here.
-pub fn bump_seq(client: &mut SpiClient<'_>, board: &Board, count: i64) -> i64 {
+pub fn bump_seq(client: &mut SpiClient<'_>, board: &Board, count: i64, require_open: bool) -> i64 {
     let mut rows = run(client, &BUMP_SEQ, &[board.id.into(), count.into()]);
     let Some(row) = rows.next() else {
         undefined(format!("board {} does not exist", board.id));
     };
     let get_i32 = |i| column::<i32>(&row, i);
-    check_open(board.id, &board.name, &column::<String>(&row, 2));
+    if require_open {
+        check_open(board.id, &board.name, &column::<String>(&row, 2));
+    }
     let same = (get_i32(3), get_i32(4), get_i32(5) as u32, get_i32(6))
         == (board.width, board.height, board.tile.bits(), board.colors);
     if !same {

@@ -106,6 +106,8 @@ pub fn from_db(error: &tokio_postgres::Error) -> RpcError {
             format!("{message} (the session's user was deleted)"),
         ),
         "42704" => RpcError::new(UNKNOWN_BOARD, message),
+        // A banned user (place.ban_user).
+        "42501" => RpcError::new(NOT_AUTHORIZED, message),
         // Class 22 (data exception): the caller's values (a NUL in a string, a number out
         // of range...).
         code if code.starts_with("22") => RpcError::invalid_params(message),

@@ -1,0 +1,209 @@
+//! Moderation: bans, and undoing damage. Repairs are written as ordinary placements by the
+//! user named `moderation` (created on first use), so the history stays append-only and
+//! every client sees them as normal events.
+
+use crate::input::{invalid, out_of_range, required, undefined};
+use crate::placing::{commit_tiles, Item};
+use crate::spi::{column, run, Statement};
+use crate::storage::{read_packed, Board};
+use crate::timetravel::{board_at, seq_at};
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+use pgrx::spi::SpiClient;
+
+/// The name of the user that moderation placements are made by.
+pub const MODERATION_USER: &str = "moderation";
+
+/// The most tiles one restore_region call may cover (a 1000x1000 region).
+pub const MAX_REGION_TILES: i64 = 1_000_000;
+
+static USER_EXISTS: Statement = Statement {
+    sql: "SELECT 1 FROM place.users WHERE id = $1",
+    params: &[pg_sys::INT8OID],
+};
+
+fn check_user(client: &mut SpiClient<'_>, user_id: i64) {
+    if run(client, &USER_EXISTS, &[user_id.into()]).next().is_none() {
+        undefined(format!("user_id = {user_id}: there is no such user"));
+    }
+}
+
+static BAN: Statement = Statement {
+    sql: "INSERT INTO place.bans (user_id, until, reason) VALUES ($1, $2, $3) \
+          ON CONFLICT (user_id) DO UPDATE \
+          SET banned_at = now(), until = excluded.until, reason = excluded.reason",
+    params: &[pg_sys::INT8OID, pg_sys::TIMESTAMPTZOID, pg_sys::TEXTOID],
+};
+
+/// Bans a user until `until` (NULL: until unbanned): their placements are refused
+/// (SQLSTATE 42501) on every board. Banning again replaces the ban.
+#[pg_extern(volatile, parallel_unsafe)]
+fn ban_user(
+    user_id: Option<i64>,
+    until: default!(Option<TimestampWithTimeZone>, "NULL"),
+    reason: default!(Option<&str>, "NULL"),
+) {
+    let user_id = required("user_id", user_id);
+    // SAFETY: a plain clock read.
+    let now = unsafe { pg_sys::GetCurrentTimestamp() };
+    if let Some(until) = until {
+        if pg_sys::TimestampTz::from(until) <= now {
+            invalid("until must be in the future (or NULL: until unbanned)".to_string());
+        }
+    }
+    Spi::connect_mut(|client| {
+        check_user(client, user_id);
+        run(client, &BAN, &[user_id.into(), until.into(), reason.into()]);
+    })
+}
+
+static UNBAN: Statement = Statement {
+    sql: "DELETE FROM place.bans WHERE user_id = $1",
+    params: &[pg_sys::INT8OID],
+};
+
+/// Lifts a user's ban; returns whether there was one.
+#[pg_extern(volatile, parallel_unsafe)]
+fn unban_user(user_id: Option<i64>) -> bool {
+    let user_id = required("user_id", user_id);
+    Spi::connect_mut(|client| {
+        check_user(client, user_id);
+        run(client, &UNBAN, &[user_id.into()]).len() > 0
+    })
+}
+
+static MODERATOR: Statement = Statement {
+    sql: "WITH made AS (INSERT INTO place.users (name) VALUES ($1) ON CONFLICT (name) DO NOTHING RETURNING id) \
+          SELECT id FROM made UNION ALL SELECT id FROM place.users WHERE name = $1",
+    params: &[pg_sys::TEXTOID],
+};
+
+fn moderator(client: &mut SpiClient<'_>) -> i64 {
+    run(client, &MODERATOR, &[MODERATION_USER.into()])
+        .next()
+        .map(|row| column::<i64>(&row, 1))
+        .expect("the moderation user exists or was just made")
+}
+
+/// Places `tiles` (x, y, color) as the moderation user, on the board's row lock like any
+/// placement, whatever the board's state and without a cooldown. Returns how many.
+fn repair(client: &mut SpiClient<'_>, board: &Board, tiles: Vec<(i32, i32, i32)>) -> i32 {
+    if tiles.is_empty() {
+        return 0;
+    }
+    let user = moderator(client);
+    let items: Vec<Item> = tiles
+        .into_iter()
+        .map(|(x, y, color)| Item { user, x, y, color })
+        .collect();
+    let accepted: Vec<&Item> = items.iter().collect();
+    // SAFETY: a plain clock read.
+    let now = unsafe { pg_sys::GetCurrentTimestamp() };
+    commit_tiles(client, board, &accepted, now, false);
+    items.len() as i32
+}
+
+/// Puts the rectangle back as it was at `at`: every tile in it that differs is placed
+/// again with its colour then. Returns how many tiles were placed.
+#[pg_extern(volatile, parallel_unsafe)]
+fn restore_region(
+    board_id: Option<i64>,
+    x: Option<i32>,
+    y: Option<i32>,
+    width: Option<i32>,
+    height: Option<i32>,
+    at: Option<TimestampWithTimeZone>,
+) -> i32 {
+    let board_id = required("board_id", board_id);
+    let (x, y) = (required("x", x), required("y", y));
+    let (width, height) = (required("width", width), required("height", height));
+    let at = required("at", at);
+    Spi::connect_mut(|client| {
+        let board = Board::load(client, board_id, false);
+        if width < 1 || height < 1 || i64::from(width) * i64::from(height) > MAX_REGION_TILES {
+            out_of_range(format!(
+                "a {width}x{height} region is not allowed: width and height at least 1, at most {MAX_REGION_TILES} tiles"
+            ));
+        }
+        board.check_coordinate('x', "x", x);
+        board.check_coordinate('y', "y", y);
+        board.check_coordinate('x', "x + width - 1", x + (width - 1));
+        board.check_coordinate('y', "y + height - 1", y + (height - 1));
+        let seq = seq_at(client, &board, at);
+        let past = board_at(client, &board, seq);
+        let (_, now) = read_packed(client, board_id);
+        let tile = board.tile;
+        let mut tiles = Vec::new();
+        for ty in y..y + height {
+            for tx in x..x + width {
+                let n = i64::from(tx) + i64::from(board.width) * i64::from(ty);
+                let then = tile.get(&past, n).expect("inside the board");
+                if then != tile.get(&now, n).expect("inside the board") {
+                    tiles.push((tx, ty, i32::from(then)));
+                }
+            }
+        }
+        repair(client, &board, tiles)
+    })
+}
+
+static USERS_TILES_ON_TOP: Statement = Statement {
+    // Tiles the user placed since `since` whose newest placement is still theirs, and the
+    // colour each had before the user's placements since then (NULL: none in the history).
+    sql: "WITH touched AS ( \
+              SELECT DISTINCT x, y FROM place.placements \
+              WHERE board_id = $1 AND user_id = $2 AND placed_at >= $3), \
+          top AS ( \
+              SELECT t.x, t.y, \
+                     (SELECT p.user_id FROM place.placements p \
+                      WHERE p.board_id = $1 AND p.x = t.x AND p.y = t.y ORDER BY p.seq DESC LIMIT 1) AS user_id, \
+                     (SELECT p.color FROM place.placements p \
+                      WHERE p.board_id = $1 AND p.x = t.x AND p.y = t.y \
+                        AND NOT (p.user_id = $2 AND p.placed_at >= $3) \
+                      ORDER BY p.seq DESC LIMIT 1) AS before \
+              FROM touched t) \
+          SELECT x, y, before FROM top WHERE user_id = $2 ORDER BY y, x",
+    params: &[pg_sys::INT8OID, pg_sys::INT8OID, pg_sys::TIMESTAMPTZOID],
+};
+
+/// Undoes the tiles a user placed since `since` that are still on top: each goes back to
+/// the colour it had before. Returns how many tiles were placed.
+#[pg_extern(volatile, parallel_unsafe)]
+fn revert_user(
+    board_id: Option<i64>,
+    user_id: Option<i64>,
+    since: Option<TimestampWithTimeZone>,
+) -> i32 {
+    let board_id = required("board_id", board_id);
+    let user_id = required("user_id", user_id);
+    let since = required("since", since);
+    Spi::connect_mut(|client| {
+        let board = Board::load(client, board_id, false);
+        check_user(client, user_id);
+        let rows: Vec<(i32, i32, Option<i32>)> =
+            run(client, &USERS_TILES_ON_TOP, &[board_id.into(), user_id.into(), since.into()])
+                .map(|row| (column::<i32>(&row, 1), column::<i32>(&row, 2), row.get::<i32>(3).ok().flatten()))
+                .collect();
+        // A tile with no earlier placement kept was as the oldest board kept shows it: the
+        // empty board, or the keyframe the history was compacted to.
+        let oldest = rows
+            .iter()
+            .any(|(_, _, before)| before.is_none())
+            .then(|| board_at(client, &board, board.history_from));
+        let (_, now) = read_packed(client, board_id);
+        let tiles = rows
+            .into_iter()
+            .map(|(x, y, before)| {
+                let n = i64::from(x) + i64::from(board.width) * i64::from(y);
+                let color = before.unwrap_or_else(|| {
+                    let oldest = oldest.as_ref().expect("read when needed");
+                    i32::from(board.tile.get(oldest, n).expect("inside the board"))
+                });
+                (x, y, color, i32::from(board.tile.get(&now, n).expect("inside the board")))
+            })
+            .filter(|(_, _, color, current)| color != current)
+            .map(|(x, y, color, _)| (x, y, color))
+            .collect();
+        repair(client, &board, tiles)
+    })
+}
