@@ -32,7 +32,9 @@ COMMENT ON FUNCTION place.bitfield_set(bytea, int, bigint, int) IS
 COMMENT ON FUNCTION place.set_cooldown(bigint, interval) IS
     'Changes a board''s cooldown at once (0 to 366 days); listeners get a settings notification.';
 COMMENT ON FUNCTION place.set_board_state(bigint, text) IS
-    'open or paused (a paused board refuses placements); listeners get a settings notification.';
+    'open, paused, frozen or closed (only an open board takes placements); listeners get a settings notification.';
+COMMENT ON FUNCTION place.set_palette(bigint, text[]) IS
+    'Replaces the palette (#rrggbb strings, at most 2^bits_per_tile); it must still name every colour on the board. Listeners get a settings notification.';
 COMMENT ON FUNCTION place._placement_payloads(bigint[], bigint[], int[], int[], int[], bigint[], timestamptz[]) IS
     'Internal: the NOTIFY payloads for rows inserted into place.placements.';
 COMMENT ON FUNCTION place._apply_tiles(bytea, int, bigint[], int[]) IS
@@ -100,6 +102,8 @@ ALTER FUNCTION place.build_keyframes(bigint)
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION place.compact_history(bigint, timestamptz)
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION place.set_palette(bigint, text[])
+    SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION place.ban_user(bigint, timestamptz, text)
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION place.unban_user(bigint)
@@ -118,6 +122,7 @@ REVOKE EXECUTE ON FUNCTION
     place.set_keyframe_every(bigint, int),
     place.build_keyframes(bigint),
     place.compact_history(bigint, timestamptz),
+    place.set_palette(bigint, text[]),
     place.ban_user(bigint, timestamptz, text),
     place.unban_user(bigint),
     place.restore_region(bigint, int, int, int, int, timestamptz),

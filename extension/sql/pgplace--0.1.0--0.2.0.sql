@@ -1,12 +1,15 @@
 -- pgplace 0.1.0 -> 0.2.0 (ALTER EXTENSION pgplace UPDATE): history queries, keyframes and
--- time travel, PNG rendering, moderation, and writers that run as the extension's owner.
+-- time travel, PNG rendering, palettes and board states, moderation, and writers that run
+-- as the extension's owner.
 -- Checked by tests/upgrade/run.sh: an updated database must be exactly a fresh 0.2.0.
 \echo Use "ALTER EXTENSION pgplace UPDATE" to load this file. \quit
 
--- Keyframes, history retention, bans (schema.sql).
+-- Keyframes, history retention, board states, bans (schema.sql).
 ALTER TABLE place.boards
     ADD COLUMN keyframe_every int NOT NULL DEFAULT 10000 CHECK (keyframe_every > 0),
-    ADD COLUMN history_from bigint NOT NULL DEFAULT 0 CHECK (history_from >= 0);
+    ADD COLUMN history_from bigint NOT NULL DEFAULT 0 CHECK (history_from >= 0),
+    DROP CONSTRAINT boards_state_check,
+    ADD CONSTRAINT boards_state_check CHECK (state IN ('open', 'paused', 'frozen', 'closed'));
 -- Snapshots of whole boards, so that the board at any seq is a keyframe plus at most
 -- keyframe_every placements replayed (place.board_at, place.board_at_seq).
 CREATE TABLE place.keyframes (
@@ -139,6 +142,14 @@ STABLE PARALLEL SAFE
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'render_png_wrapper';
 
+CREATE  FUNCTION "set_palette"(
+	"board_id" bigint, /* Option < i64 > */
+	"palette" TEXT[] /* :: std :: option :: Option < Vec < Option < String > > > */
+) RETURNS void
+VOLATILE PARALLEL UNSAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'set_palette_wrapper';
+
 CREATE  FUNCTION "ban_user"(
 	"user_id" bigint, /* Option < i64 > */
 	"until" timestamp with time zone DEFAULT NULL, /* Option < TimestampWithTimeZone > */
@@ -179,6 +190,10 @@ AS 'MODULE_PATHNAME', 'revert_user_wrapper';
 -- How they run, and what \df+ shows of them (functions.sql).
 ALTER FUNCTION place.board_at_seq(bigint, bigint) SET plan_cache_mode = force_generic_plan;
 ALTER FUNCTION place.board_at(bigint, timestamptz) SET plan_cache_mode = force_generic_plan;
+COMMENT ON FUNCTION place.set_board_state(bigint, text) IS
+    'open, paused, frozen or closed (only an open board takes placements); listeners get a settings notification.';
+COMMENT ON FUNCTION place.set_palette(bigint, text[]) IS
+    'Replaces the palette (#rrggbb strings, at most 2^bits_per_tile); it must still name every colour on the board. Listeners get a settings notification.';
 COMMENT ON FUNCTION place.tile_history(bigint, int, int, bigint, int) IS
     'Who placed tile (x, y) and when, newest first: lim rows (1 to 10,000) with seq < before_seq (NULL: the newest); pass a page''s last seq for the next.';
 COMMENT ON FUNCTION place.user_history(bigint, bigint, bigint, int) IS
@@ -238,6 +253,8 @@ ALTER FUNCTION place.build_keyframes(bigint)
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION place.compact_history(bigint, timestamptz)
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION place.set_palette(bigint, text[])
+    SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION place.ban_user(bigint, timestamptz, text)
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION place.unban_user(bigint)
@@ -256,6 +273,7 @@ REVOKE EXECUTE ON FUNCTION
     place.set_keyframe_every(bigint, int),
     place.build_keyframes(bigint),
     place.compact_history(bigint, timestamptz),
+    place.set_palette(bigint, text[]),
     place.ban_user(bigint, timestamptz, text),
     place.unban_user(bigint),
     place.restore_region(bigint, int, int, int, int, timestamptz),

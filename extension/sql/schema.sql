@@ -10,7 +10,7 @@ CREATE TABLE place.boards (
     bits_per_tile int NOT NULL CHECK (bits_per_tile IN (1, 2, 4, 8)),
     palette       text[] NOT NULL,
     cooldown      interval NOT NULL CHECK (cooldown >= interval '0'),
-    state         text NOT NULL DEFAULT 'open' CHECK (state IN ('open', 'paused')),
+    state         text NOT NULL DEFAULT 'open' CHECK (state IN ('open', 'paused', 'frozen', 'closed')),
     -- Number of accepted placements = the seq of the newest one; bumped under this
     -- row's lock, so seqs are handed out gap-free in commit order.
     seq           bigint NOT NULL DEFAULT 0 CHECK (seq >= 0),

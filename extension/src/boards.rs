@@ -115,14 +115,17 @@ fn set_cooldown(board_id: Option<i64>, cooldown: Option<Interval>) {
 }
 
 /// The states `set_board_state` accepts.
-pub const STATES: [&str; 2] = ["open", "paused"];
+/// `open` takes placements; the others refuse them (55000) and tell clients why: `paused`
+/// (a break), `frozen` (the picture is final: One Million Checkboxes' ending), `closed`
+/// (the event is over). An admin may set any state at any time.
+pub const STATES: [&str; 4] = ["open", "paused", "frozen", "closed"];
 
 static SET_STATE: Statement = Statement {
     sql: "UPDATE place.boards SET state = $2 WHERE id = $1",
     params: &[pg_sys::INT8OID, pg_sys::TEXTOID],
 };
 
-/// Opens or pauses a board; a paused board refuses placements.
+/// Opens, pauses, freezes or closes a board; only an open board takes placements.
 #[pg_extern(volatile, parallel_unsafe)]
 fn set_board_state(board_id: Option<i64>, state: Option<&str>) {
     let board_id = required("board_id", board_id);
@@ -136,6 +139,37 @@ fn set_board_state(board_id: Option<i64>, state: Option<&str>) {
     Spi::connect_mut(|client| {
         Board::load(client, board_id, true);
         run(client, &SET_STATE, &[board_id.into(), state.into()]);
+    })
+}
+
+static SET_PALETTE: Statement = Statement {
+    sql: "UPDATE place.boards SET palette = $2 WHERE id = $1",
+    params: &[pg_sys::INT8OID, pg_sys::TEXTARRAYOID],
+};
+
+/// Replaces a board's palette ('#rrggbb' strings, at most 2^bits_per_tile): colours may
+/// change and be added; the palette must still name every colour on the board.
+#[pg_extern(volatile, parallel_unsafe)]
+fn set_palette(board_id: Option<i64>, palette: Option<Vec<Option<String>>>) {
+    let board_id = required("board_id", board_id);
+    let entries = required("palette", palette);
+    Spi::connect_mut(|client| {
+        // The board's row first: placements in flight finish before, later ones see it.
+        let board = Board::load(client, board_id, true);
+        let palette = validate_palette(board.tile, &entries).unwrap_or_else(|e| invalid(e.to_string()));
+        let (_, bits) = read_packed(client, board_id);
+        let highest = (0..board.tiles() as i64)
+            .map(|n| board.tile.get(&bits, n).expect("tiles inside the board"))
+            .max()
+            .unwrap_or(0);
+        if usize::from(highest) >= palette.len() {
+            invalid(format!(
+                "colour {highest} is on board {board_id}: its palette must keep at least {} colours (this one has {})",
+                usize::from(highest) + 1,
+                palette.len()
+            ));
+        }
+        run(client, &SET_PALETTE, &[board_id.into(), palette.into()]);
     })
 }
 
