@@ -1,0 +1,116 @@
+//! Knobs turned in SQL reach a live gateway session as events, and moderation shows up
+//! as ordinary placements.
+
+use pgplace_tests::gateway::{start_gateway, Http};
+use pgplace_tests::{connect, create_board, create_users_with_tokens, fresh_database};
+use serde_json::{json, Value};
+
+/// Events until one matches `wanted` (at most 20 polls).
+async fn until(http: &Http, session: &Value, wanted: impl Fn(&Value) -> bool) -> Vec<Value> {
+    let mut seen = Vec::new();
+    for _ in 0..20 {
+        let events = http.ok("session.get_events", json!([session, 5])).await;
+        for event in events.as_array().unwrap() {
+            seen.push(event.clone());
+            if wanted(event) {
+                return seen;
+            }
+        }
+    }
+    panic!("the awaited event never came; saw {seen:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn knobs_and_moderation_reach_a_live_session() {
+    let url = fresh_database("gw_knobs").await;
+    let sql = connect(&url).await;
+    let board = create_board(&sql, "knobs", (8, 4), 2, "0").await;
+    let users = create_users_with_tokens(&sql, "k", 2).await;
+    let gw = start_gateway(&url, |_| {}).await;
+    let http = Http::new(gw.addr);
+    let session = http.ok("session.create", json!([])).await;
+    http.ok("session.authorize", json!([session, users[0].1]))
+        .await;
+    http.ok(
+        "session.subscribe",
+        json!([session, "board", {"board": board}]),
+    )
+    .await;
+
+    // A palette change is a settings event with the new palette.
+    sql.execute(
+        "SELECT place.set_palette($1, ARRAY['#000000', '#ff0000', '#00ff00', '#0000ff'])",
+        &[&board],
+    )
+    .await
+    .unwrap();
+    let events = until(&http, &session, |e| e["action"] == "settings").await;
+    let palette = &events.last().unwrap()["obj"]["palette"];
+    assert_eq!(
+        palette,
+        &json!(["#000000", "#ff0000", "#00ff00", "#0000ff"])
+    );
+
+    // Frozen: the session hears it, and placing is refused with the board's state.
+    sql.execute("SELECT place.set_board_state($1, 'frozen')", &[&board])
+        .await
+        .unwrap();
+    let events = until(&http, &session, |e| e["action"] == "settings").await;
+    assert_eq!(events.last().unwrap()["obj"]["state"], "frozen");
+    let error = http
+        .call("board.place", json!([session, board, 1, 1, 1]))
+        .await
+        .unwrap_err();
+    assert_eq!(error["code"], -32006);
+    assert!(
+        error["message"].as_str().unwrap().contains("frozen"),
+        "{error}"
+    );
+    sql.execute("SELECT place.set_board_state($1, 'open')", &[&board])
+        .await
+        .unwrap();
+    until(&http, &session, |e| e["obj"]["state"] == "open").await;
+
+    // A griefer paints; revert_user puts the tile back as an ordinary, numbered event.
+    let griefer = users[1].0;
+    let before: String = sql
+        .query_one("SELECT clock_timestamp()::text", &[])
+        .await
+        .unwrap()
+        .get(0);
+    sql.execute("SELECT place.place($1, 2, 2, 3, $2)", &[&board, &griefer])
+        .await
+        .unwrap();
+    until(&http, &session, |e| e["obj"]["color"] == 3).await;
+    sql.execute(
+        "SELECT place.revert_user($1, $2, $3::text::timestamptz)",
+        &[&board, &griefer, &before],
+    )
+    .await
+    .unwrap();
+    let events = until(&http, &session, |e| e["action"] == "update").await;
+    let repair = events.last().unwrap();
+    assert_eq!(repair["old"], json!({"x": 2, "y": 2, "color": 3}));
+    assert_eq!(repair["obj"]["color"], 0);
+    assert_eq!(repair["obj"]["seq"], 2);
+    let moderator: i64 = sql
+        .query_one("SELECT id FROM place.users WHERE name = 'moderation'", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(repair["obj"]["user"], moderator);
+
+    // A banned user's session is refused as not authorized.
+    sql.execute("SELECT place.ban_user($1, NULL, 'test')", &[&users[0].0])
+        .await
+        .unwrap();
+    let error = http
+        .call("board.place", json!([session, board, 1, 1, 1]))
+        .await
+        .unwrap_err();
+    assert_eq!(error["code"], -32002);
+    assert!(
+        error["message"].as_str().unwrap().contains("banned"),
+        "{error}"
+    );
+}
