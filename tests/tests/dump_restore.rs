@@ -50,10 +50,24 @@ async fn pg_dump_and_restore_keep_the_boards_and_their_history() {
         )
         .await
         .unwrap();
+    // Keyframes, compacted history and bans are part of what must survive.
+    client
+        .batch_execute(&format!(
+            "SELECT place.set_keyframe_every({board}, 2); \
+             SELECT place.place_many({board}, ARRAY[{a}, {b}, {c}]::bigint[], '{{7,8,9}}', '{{7,8,9}}', '{{1,2,3}}'); \
+             SELECT place.compact_history({board}, (SELECT placed_at FROM place.placements WHERE board_id = {board} AND seq = 2)); \
+             SELECT place.ban_user({c}, NULL, 'dump test');",
+            a = users[0],
+            b = users[1],
+            c = users[2]
+        ))
+        .await
+        .unwrap();
     let before = (
         board_bits(&client, board).await,
         board_bits(&client, other).await,
     );
+    let tables_before = table_fingerprints(&client).await;
 
     let dump = std::env::temp_dir().join("pgplace_test_dump.custom");
     let dump = dump.to_str().unwrap();
@@ -69,12 +83,26 @@ async fn pg_dump_and_restore_keep_the_boards_and_their_history() {
         board_bits(&restored, other).await,
     );
     assert_eq!(after, before);
+    assert_eq!(table_fingerprints(&restored).await, tables_before);
     let history: i64 = restored
         .query_one("SELECT count(*) FROM place.placements", &[])
         .await
         .unwrap()
         .get(0);
-    assert_eq!(history, 5);
+    // 4 + 3 on `board` with its first 4 compacted away, 1 on `other`.
+    assert_eq!(history, 4);
+    // Time travel works on the restored copy (from the keyframe kept by the compaction).
+    let at_5: Vec<u8> = restored
+        .query_one("SELECT bits FROM place.board_at_seq($1, 5)", &[&board])
+        .await
+        .unwrap()
+        .get(0);
+    let at_5_before: Vec<u8> = client
+        .query_one("SELECT bits FROM place.board_at_seq($1, 5)", &[&board])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(at_5, at_5_before);
     let token_user: Option<i64> = restored
         .query_one("SELECT place.user_for_token($1)", &[&token])
         .await
@@ -100,8 +128,31 @@ async fn pg_dump_and_restore_keep_the_boards_and_their_history() {
         .await
         .unwrap()
         .get(0);
-    assert_eq!(seq, Some(5));
+    assert_eq!(seq, Some(8));
     let new_board = create_board(&restored, "new", (2, 2), 1, "0").await;
     assert!(new_board > other);
     std::fs::remove_file(dump).ok();
+}
+
+/// An md5 of every row of every pgplace table, by table.
+async fn table_fingerprints(client: &tokio_postgres::Client) -> Vec<(String, String)> {
+    let tables = [
+        "boards",
+        "board_chunks",
+        "users",
+        "user_tokens",
+        "placements",
+        "cooldowns",
+        "keyframes",
+        "bans",
+    ];
+    let mut out = Vec::new();
+    for table in tables {
+        let sql = format!(
+            "SELECT coalesce(md5(string_agg(t::text, '|' ORDER BY t::text)), 'empty') FROM place.{table} t"
+        );
+        let md5: String = client.query_one(&sql, &[]).await.unwrap().get(0);
+        out.push((table.to_string(), md5));
+    }
+    out
 }
