@@ -33,6 +33,8 @@ COMMENT ON FUNCTION place.set_cooldown(bigint, interval) IS
     'Changes a board''s cooldown at once (0 to 366 days); listeners get a settings notification.';
 COMMENT ON FUNCTION place.set_board_state(bigint, text) IS
     'open, paused, frozen or closed (only an open board takes placements); listeners get a settings notification.';
+COMMENT ON FUNCTION place.resize_board(bigint, int, int) IS
+    'Grows or shrinks a board, keeping its top-left part (new tiles: colour 0); the history stays, the resize belongs to the current seq. Listeners get a settings notification.';
 COMMENT ON FUNCTION place.set_palette(bigint, text[]) IS
     'Replaces the palette (#rrggbb strings, at most 2^bits_per_tile); it must still name every colour on the board. Listeners get a settings notification.';
 COMMENT ON FUNCTION place._placement_payloads(bigint[], bigint[], int[], int[], int[], bigint[], timestamptz[]) IS
@@ -102,6 +104,8 @@ ALTER FUNCTION place.build_keyframes(bigint)
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION place.compact_history(bigint, timestamptz)
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION place.resize_board(bigint, int, int)
+    SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION place.set_palette(bigint, text[])
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION place.ban_user(bigint, timestamptz, text)
@@ -122,6 +126,7 @@ REVOKE EXECUTE ON FUNCTION
     place.set_keyframe_every(bigint, int),
     place.build_keyframes(bigint),
     place.compact_history(bigint, timestamptz),
+    place.resize_board(bigint, int, int),
     place.set_palette(bigint, text[]),
     place.ban_user(bigint, timestamptz, text),
     place.unban_user(bigint),

@@ -1,5 +1,5 @@
 -- pgplace 0.1.0 -> 0.2.0 (ALTER EXTENSION pgplace UPDATE): history queries, keyframes and
--- time travel, PNG rendering, palettes and board states, moderation, and writers that run
+-- time travel, PNG rendering, resizing, palettes and board states, moderation, and writers that run
 -- as the extension's owner.
 -- Checked by tests/upgrade/run.sh: an updated database must be exactly a fresh 0.2.0.
 \echo Use "ALTER EXTENSION pgplace UPDATE" to load this file. \quit
@@ -89,6 +89,8 @@ CREATE  FUNCTION "board_at_seq"(
 	"seq" bigint /* Option < i64 > */
 ) RETURNS TABLE (
 	"seq" bigint,  /* i64 */
+	"width" INT,  /* i32 */
+	"height" INT,  /* i32 */
 	"bits" bytea  /* Vec < u8 > */
 )
 STABLE PARALLEL SAFE
@@ -100,6 +102,8 @@ CREATE  FUNCTION "board_at"(
 	"at" timestamp with time zone /* Option < TimestampWithTimeZone > */
 ) RETURNS TABLE (
 	"seq" bigint,  /* i64 */
+	"width" INT,  /* i32 */
+	"height" INT,  /* i32 */
 	"bits" bytea  /* Vec < u8 > */
 )
 STABLE PARALLEL SAFE 
@@ -141,6 +145,15 @@ CREATE  FUNCTION "render_png"(
 STABLE PARALLEL SAFE
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'render_png_wrapper';
+
+CREATE  FUNCTION "resize_board"(
+	"board_id" bigint, /* Option < i64 > */
+	"width" INT, /* Option < i32 > */
+	"height" INT /* Option < i32 > */
+) RETURNS void
+VOLATILE PARALLEL UNSAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'resize_board_wrapper';
 
 CREATE  FUNCTION "set_palette"(
 	"board_id" bigint, /* Option < i64 > */
@@ -192,6 +205,8 @@ ALTER FUNCTION place.board_at_seq(bigint, bigint) SET plan_cache_mode = force_ge
 ALTER FUNCTION place.board_at(bigint, timestamptz) SET plan_cache_mode = force_generic_plan;
 COMMENT ON FUNCTION place.set_board_state(bigint, text) IS
     'open, paused, frozen or closed (only an open board takes placements); listeners get a settings notification.';
+COMMENT ON FUNCTION place.resize_board(bigint, int, int) IS
+    'Grows or shrinks a board, keeping its top-left part (new tiles: colour 0); the history stays, the resize belongs to the current seq. Listeners get a settings notification.';
 COMMENT ON FUNCTION place.set_palette(bigint, text[]) IS
     'Replaces the palette (#rrggbb strings, at most 2^bits_per_tile); it must still name every colour on the board. Listeners get a settings notification.';
 COMMENT ON FUNCTION place.tile_history(bigint, int, int, bigint, int) IS
@@ -253,6 +268,8 @@ ALTER FUNCTION place.build_keyframes(bigint)
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION place.compact_history(bigint, timestamptz)
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION place.resize_board(bigint, int, int)
+    SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION place.set_palette(bigint, text[])
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION place.ban_user(bigint, timestamptz, text)
@@ -273,6 +290,7 @@ REVOKE EXECUTE ON FUNCTION
     place.set_keyframe_every(bigint, int),
     place.build_keyframes(bigint),
     place.compact_history(bigint, timestamptz),
+    place.resize_board(bigint, int, int),
     place.set_palette(bigint, text[]),
     place.ban_user(bigint, timestamptz, text),
     place.unban_user(bigint),

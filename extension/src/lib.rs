@@ -16,6 +16,7 @@
 //! - [`moderation`]: bans; restoring a region and reverting a user as ordinary placements.
 //! - [`history`]: tile and user history (paged by seq), the board as rows.
 //! - [`render`]: the board as a PNG.
+//! - [`resize`]: growing and shrinking a board.
 //! - [`timetravel`]: keyframes, the board at a seq or a time, compacting the history.
 //! - [`spi`]: statements planned once per backend.
 //!
@@ -33,6 +34,7 @@ pub mod moderation;
 pub mod notify;
 pub mod placing;
 pub mod render;
+pub mod resize;
 pub mod spi;
 pub mod storage;
 pub mod timetravel;

@@ -137,7 +137,10 @@ fn restore_region(
         for ty in y..y + height {
             for tx in x..x + width {
                 let n = i64::from(tx) + i64::from(board.width) * i64::from(ty);
-                let then = tile.get(&past, n).expect("inside the board");
+                // Tiles the board did not reach then (it grew since) stay as they are.
+                let Some(then) = past.color(tile, tx, ty) else {
+                    continue;
+                };
                 if then != tile.get(&now, n).expect("inside the board") {
                     tiles.push((tx, ty, i32::from(then)));
                 }
@@ -197,7 +200,7 @@ fn revert_user(
                 let n = i64::from(x) + i64::from(board.width) * i64::from(y);
                 let color = before.unwrap_or_else(|| {
                     let oldest = oldest.as_ref().expect("read when needed");
-                    i32::from(board.tile.get(oldest, n).expect("inside the board"))
+                    i32::from(oldest.color(board.tile, x, y).unwrap_or(0))
                 });
                 (x, y, color, i32::from(board.tile.get(&now, n).expect("inside the board")))
             })

@@ -3,7 +3,7 @@
 use crate::input::{fail, required};
 use crate::spi::{column, run, Statement};
 use crate::storage::{read_packed, Board};
-use crate::timetravel::{board_at, seq_at};
+use crate::timetravel::{board_at, seq_at, Past};
 use pgplace_core::png::{render, RenderError, RenderOptions};
 use pgrx::prelude::*;
 use pgrx::{pg_sys, PgSqlErrorCode};
@@ -41,10 +41,14 @@ fn render_png(
         width: width.map(i64::from),
         height: height.map(i64::from),
     };
-    let (board, bits, palette) = Spi::connect_mut(|client| {
+    let (board, past, palette) = Spi::connect_mut(|client| {
         let board = Board::load(client, board_id, false);
-        let bits = match at {
-            None => read_packed(client, board_id).1,
+        let past = match at {
+            None => Past {
+                width: board.width,
+                height: board.height,
+                bits: read_packed(client, board_id).1,
+            },
             Some(at) => {
                 let seq = seq_at(client, &board, at);
                 board_at(client, &board, seq)
@@ -54,12 +58,13 @@ fn render_png(
             .next()
             .map(|row| column::<Vec<String>>(&row, 1))
             .unwrap_or_default();
-        (board, bits, palette)
+        (board, past, palette)
     });
+    // The board's size then (it may have been resized since).
     render(
-        &bits,
-        board.width as u32,
-        board.height as u32,
+        &past.bits,
+        past.width as u32,
+        past.height as u32,
         board.tile,
         &palette,
         &options,

@@ -161,6 +161,12 @@ static INSERT_CHUNKS: Statement = Statement {
     params: &[pg_sys::INT8OID, pg_sys::BYTEAARRAYOID],
 };
 
+/// Stores a packed board as its chunk rows.
+pub fn insert_chunks(client: &mut SpiClient<'_>, board_id: i64, packed: &[u8]) {
+    let chunks: Vec<Vec<u8>> = packed.chunks(CHUNK_BYTES).map(<[u8]>::to_vec).collect();
+    run(client, &INSERT_CHUNKS, &[board_id.into(), chunks.into()]);
+}
+
 pub fn insert_empty_chunks(client: &mut SpiClient<'_>, board_id: i64, packed_len: usize) {
     run(
         client,

@@ -57,8 +57,25 @@ static REPLAY: Statement = Statement {
     params: &[pg_sys::INT8OID, pg_sys::INT8OID, pg_sys::INT8OID],
 };
 
-/// The packed board right after placement `seq` (0: before the first).
-pub fn board_at(client: &mut SpiClient<'_>, board: &Board, seq: i64) -> Vec<u8> {
+/// A board as it was: its size then and its packed tiles.
+pub struct Past {
+    pub width: i32,
+    pub height: i32,
+    pub bits: Vec<u8>,
+}
+
+impl Past {
+    /// The colour of tile (x, y) then; None where the board did not reach (it was resized).
+    pub fn color(&self, tile: TileWidth, x: i32, y: i32) -> Option<u8> {
+        if x >= self.width || y >= self.height {
+            return None;
+        }
+        tile.get(&self.bits, i64::from(x) + i64::from(self.width) * i64::from(y)).ok()
+    }
+}
+
+/// The board right after placement `seq` (0: before the first) and any resize at that seq.
+pub fn board_at(client: &mut SpiClient<'_>, board: &Board, seq: i64) -> Past {
     if seq < 0 || seq > board.seq {
         out_of_range(format!(
             "seq = {seq} is outside the history of board {} (0 to {})",
@@ -79,16 +96,22 @@ pub fn board_at(client: &mut SpiClient<'_>, board: &Board, seq: i64) -> Vec<u8> 
         (
             column::<i64>(&row, 1),
             column::<i32>(&row, 2),
+            column::<i32>(&row, 3),
             tile,
             column::<Vec<u8>>(&row, 5),
         )
     });
-    let (from, width, tile, mut bits) = match base {
+    let (from, width, height, tile, mut bits) = match base {
         Some(base) => base,
-        // Without a keyframe, the history starts at seq 1 from an empty board.
-        None if board.history_from == 0 => {
-            (0, board.width, board.tile, vec![0; board.packed_len()])
-        }
+        // Without a keyframe, the history starts at seq 1 from an empty board (of today's
+        // size: a resize first stores the board before it as a keyframe).
+        None if board.history_from == 0 => (
+            0,
+            board.width,
+            board.height,
+            board.tile,
+            vec![0; board.packed_len()],
+        ),
         None => compacted(board),
     };
     let row = run(client, &REPLAY, &[board.id.into(), from.into(), seq.into()])
@@ -117,7 +140,7 @@ pub fn board_at(client: &mut SpiClient<'_>, board: &Board, seq: i64) -> Vec<u8> 
             )
         });
     }
-    bits
+    Past { width, height, bits }
 }
 
 /// The keyframe interval of a board in a database of this version.
@@ -186,37 +209,53 @@ pub fn seq_at(client: &mut SpiClient<'_>, board: &Board, at: TimestampWithTimeZo
     .unwrap_or(low)
 }
 
-/// The packed board right after placement `seq` (0: the empty board), from the nearest
-/// keyframe and the history after it.
+/// The packed board right after placement `seq` (0: the empty board) and its size then,
+/// from the nearest keyframe and the history after it.
 #[pg_extern(stable, parallel_safe)]
 fn board_at_seq(
     board_id: Option<i64>,
     seq: Option<i64>,
-) -> TableIterator<'static, (name!(seq, i64), name!(bits, Vec<u8>))> {
+) -> TableIterator<
+    'static,
+    (
+        name!(seq, i64),
+        name!(width, i32),
+        name!(height, i32),
+        name!(bits, Vec<u8>),
+    ),
+> {
     let board_id = required("board_id", board_id);
     let seq = required("seq", seq);
-    let bits = Spi::connect_mut(|client| {
+    let past = Spi::connect_mut(|client| {
         let board = Board::load(client, board_id, false);
         board_at(client, &board, seq)
     });
-    TableIterator::once((seq, bits))
+    TableIterator::once((seq, past.width, past.height, past.bits))
 }
 
-/// The packed board as it was at `at`, and its seq: right after the newest placement
-/// stamped at or before `at` (seq 0, the empty board, before the first).
+/// The packed board as it was at `at`, its size then and its seq: right after the newest
+/// placement stamped at or before `at` (seq 0, the empty board, before the first).
 #[pg_extern(stable, parallel_safe, name = "board_at")]
 fn board_at_time(
     board_id: Option<i64>,
     at: Option<TimestampWithTimeZone>,
-) -> TableIterator<'static, (name!(seq, i64), name!(bits, Vec<u8>))> {
+) -> TableIterator<
+    'static,
+    (
+        name!(seq, i64),
+        name!(width, i32),
+        name!(height, i32),
+        name!(bits, Vec<u8>),
+    ),
+> {
     let board_id = required("board_id", board_id);
     let at = required("at", at);
-    let (seq, bits) = Spi::connect_mut(|client| {
+    let (seq, past) = Spi::connect_mut(|client| {
         let board = Board::load(client, board_id, false);
         let seq = seq_at(client, &board, at);
         (seq, board_at(client, &board, seq))
     });
-    TableIterator::once((seq, bits))
+    TableIterator::once((seq, past.width, past.height, past.bits))
 }
 
 static SET_KEYFRAME_EVERY: Statement = Statement {
@@ -264,15 +303,15 @@ static INSERT_KEYFRAME: Statement = Statement {
     ],
 };
 
-fn store_keyframe(client: &mut SpiClient<'_>, board: &Board, seq: i64, bits: Vec<u8>) -> usize {
+fn store_keyframe(client: &mut SpiClient<'_>, board: &Board, seq: i64, past: Past) -> usize {
     let bits_per_tile = board.tile.bits() as i32;
     let args = [
         board.id.into(),
         seq.into(),
-        board.width.into(),
-        board.height.into(),
+        past.width.into(),
+        past.height.into(),
         bits_per_tile.into(),
-        bits.into(),
+        past.bits.into(),
     ];
     run(client, &INSERT_KEYFRAME, &args).len()
 }
@@ -288,8 +327,8 @@ fn build_keyframes(board_id: Option<i64>) -> i64 {
         let mut written = 0;
         let mut seq = (board.history_from / every + 1) * every;
         while seq <= board.seq {
-            let bits = board_at(client, &board, seq);
-            written += store_keyframe(client, &board, seq, bits) as i64;
+            let past = board_at(client, &board, seq);
+            written += store_keyframe(client, &board, seq, past) as i64;
             seq += every;
         }
         written
@@ -321,8 +360,8 @@ fn compact_history(board_id: Option<i64>, before: Option<TimestampWithTimeZone>)
         if seq <= board.history_from {
             return 0;
         }
-        let bits = board_at(client, &board, seq);
-        store_keyframe(client, &board, seq, bits);
+        let past = board_at(client, &board, seq);
+        store_keyframe(client, &board, seq, past);
         let dropped = run(client, &DROP_HISTORY, &[board_id.into(), seq.into()])
             .next()
             .map_or(0, |row| column::<i64>(&row, 1));

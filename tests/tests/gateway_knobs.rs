@@ -114,3 +114,49 @@ async fn knobs_and_moderation_reach_a_live_session() {
         "{error}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resize_resets_sessions_to_the_new_board_and_the_stream_goes_on() {
+    let url = fresh_database("gw_resize").await;
+    let sql = connect(&url).await;
+    let board = create_board(&sql, "resize", (8, 4), 4, "0").await;
+    let users = create_users_with_tokens(&sql, "r", 1).await;
+    let gw = start_gateway(&url, |_| {}).await;
+    let http = Http::new(gw.addr);
+    let session = http.ok("session.create", json!([])).await;
+    http.ok("session.authorize", json!([session, users[0].1]))
+        .await;
+    let reply = http
+        .ok(
+            "session.subscribe",
+            json!([session, "board", {"board": board, "compact": true}]),
+        )
+        .await;
+    assert_eq!(reply[1]["width"], 8);
+    http.ok("board.place", json!([session, board, 7, 3, 5]))
+        .await;
+    sql.execute("SELECT place.resize_board($1, 12, 6)", &[&board])
+        .await
+        .unwrap();
+    let events = until(&http, &session, |e| e["action"] == "reset").await;
+    let state = &events.last().unwrap()["obj"];
+    assert_eq!(
+        (state["width"].clone(), state["height"].clone()),
+        (json!(12), json!(6))
+    );
+    assert_eq!(state["seq"], 1);
+    // The reset's bits are the resized board (the tile at (7, 3) kept).
+    let (_, bits) = pgplace_tests::board_bits(&sql, board).await;
+    use base64::Engine;
+    let sent = base64::engine::general_purpose::STANDARD
+        .decode(state["bits"].as_str().unwrap())
+        .unwrap();
+    assert_eq!(sent, bits);
+    // Placing goes on at the new size, and arrives as usual.
+    let placed = http
+        .ok("board.place", json!([session, board, 11, 5, 2]))
+        .await;
+    assert_eq!(placed["seq"], 2);
+    let events = until(&http, &session, |e| e["action"] == "tiles").await;
+    assert_eq!(events.last().unwrap()["tiles"], json!([[11, 5, 2]]));
+}
