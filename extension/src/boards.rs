@@ -156,7 +156,8 @@ fn set_palette(board_id: Option<i64>, palette: Option<Vec<Option<String>>>) {
     Spi::connect_mut(|client| {
         // The board's row first: placements in flight finish before, later ones see it.
         let board = Board::load(client, board_id, true);
-        let palette = validate_palette(board.tile, &entries).unwrap_or_else(|e| invalid(e.to_string()));
+        let palette =
+            validate_palette(board.tile, &entries).unwrap_or_else(|e| invalid(e.to_string()));
         let (_, bits) = read_packed(client, board_id);
         let highest = (0..board.tiles() as i64)
             .map(|n| board.tile.get(&bits, n).expect("tiles inside the board"))

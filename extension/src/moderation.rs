@@ -23,7 +23,10 @@ static USER_EXISTS: Statement = Statement {
 };
 
 fn check_user(client: &mut SpiClient<'_>, user_id: i64) {
-    if run(client, &USER_EXISTS, &[user_id.into()]).next().is_none() {
+    if run(client, &USER_EXISTS, &[user_id.into()])
+        .next()
+        .is_none()
+    {
         undefined(format!("user_id = {user_id}: there is no such user"));
     }
 }
@@ -68,7 +71,7 @@ fn unban_user(user_id: Option<i64>) -> bool {
     let user_id = required("user_id", user_id);
     Spi::connect_mut(|client| {
         check_user(client, user_id);
-        run(client, &UNBAN, &[user_id.into()]).len() > 0
+        !run(client, &UNBAN, &[user_id.into()]).is_empty()
     })
 }
 
@@ -183,10 +186,19 @@ fn revert_user(
     Spi::connect_mut(|client| {
         let board = Board::load(client, board_id, false);
         check_user(client, user_id);
-        let rows: Vec<(i32, i32, Option<i32>)> =
-            run(client, &USERS_TILES_ON_TOP, &[board_id.into(), user_id.into(), since.into()])
-                .map(|row| (column::<i32>(&row, 1), column::<i32>(&row, 2), row.get::<i32>(3).ok().flatten()))
-                .collect();
+        let rows: Vec<(i32, i32, Option<i32>)> = run(
+            client,
+            &USERS_TILES_ON_TOP,
+            &[board_id.into(), user_id.into(), since.into()],
+        )
+        .map(|row| {
+            (
+                column::<i32>(&row, 1),
+                column::<i32>(&row, 2),
+                row.get::<i32>(3).ok().flatten(),
+            )
+        })
+        .collect();
         // A tile with no earlier placement kept was as the oldest board kept shows it: the
         // empty board, or the keyframe the history was compacted to.
         let oldest = rows
@@ -202,7 +214,12 @@ fn revert_user(
                     let oldest = oldest.as_ref().expect("read when needed");
                     i32::from(oldest.color(board.tile, x, y).unwrap_or(0))
                 });
-                (x, y, color, i32::from(board.tile.get(&now, n).expect("inside the board")))
+                (
+                    x,
+                    y,
+                    color,
+                    i32::from(board.tile.get(&now, n).expect("inside the board")),
+                )
             })
             .filter(|(_, _, color, current)| color != current)
             .map(|(x, y, color, _)| (x, y, color))

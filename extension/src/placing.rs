@@ -240,9 +240,19 @@ static MISSING_OR_BANNED_USERS: Statement = Statement {
 };
 
 /// Refuses the call if a user does not exist (42704) or is banned (42501).
-fn check_users(client: &mut SpiClient<'_>, board: &Board, users: &[i64], items: &[Item], label: &dyn Label) {
+fn check_users(
+    client: &mut SpiClient<'_>,
+    board: &Board,
+    users: &[i64],
+    items: &[Item],
+    label: &dyn Label,
+) {
     // A database still on a schema without bans (before ALTER EXTENSION UPDATE) has none.
-    let statement = if board.has_bans { &MISSING_OR_BANNED_USERS } else { &MISSING_USERS };
+    let statement = if board.has_bans {
+        &MISSING_OR_BANNED_USERS
+    } else {
+        &MISSING_USERS
+    };
     if let Some(row) = run(client, statement, &[users.to_vec().into()]).next() {
         let user = column::<i64>(&row, 1);
         let i = items.iter().position(|item| item.user == user).unwrap_or(0);

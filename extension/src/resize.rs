@@ -30,7 +30,8 @@ static SET_SIZE: Statement = Statement {
 
 static KEYFRAME: Statement = Statement {
     // $7: replace a keyframe already at this seq (the resize's own), or keep it (seq 0).
-    sql: "INSERT INTO place.keyframes (board_id, seq, taken_at, width, height, bits_per_tile, bits) \
+    sql:
+        "INSERT INTO place.keyframes (board_id, seq, taken_at, width, height, bits_per_tile, bits) \
           VALUES ($1, $2, now(), $3, $4, $5, $6) \
           ON CONFLICT (board_id, seq) DO UPDATE \
           SET taken_at = excluded.taken_at, width = excluded.width, height = excluded.height, \
@@ -75,7 +76,8 @@ fn crop(tile: TileWidth, bits: &[u8], old: (i32, i32), new: (i32, i32)) -> Vec<u
             let from = i64::from(x) + i64::from(old.0) * i64::from(y);
             let color = tile.get(bits, from).expect("inside the old board");
             let to = i64::from(x) + i64::from(new.0) * i64::from(y);
-            tile.set(&mut out, to, color.into()).expect("inside the new board");
+            tile.set(&mut out, to, color.into())
+                .expect("inside the new board");
         }
     }
     out
@@ -106,13 +108,37 @@ fn resize_board(board_id: Option<i64>, width: Option<i32>, height: Option<i32>) 
             // The board before any placement, at its first size: replays from seq 0 then
             // use that size, not today's.
             let empty = vec![0; board.packed_len()];
-            let first = Frame { seq: 0, width: board.width, height: board.height, bits: empty };
+            let first = Frame {
+                seq: 0,
+                width: board.width,
+                height: board.height,
+                bits: empty,
+            };
             store(client, &board, first, false);
         }
-        let resized = crop(board.tile, &bits, (board.width, board.height), (width, height));
+        let resized = crop(
+            board.tile,
+            &bits,
+            (board.width, board.height),
+            (width, height),
+        );
         run(client, &DELETE_CHUNKS, &[board_id.into()]);
         insert_chunks(client, board_id, &resized);
-        run(client, &SET_SIZE, &[board_id.into(), width.into(), height.into()]);
-        store(client, &board, Frame { seq, width, height, bits: resized }, true);
+        run(
+            client,
+            &SET_SIZE,
+            &[board_id.into(), width.into(), height.into()],
+        );
+        store(
+            client,
+            &board,
+            Frame {
+                seq,
+                width,
+                height,
+                bits: resized,
+            },
+            true,
+        );
     })
 }

@@ -70,7 +70,11 @@ impl Past {
         if x >= self.width || y >= self.height {
             return None;
         }
-        tile.get(&self.bits, i64::from(x) + i64::from(self.width) * i64::from(y)).ok()
+        tile.get(
+            &self.bits,
+            i64::from(x) + i64::from(self.width) * i64::from(y),
+        )
+        .ok()
     }
 }
 
@@ -140,7 +144,11 @@ pub fn board_at(client: &mut SpiClient<'_>, board: &Board, seq: i64) -> Past {
             )
         });
     }
-    Past { width, height, bits }
+    Past {
+        width,
+        height,
+        bits,
+    }
 }
 
 /// The keyframe interval of a board in a database of this version.

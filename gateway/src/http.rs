@@ -241,16 +241,7 @@ async fn bits(app: &App, req: &Request<Incoming>, id: &str) -> Response<Fragment
         "public, max-age=1, stale-while-revalidate={}",
         app.config.bits_stale_secs
     );
-    let not_modified = req
-        .headers()
-        .get(header::IF_NONE_MATCH)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| {
-            // Weak comparison (RFC 9110): proxies that compress send back W/"…".
-            v.split(',')
-                .map(|t| t.trim())
-                .any(|t| t == "*" || t.strip_prefix("W/").unwrap_or(t) == etag)
-        });
+    let not_modified = not_modified(req, &etag);
     let body = if not_modified || req.method() == Method::HEAD {
         Fragments::new()
     } else {
@@ -283,4 +274,17 @@ async fn bits(app: &App, req: &Request<Incoming>, id: &str) -> Response<Fragment
         }
     }
     response
+}
+
+/// Whether the request's If-None-Match names `etag`, compared weakly (RFC 9110): proxies
+/// that compress send back W/"…".
+pub fn not_modified(req: &Request<Incoming>, etag: &str) -> bool {
+    req.headers()
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.split(',')
+                .map(|t| t.trim())
+                .any(|t| t == "*" || t.strip_prefix("W/").unwrap_or(t) == etag)
+        })
 }

@@ -16,6 +16,7 @@ use crate::app::App;
 use crate::db::{self, BoardRef};
 use crate::errors::UNKNOWN_BOARD;
 use crate::fragments::Fragments;
+use crate::http::not_modified;
 use bytes::Bytes;
 use hyper::body::Incoming;
 use hyper::header::{self, HeaderValue};
@@ -287,18 +288,6 @@ pub async fn serve(app: &App, req: &Request<Incoming>) -> Response<Fragments> {
         }
         return response;
     }
-}
-
-/// If-None-Match with the weak comparison of RFC 9110, as /bits does.
-fn not_modified(req: &Request<Incoming>, etag: &str) -> bool {
-    req.headers()
-        .get(header::IF_NONE_MATCH)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| {
-            v.split(',')
-                .map(|t| t.trim())
-                .any(|t| t == "*" || t.strip_prefix("W/").unwrap_or(t) == etag)
-        })
 }
 
 fn set_headers(response: &mut Response<Fragments>, etag: &str, cache: &str, seq: i64) {

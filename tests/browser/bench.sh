@@ -25,25 +25,11 @@ GATEWAY_BIN="$(cd "$(dirname "$GATEWAY_BIN")" && pwd)/$(basename "$GATEWAY_BIN")
 export GATEWAY_BIN PGPLACE_ADMIN_URL PSQL
 export RESULTS_DIR="$root/target/bench-page"
 export BROWSER_DB=pgplace_bench_page
-export CHROMIUM="${CHROMIUM:-/usr/bin/chromium}"
 tiles="${PGPLACE_BENCH_TILES:-400000}"
 users="${PGPLACE_BENCH_USERS:-1000}"
 export LC_ALL=C.UTF-8
 
-missing=()
-[ -x "$CHROMIUM" ] || missing+=(chromium)
-command -v node >/dev/null || missing+=(nodejs)
-command -v npm >/dev/null || missing+=(npm)
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "bench-page: installing ${missing[*]} (apt)"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
-fi
-stamp="$here/node_modules/.pgplace-installed-lock"
-if ! cmp -s "$here/package-lock.json" "$stamp" 2>/dev/null; then
-  (cd "$here" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error)
-  cp "$here/package-lock.json" "$stamp"
-fi
+. "$here/setup.sh"
 
 rm -rf "$RESULTS_DIR"
 mkdir -p "$RESULTS_DIR"

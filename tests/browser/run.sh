@@ -21,23 +21,8 @@ GATEWAY_BIN="$(cd "$(dirname "$GATEWAY_BIN")" && pwd)/$(basename "$GATEWAY_BIN")
 export GATEWAY_BIN PGPLACE_ADMIN_URL PSQL
 export RESULTS_DIR="$root/target/test-results/browser"
 export BROWSER_DB=pgplace_browser
-export CHROMIUM="${CHROMIUM:-/usr/bin/chromium}"
 
-missing=()
-[ -x "$CHROMIUM" ] || missing+=(chromium)
-command -v node >/dev/null || missing+=(nodejs)
-command -v npm >/dev/null || missing+=(npm)
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "browser tests: installing ${missing[*]} (apt)"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
-fi
-# npm ci again only when the lock file changed since the last install.
-stamp="$here/node_modules/.pgplace-installed-lock"
-if ! cmp -s "$here/package-lock.json" "$stamp" 2>/dev/null; then
-  (cd "$here" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error)
-  cp "$here/package-lock.json" "$stamp"
-fi
+. "$here/setup.sh"
 
 rm -rf "$RESULTS_DIR"
 mkdir -p "$RESULTS_DIR"

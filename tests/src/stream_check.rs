@@ -83,10 +83,7 @@ where
     // A new connection: the disturbance may have been a restart.
     let admin = connect(&url).await;
     let (final_seq, final_bits) = board_bits(&admin, board).await;
-    assert!(
-        placed > 0 && final_seq >= placed,
-        "placements were made"
-    );
+    assert!(placed > 0 && final_seq >= placed, "placements were made");
     // Sessions stop once they have seen everything (or after a generous deadline).
     wait_for_seq(&http, board, final_seq).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
