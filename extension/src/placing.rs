@@ -213,7 +213,7 @@ pub fn commit_tiles(
     append_history(client, board.id, first_seq, accepted, now);
     let last_seq = first_seq + accepted.len() as i64 - 1;
     if crate::timetravel::crosses_keyframe(board, first_seq, last_seq) {
-        crate::timetravel::write_keyframe(client, board, last_seq, now);
+        crate::timetravel::write_keyframe(client, board, now);
     }
     first_seq
 }
