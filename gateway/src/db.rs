@@ -250,15 +250,29 @@ pub async fn place_many(
 }
 
 /// The board as it was at `at` (text that Postgres reads as a timestamptz, in the
-/// session's time zone when it names none): (seq, bits), from `place.board_at`.
+/// session's time zone when it names none), from `place.board_at`: its seq, its size then
+/// (it may have been resized since) and its bits.
 pub async fn board_at(
     client: &ClientWrapper,
     board: i64,
     at: &str,
-) -> Result<Option<(i64, Vec<u8>)>, tokio_postgres::Error> {
-    let sql = "SELECT seq, bits FROM place.board_at($1, $2::text::timestamptz)";
+) -> Result<Option<Past>, tokio_postgres::Error> {
+    let sql = "SELECT seq, width, height, bits FROM place.board_at($1, $2::text::timestamptz)";
     let row = client
         .query_opt(&client.prepare_cached(sql).await?, &[&board, &at])
         .await?;
-    Ok(row.map(|row| (row.get(0), row.get(1))))
+    Ok(row.map(|row| Past {
+        seq: row.get(0),
+        width: row.get(1),
+        height: row.get(2),
+        bits: row.get(3),
+    }))
+}
+
+/// A board as it was.
+pub struct Past {
+    pub seq: i64,
+    pub width: i32,
+    pub height: i32,
+    pub bits: Vec<u8>,
 }

@@ -188,32 +188,25 @@ pub async fn serve(app: &App, req: &Request<Incoming>) -> Response<Fragments> {
     loop {
         attempts += 1;
         let settings = mirrored.board.settings();
-        let (seq, bits) = match &query.at {
+        // The size the picture has: the board's now, or then (it may have been resized).
+        let (seq, width, height, bits) = match &query.at {
             None => {
                 let (_, seq, bits) = mirrored.board.packed();
-                (seq, bits)
+                (seq, settings.width, settings.height, bits)
             }
             Some(at) => match board_at(app, id, at).await {
-                Ok(found) => found,
+                Ok(past) => (past.seq, past.width, past.height, Bytes::from(past.bits)),
                 Err(response) => return response,
             },
         };
-        let region = match query
-            .options
-            .resolve(settings.width as u32, settings.height as u32)
-        {
+        let region = match query.options.resolve(width as u32, height as u32) {
             Ok(region) => region,
             Err(e) => return error(StatusCode::BAD_REQUEST, e.to_string()),
         };
         let tag = etag(
             id,
             seq,
-            fingerprint(
-                settings.width,
-                settings.height,
-                settings.bits_per_tile,
-                &settings.palette,
-            ),
+            fingerprint(width, height, settings.bits_per_tile, &settings.palette),
             &region,
         );
         let cache = format!(
@@ -239,8 +232,8 @@ pub async fn serve(app: &App, req: &Request<Incoming>) -> Response<Fragments> {
             tokio::task::spawn_blocking(move || {
                 render(
                     &bits,
-                    settings.width as u32,
-                    settings.height as u32,
+                    width as u32,
+                    height as u32,
                     tile,
                     &settings.palette,
                     &options,
@@ -252,12 +245,6 @@ pub async fn serve(app: &App, req: &Request<Incoming>) -> Response<Fragments> {
             Ok(Ok(png)) => png,
             Ok(Err(RenderError::BitsLength { .. })) if query.at.is_none() && attempts < 3 => {
                 continue
-            }
-            Ok(Err(e @ RenderError::BitsLength { .. })) if query.at.is_some() => {
-                return error(
-                    StatusCode::CONFLICT,
-                    format!("the board's layout at that time differs from its layout now ({e})"),
-                )
             }
             Ok(Err(e)) if e.is_bad_argument() => {
                 return error(StatusCode::BAD_REQUEST, e.to_string())
@@ -299,7 +286,7 @@ fn set_headers(response: &mut Response<Fragments>, etag: &str, cache: &str, seq:
 }
 
 /// The board at `at` from `place.board_at`, or the response that explains why not.
-async fn board_at(app: &App, id: i64, at: &str) -> Result<(i64, Bytes), Response<Fragments>> {
+async fn board_at(app: &App, id: i64, at: &str) -> Result<db::Past, Response<Fragments>> {
     let client = app.pool.get().await.map_err(|e| {
         tracing::warn!("database pool: {e}");
         error(
@@ -308,7 +295,7 @@ async fn board_at(app: &App, id: i64, at: &str) -> Result<(i64, Bytes), Response
         )
     })?;
     match db::board_at(&client, id, at).await {
-        Ok(Some((seq, bits))) => Ok((seq, Bytes::from(bits))),
+        Ok(Some(past)) => Ok(past),
         Ok(None) => Err(error(
             StatusCode::NOT_FOUND,
             format!("board {id} has no state at {at:?}"),

@@ -1,6 +1,8 @@
 //! Knobs turned in SQL reach a live gateway session as events, and moderation shows up
 //! as ordinary placements.
 
+use hyper::header::HeaderMap;
+use hyper::StatusCode;
 use pgplace_tests::gateway::{start_gateway, Http};
 use pgplace_tests::{connect, create_board, create_users_with_tokens, fresh_database};
 use serde_json::{json, Value};
@@ -133,6 +135,11 @@ async fn a_resize_resets_sessions_to_the_new_board_and_the_stream_goes_on() {
         )
         .await;
     assert_eq!(reply[1]["width"], 8);
+    let before_any: String = sql
+        .query_one("SELECT clock_timestamp()::text", &[])
+        .await
+        .unwrap()
+        .get(0);
     http.ok("board.place", json!([session, board, 7, 3, 5]))
         .await;
     sql.execute("SELECT place.resize_board($1, 12, 6)", &[&board])
@@ -159,4 +166,24 @@ async fn a_resize_resets_sessions_to_the_new_board_and_the_stream_goes_on() {
     assert_eq!(placed["seq"], 2);
     let events = until(&http, &session, |e| e["action"] == "tiles").await;
     assert_eq!(events.last().unwrap()["tiles"], json!([[11, 5, 2]]));
+    // Pictures: now at the new size, and before the resize at the size the board had then.
+    let png = |query: String| {
+        let http = http.clone();
+        async move {
+            let (status, _, body) = http
+                .get(&format!("/boards/{board}.png{query}"), &HeaderMap::new())
+                .await;
+            assert_eq!(status, StatusCode::OK, "{}", String::from_utf8_lossy(&body));
+            pgplace_core::png::decode(&body).unwrap()
+        }
+    };
+    let now = png(String::new()).await;
+    assert_eq!((now.width, now.height), (12, 6));
+    let at = before_any.replace(' ', "%20").replace('+', "%2B");
+    let then = png(format!("?at={at}")).await;
+    assert_eq!((then.width, then.height), (8, 4));
+    assert!(
+        then.indices.iter().all(|&c| c == 0),
+        "the board was empty then"
+    );
 }
