@@ -1,6 +1,6 @@
 -- pgplace 0.1.0 -> 0.2.0 (ALTER EXTENSION pgplace UPDATE): history queries, keyframes and
--- time travel, PNG rendering, resizing, palettes and board states, moderation, and writers that run
--- as the extension's owner.
+-- time travel, PNG rendering, resizing, palettes and board states, moderation, and writers
+-- that run as the extension's owner.
 -- Checked by tests/upgrade/run.sh: an updated database must be exactly a fresh 0.2.0.
 \echo Use "ALTER EXTENSION pgplace UPDATE" to load this file. \quit
 
@@ -23,6 +23,9 @@ CREATE TABLE place.keyframes (
     bits          bytea NOT NULL,
     PRIMARY KEY (board_id, seq)
 );
+-- A placement that reaches a keyframe writes it under its board's lock: lz4 compresses
+-- a board several times faster than the default pglz.
+ALTER TABLE place.keyframes ALTER COLUMN bits SET COMPRESSION lz4;
 CREATE INDEX keyframes_time_idx ON place.keyframes (board_id, taken_at);
 COMMENT ON TABLE place.keyframes IS 'The packed board at some seqs (every boards.keyframe_every placements), for place.board_at';
 

@@ -94,6 +94,9 @@ CREATE TABLE place.keyframes (
     bits          bytea NOT NULL,
     PRIMARY KEY (board_id, seq)
 );
+-- A placement that reaches a keyframe writes it under its board's lock: lz4 compresses
+-- a board several times faster than the default pglz.
+ALTER TABLE place.keyframes ALTER COLUMN bits SET COMPRESSION lz4;
 CREATE INDEX keyframes_time_idx ON place.keyframes (board_id, taken_at);
 COMMENT ON TABLE place.keyframes IS 'The packed board at some seqs (every boards.keyframe_every placements), for place.board_at';
 

@@ -76,8 +76,9 @@ fn unban_user(user_id: Option<i64>) -> bool {
 }
 
 static MODERATOR: Statement = Statement {
-    sql: "WITH made AS (INSERT INTO place.users (name) VALUES ($1) ON CONFLICT (name) DO NOTHING RETURNING id) \
-          SELECT id FROM made UNION ALL SELECT id FROM place.users WHERE name = $1",
+    // DO UPDATE, not DO NOTHING: it returns the row also when a concurrent call made it.
+    sql: "INSERT INTO place.users (name) VALUES ($1) \
+          ON CONFLICT (name) DO UPDATE SET name = excluded.name RETURNING id",
     params: &[pg_sys::TEXTOID],
 };
 
@@ -93,6 +94,13 @@ fn moderator(client: &mut SpiClient<'_>) -> i64 {
 fn repair(client: &mut SpiClient<'_>, board: &Board, tiles: Vec<(i32, i32, i32)>) -> i32 {
     if tiles.is_empty() {
         return 0;
+    }
+    if let Some((x, y, color)) = tiles.iter().find(|(_, _, color)| *color >= board.colors) {
+        invalid(format!(
+            "tile ({x}, {y}) would go back to colour {color}, which board {} no longer has \
+             (its palette has {} colours): extend the palette first (place.set_palette)",
+            board.id, board.colors
+        ));
     }
     let user = moderator(client);
     let items: Vec<Item> = tiles
@@ -154,22 +162,31 @@ fn restore_region(
 }
 
 static USERS_TILES_ON_TOP: Statement = Statement {
-    // Tiles the user placed since `since` whose newest placement is still theirs, and the
-    // colour each had before the user's placements since then (NULL: none in the history).
+    // Tiles of today's board ($4 x $5) the user placed since `since` whose newest placement
+    // is still theirs, that placement's colour, and the colour each had before the user's
+    // placements since then (NULL: none in the history).
     sql: "WITH touched AS ( \
               SELECT DISTINCT x, y FROM place.placements \
-              WHERE board_id = $1 AND user_id = $2 AND placed_at >= $3), \
+              WHERE board_id = $1 AND user_id = $2 AND placed_at >= $3 AND x < $4 AND y < $5), \
           top AS ( \
               SELECT t.x, t.y, \
                      (SELECT p.user_id FROM place.placements p \
                       WHERE p.board_id = $1 AND p.x = t.x AND p.y = t.y ORDER BY p.seq DESC LIMIT 1) AS user_id, \
                      (SELECT p.color FROM place.placements p \
+                      WHERE p.board_id = $1 AND p.x = t.x AND p.y = t.y ORDER BY p.seq DESC LIMIT 1) AS top, \
+                     (SELECT p.color FROM place.placements p \
                       WHERE p.board_id = $1 AND p.x = t.x AND p.y = t.y \
                         AND NOT (p.user_id = $2 AND p.placed_at >= $3) \
                       ORDER BY p.seq DESC LIMIT 1) AS before \
               FROM touched t) \
-          SELECT x, y, before FROM top WHERE user_id = $2 ORDER BY y, x",
-    params: &[pg_sys::INT8OID, pg_sys::INT8OID, pg_sys::TIMESTAMPTZOID],
+          SELECT x, y, before, top FROM top WHERE user_id = $2 ORDER BY y, x",
+    params: &[
+        pg_sys::INT8OID,
+        pg_sys::INT8OID,
+        pg_sys::TIMESTAMPTZOID,
+        pg_sys::INT4OID,
+        pg_sys::INT4OID,
+    ],
 };
 
 /// Undoes the tiles a user placed since `since` that are still on top: each goes back to
@@ -186,42 +203,45 @@ fn revert_user(
     Spi::connect_mut(|client| {
         let board = Board::load(client, board_id, false);
         check_user(client, user_id);
-        let rows: Vec<(i32, i32, Option<i32>)> = run(
-            client,
-            &USERS_TILES_ON_TOP,
-            &[board_id.into(), user_id.into(), since.into()],
-        )
-        .map(|row| {
-            (
-                column::<i32>(&row, 1),
-                column::<i32>(&row, 2),
-                row.get::<i32>(3).ok().flatten(),
-            )
-        })
-        .collect();
+        let args = [
+            board_id.into(),
+            user_id.into(),
+            since.into(),
+            board.width.into(),
+            board.height.into(),
+        ];
+        let rows: Vec<(i32, i32, Option<i32>, i32)> = run(client, &USERS_TILES_ON_TOP, &args)
+            .map(|row| {
+                (
+                    column::<i32>(&row, 1),
+                    column::<i32>(&row, 2),
+                    row.get::<i32>(3).ok().flatten(),
+                    column::<i32>(&row, 4),
+                )
+            })
+            .collect();
         // A tile with no earlier placement kept was as the oldest board kept shows it: the
         // empty board, or the keyframe the history was compacted to.
         let oldest = rows
             .iter()
-            .any(|(_, _, before)| before.is_none())
+            .any(|(_, _, before, _)| before.is_none())
             .then(|| board_at(client, &board, board.history_from));
         let (_, now) = read_packed(client, board_id);
         let tiles = rows
             .into_iter()
-            .map(|(x, y, before)| {
-                let n = i64::from(x) + i64::from(board.width) * i64::from(y);
+            // Still the user's colour on the board (a resize may have reset the tile).
+            .filter(|(x, y, _, top)| {
+                let n = i64::from(*x) + i64::from(board.width) * i64::from(*y);
+                board.tile.get(&now, n).ok().map(i32::from) == Some(*top)
+            })
+            .map(|(x, y, before, top)| {
                 let color = before.unwrap_or_else(|| {
                     let oldest = oldest.as_ref().expect("read when needed");
                     i32::from(oldest.color(board.tile, x, y).unwrap_or(0))
                 });
-                (
-                    x,
-                    y,
-                    color,
-                    i32::from(board.tile.get(&now, n).expect("inside the board")),
-                )
+                (x, y, color, top)
             })
-            .filter(|(_, _, color, current)| color != current)
+            .filter(|(_, _, color, top)| color != top)
             .map(|(x, y, color, _)| (x, y, color))
             .collect();
         repair(client, &board, tiles)

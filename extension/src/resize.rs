@@ -30,12 +30,14 @@ static SET_SIZE: Statement = Statement {
 
 static KEYFRAME: Statement = Statement {
     // $7: replace a keyframe already at this seq (the resize's own), or keep it (seq 0).
+    // A keyframe is stamped with its seq's placed_at (-infinity before the first), which
+    // place.board_at's search by time relies on; a replaced one keeps its stamp.
     sql:
         "INSERT INTO place.keyframes (board_id, seq, taken_at, width, height, bits_per_tile, bits) \
-          VALUES ($1, $2, now(), $3, $4, $5, $6) \
+          VALUES ($1, $2, coalesce((SELECT placed_at FROM place.placements WHERE board_id = $1 AND seq = $2), \
+                                   '-infinity'), $3, $4, $5, $6) \
           ON CONFLICT (board_id, seq) DO UPDATE \
-          SET taken_at = excluded.taken_at, width = excluded.width, height = excluded.height, \
-              bits = excluded.bits \
+          SET width = excluded.width, height = excluded.height, bits = excluded.bits \
           WHERE $7",
     params: &[
         pg_sys::INT8OID,

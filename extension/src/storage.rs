@@ -231,7 +231,18 @@ pub fn write_tiles(client: &mut SpiClient<'_>, board: &Board, accepted: &[&Item]
     let mut distinct = chunk_nos.clone();
     distinct.sort_unstable();
     distinct.dedup();
-    run(client, &LOCK_CHUNKS, &[board.id.into(), distinct.into()]);
+    let wanted = distinct.len();
+    let locked = run(client, &LOCK_CHUNKS, &[board.id.into(), distinct.into()]).len();
+    if locked != wanted {
+        // A resize replaced the chunks while this call waited for them.
+        fail(
+            PgSqlErrorCode::ERRCODE_T_R_SERIALIZATION_FAILURE,
+            format!(
+                "board {} changed its size during the call; try again",
+                board.id
+            ),
+        );
+    }
     run(
         client,
         &APPLY_TILES,

@@ -324,18 +324,20 @@ fn store_keyframe(client: &mut SpiClient<'_>, board: &Board, seq: i64, past: Pas
 #[pg_extern(volatile, parallel_unsafe)]
 fn build_keyframes(board_id: Option<i64>) -> i64 {
     let board_id = required("board_id", board_id);
-    Spi::connect_mut(|client| {
-        let board = Board::load(client, board_id, false);
-        let every = every(&board);
-        let mut written = 0;
-        let mut seq = (board.history_from / every + 1) * every;
-        while seq <= board.seq {
+    let board = Spi::connect_mut(|client| Board::load(client, board_id, false));
+    let every = every(&board);
+    let mut written = 0;
+    let mut seq = (board.history_from / every + 1) * every;
+    while seq <= board.seq {
+        // One SPI connection per keyframe: what it read is freed before the next (each
+        // replays from the keyframe stored just before).
+        written += Spi::connect_mut(|client| {
             let past = board_at(client, &board, seq);
-            written += store_keyframe(client, &board, seq, past) as i64;
-            seq += every;
-        }
-        written
-    })
+            store_keyframe(client, &board, seq, past) as i64
+        });
+        seq += every;
+    }
+    written
 }
 
 static DROP_HISTORY: Statement = Statement {

@@ -106,8 +106,9 @@ pub fn from_db(error: &tokio_postgres::Error) -> RpcError {
             format!("{message} (the session's user was deleted)"),
         ),
         "42704" => RpcError::new(UNKNOWN_BOARD, message),
-        // A banned user (place.ban_user).
-        "42501" => RpcError::new(NOT_AUTHORIZED, message),
+        // A banned user (place.ban_user); other 42501s are the gateway's own role lacking a
+        // privilege (sql/roles.sql not run), which no client can fix.
+        "42501" if message.contains("is banned") => RpcError::new(NOT_AUTHORIZED, message),
         // Class 22 (data exception): the caller's values (a NUL in a string, a number out
         // of range...).
         code if code.starts_with("22") => RpcError::invalid_params(message),

@@ -21,10 +21,10 @@ SELECT format('relation %s kind=%s options=%s acl=%s | %s', c.relname, c.relkind
               c.relacl, obj_description(c.oid, 'pg_class'))
 FROM pg_class c WHERE c.relnamespace = 'place'::regnamespace ORDER BY c.relname;
 -- Columns, in order, with types, defaults, NOT NULL and storage.
-SELECT format('column %s.%s #%s %s notnull=%s default=%s storage=%s', c.relname, a.attname,
+SELECT format('column %s.%s #%s %s notnull=%s default=%s storage=%s compression=%s', c.relname, a.attname,
               row_number() OVER (PARTITION BY c.oid ORDER BY a.attnum),
               format_type(a.atttypid, a.atttypmod), a.attnotnull,
-              pg_get_expr(d.adbin, d.adrelid), a.attstorage)
+              pg_get_expr(d.adbin, d.adrelid), a.attstorage, nullif(a.attcompression, ''))
 FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
 LEFT JOIN pg_attrdef d ON d.adrelid = c.oid AND d.adnum = a.attnum
 WHERE c.relnamespace = 'place'::regnamespace AND c.relkind = 'r'

@@ -53,3 +53,8 @@ SELECT expect_error(format('SELECT place.resize_board(%s, 5000, 5000)', :r));
 SELECT expect_error(format('SELECT place.resize_board(%s, NULL, 3)', :r));
 SELECT expect_error('SELECT place.resize_board(4242, 3, 3)');
 SELECT board_fingerprint('resized') = :'before' AS unchanged;
+-- Time travel across the resizes: by time, each placement's moment gives its seq.
+SELECT s, (SELECT seq FROM place.board_at(:r, (SELECT placed_at FROM place.placements WHERE board_id = :r AND seq = s))) AS at_its_time
+FROM generate_series(4, 5) s;
+SELECT seq, width FROM place.board_at(:r, '2000-01-01');
+SELECT seq, taken_at = '-infinity' AS before_everything FROM place.keyframes WHERE board_id = :r ORDER BY seq;

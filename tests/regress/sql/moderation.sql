@@ -66,3 +66,23 @@ SELECT expect_error('SELECT place.restore_region(4242, 0, 0, 1, 1, now())');
 SELECT expect_error(format('SELECT place.revert_user(%s, 4242, now())', :b));
 SELECT expect_error(format('SELECT place.revert_user(%s, %s, NULL)', :b, :griefer));
 SELECT board_fingerprint('mod') = :'before' AS unchanged;
+
+-- After a shrink, reverting a user touches only tiles of today's board that still show
+-- their colour; repairs never write a colour the palette no longer has.
+SELECT place.create_board('mod-shrink', 10, 10, 4, '0') AS s \gset
+SELECT placed FROM place.place(:s, 4, 1, 7, :good);
+SELECT clock_timestamp() AS before_griefing \gset
+SELECT placed FROM place.place(:s, 9, 0, 5, :griefer);
+SELECT placed FROM place.place(:s, 2, 2, 6, :griefer);
+SELECT place.resize_board(:s, 5, 10);
+SELECT place.revert_user(:s, :griefer, :'before_griefing') AS reverted;
+SELECT place.get_tile(:s, 4, 1) AS good_tile_kept, place.get_tile(:s, 2, 2) AS reverted_tile;
+SELECT max(x) < 5 AS nothing_written_outside FROM place.placements WHERE board_id = :s AND seq > 2;
+SELECT place.create_board('mod-palette', 2, 2, 4, '0') AS p \gset
+SELECT placed FROM place.place(:p, 0, 0, 9, :good);
+SELECT clock_timestamp() AS painted_nine \gset
+SELECT placed FROM place.place(:p, 0, 0, 0, :good);
+SELECT place.set_palette(:p, ARRAY['#000000', '#ffffff']);
+SELECT board_fingerprint('mod-palette') AS before \gset
+SELECT expect_error(format('SELECT place.restore_region(%s, 0, 0, 2, 2, %L)', :p, :'painted_nine'));
+SELECT board_fingerprint('mod-palette') = :'before' AS unchanged;
