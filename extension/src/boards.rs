@@ -196,7 +196,13 @@ fn get_tile(board_id: Option<i64>, x: Option<i32>, y: Option<i32>) -> i32 {
         let (chunk_no, n) = board.locate(x, y);
         let chunk = read_chunks(client, board_id, vec![chunk_no])
             .remove(&chunk_no)
-            .expect("every board has all its chunks");
+            .unwrap_or_else(|| {
+                // Read after the board: a resize in between replaced the chunks.
+                fail(
+                    PgSqlErrorCode::ERRCODE_T_R_SERIALIZATION_FAILURE,
+                    format!("board {board_id} changed its size during the call; try again"),
+                )
+            });
         i32::from(
             board
                 .tile

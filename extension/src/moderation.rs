@@ -5,7 +5,7 @@
 use crate::input::{invalid, out_of_range, required, undefined};
 use crate::placing::{commit_tiles, Item};
 use crate::spi::{column, run, Statement};
-use crate::storage::{read_packed, Board};
+use crate::storage::{check_same_size, lock_tiles, read_packed, Board};
 use crate::timetravel::{board_at, seq_at};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
@@ -142,7 +142,13 @@ fn restore_region(
         board.check_coordinate('y', "y + height - 1", y + (height - 1));
         let seq = seq_at(client, &board, at);
         let past = board_at(client, &board, seq);
+        // The region's chunks first: nothing may change it between the read and the repair.
+        let region: Vec<(i32, i32)> = (y..y + height)
+            .flat_map(|ty| (x..x + width).map(move |tx| (tx, ty)))
+            .collect();
+        lock_tiles(client, &board, &region);
         let (_, now) = read_packed(client, board_id);
+        check_same_size(&board, &now);
         let tile = board.tile;
         let mut tiles = Vec::new();
         for ty in y..y + height {
@@ -226,7 +232,11 @@ fn revert_user(
             .iter()
             .any(|(_, _, before, _)| before.is_none())
             .then(|| board_at(client, &board, board.history_from));
+        // Their chunks first: nobody may place over them between the read and the repair.
+        let candidates: Vec<(i32, i32)> = rows.iter().map(|(x, y, _, _)| (*x, *y)).collect();
+        lock_tiles(client, &board, &candidates);
         let (_, now) = read_packed(client, board_id);
+        check_same_size(&board, &now);
         let tiles = rows
             .into_iter()
             // Still the user's colour on the board (a resize may have reset the tile).

@@ -44,11 +44,15 @@ fn render_png(
     let (board, past, palette) = Spi::connect_mut(|client| {
         let board = Board::load(client, board_id, false);
         let past = match at {
-            None => Past {
-                width: board.width,
-                height: board.height,
-                bits: read_packed(client, board_id).1,
-            },
+            None => {
+                let bits = read_packed(client, board_id).1;
+                crate::storage::check_same_size(&board, &bits);
+                Past {
+                    width: board.width,
+                    height: board.height,
+                    bits,
+                }
+            }
             Some(at) => {
                 let seq = seq_at(client, &board, at);
                 board_at(client, &board, seq)

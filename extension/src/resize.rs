@@ -6,7 +6,7 @@
 use crate::boards::MAX_TILES;
 use crate::input::{out_of_range, required};
 use crate::spi::{run, Statement};
-use crate::storage::{insert_chunks, read_packed, Board};
+use crate::storage::{insert_chunks, lock_maintenance, read_packed, Board};
 use pgplace_core::bits::TileWidth;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
@@ -100,6 +100,7 @@ fn resize_board(board_id: Option<i64>, width: Option<i32>, height: Option<i32>) 
     }
     Spi::connect_mut(|client| {
         Board::load(client, board_id, false);
+        lock_maintenance(client, board_id);
         run(client, &LOCK_ALL_CHUNKS, &[board_id.into()]);
         let board = Board::load(client, board_id, true);
         if (board.width, board.height) == (width, height) {

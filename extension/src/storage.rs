@@ -38,8 +38,7 @@ pub struct Board {
 macro_rules! select_board {
     () => {
         "SELECT *, cardinality(palette) AS colors, \
-         (extract(epoch FROM cooldown) * 1000000)::bigint AS cooldown_us, \
-         to_regclass('place.bans') IS NOT NULL AS has_bans \
+         (extract(epoch FROM cooldown) * 1000000)::bigint AS cooldown_us \
          FROM place.boards WHERE id = $1"
     };
 }
@@ -87,8 +86,9 @@ impl Board {
             seq: named(&row, "seq"),
             // Absent before 0.2.0: no keyframes are written, the history is whole.
             keyframe_every: optional::<i32>(&row, "keyframe_every").map(i64::from),
+            // place.bans came with keyframe_every (0.2.0).
+            has_bans: row.get_by_name::<i32, _>("keyframe_every").is_ok(),
             history_from: optional(&row, "history_from").unwrap_or(0),
-            has_bans: named(&row, "has_bans"),
         }
     }
 
@@ -320,6 +320,50 @@ static READ_PACKED: Statement = Statement {
           FROM place.boards b WHERE b.id = $1",
     params: &[pg_sys::INT8OID],
 };
+
+/// Refuses bits read in another statement than `board` when a resize came in between.
+pub fn check_same_size(board: &Board, bits: &[u8]) {
+    if bits.len() != board.packed_len() {
+        fail(
+            PgSqlErrorCode::ERRCODE_T_R_SERIALIZATION_FAILURE,
+            format!(
+                "board {} changed its size during the call; try again",
+                board.id
+            ),
+        );
+    }
+}
+
+/// Locks the chunks holding `tiles` (in chunk order, as placements do), so that nothing
+/// changes them until commit; 40001 when a resize replaced them meanwhile.
+pub fn lock_tiles(client: &mut SpiClient<'_>, board: &Board, tiles: &[(i32, i32)]) {
+    let mut chunks: Vec<i32> = tiles.iter().map(|(x, y)| board.locate(*x, *y).0).collect();
+    chunks.sort_unstable();
+    chunks.dedup();
+    let wanted = chunks.len();
+    if run(client, &LOCK_CHUNKS, &[board.id.into(), chunks.into()]).len() != wanted {
+        fail(
+            PgSqlErrorCode::ERRCODE_T_R_SERIALIZATION_FAILURE,
+            format!(
+                "board {} changed its size during the call; try again",
+                board.id
+            ),
+        );
+    }
+}
+
+static MAINTENANCE_LOCK: Statement = Statement {
+    // Class 0x70676c63 ('pglc'), then the board id's low 32 bits: a collision only
+    // serializes two boards' maintenance.
+    sql: "SELECT pg_advisory_xact_lock(1885826147, ($1 & 2147483647)::int)",
+    params: &[pg_sys::INT8OID],
+};
+
+/// Serializes the whole-board maintenance of one board (resize, compaction, keyframe
+/// building) until commit: they lock keyframes and chunks in different orders.
+pub fn lock_maintenance(client: &mut SpiClient<'_>, board_id: i64) {
+    run(client, &MAINTENANCE_LOCK, &[board_id.into()]);
+}
 
 /// The whole packed board and the seq it reflects, read in one statement (one snapshot).
 pub fn read_packed(client: &mut SpiClient<'_>, board_id: i64) -> (i64, Vec<u8>) {

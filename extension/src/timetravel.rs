@@ -324,7 +324,10 @@ fn store_keyframe(client: &mut SpiClient<'_>, board: &Board, seq: i64, past: Pas
 #[pg_extern(volatile, parallel_unsafe)]
 fn build_keyframes(board_id: Option<i64>) -> i64 {
     let board_id = required("board_id", board_id);
-    let board = Spi::connect_mut(|client| Board::load(client, board_id, false));
+    let board = Spi::connect_mut(|client| {
+        crate::storage::lock_maintenance(client, board_id);
+        Board::load(client, board_id, false)
+    });
     let every = every(&board);
     let mut written = 0;
     let mut seq = (board.history_from / every + 1) * every;
@@ -360,6 +363,7 @@ fn compact_history(board_id: Option<i64>, before: Option<TimestampWithTimeZone>)
     let board_id = required("board_id", board_id);
     let before = required("before", before);
     Spi::connect_mut(|client| {
+        crate::storage::lock_maintenance(client, board_id);
         let board = Board::load(client, board_id, false);
         let seq = seq_at(client, &board, before);
         if seq <= board.history_from {
