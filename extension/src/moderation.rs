@@ -195,6 +195,40 @@ static USERS_TILES_ON_TOP: Statement = Statement {
     ],
 };
 
+static KEPT_SINCE: Statement = Statement {
+    sql: "SELECT taken_at FROM place.keyframes WHERE board_id = $1 AND seq = $2",
+    params: &[pg_sys::INT8OID, pg_sys::INT8OID],
+};
+
+/// Refuses to revert from a time whose placements were compacted away: what was under
+/// the user's tiles then is no longer known.
+fn check_history_kept_since(
+    client: &mut SpiClient<'_>,
+    board: &Board,
+    since: TimestampWithTimeZone,
+) {
+    if board.history_from == 0 {
+        return;
+    }
+    let kept_from = run(
+        client,
+        &KEPT_SINCE,
+        &[board.id.into(), board.history_from.into()],
+    )
+    .next()
+    .and_then(|row| row.get::<TimestampWithTimeZone>(1).ok().flatten());
+    if kept_from.is_none_or(|kept| since <= kept) {
+        crate::input::fail(
+            pgrx::PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            format!(
+                "the history of board {} before seq {} was removed by place.compact_history: \
+                 revert from a later time",
+                board.id, board.history_from
+            ),
+        );
+    }
+}
+
 /// Undoes the tiles a user placed since `since` that are still on top: each goes back to
 /// the colour it had before. Returns how many tiles were placed.
 #[pg_extern(volatile, parallel_unsafe)]
@@ -209,6 +243,7 @@ fn revert_user(
     Spi::connect_mut(|client| {
         let board = Board::load(client, board_id, false);
         check_user(client, user_id);
+        check_history_kept_since(client, &board, since);
         let args = [
             board_id.into(),
             user_id.into(),

@@ -86,3 +86,10 @@ SELECT place.set_palette(:p, ARRAY['#000000', '#ffffff']);
 SELECT board_fingerprint('mod-palette') AS before \gset
 SELECT expect_error(format('SELECT place.restore_region(%s, 0, 0, 2, 2, %L)', :p, :'painted_nine'));
 SELECT board_fingerprint('mod-palette') = :'before' AS unchanged;
+-- Reverting from a time whose history was compacted away is refused.
+SELECT place.create_board('mod-compacted', 3, 3, 4, '0') AS c \gset
+SELECT clock_timestamp() AS early \gset
+SELECT placed FROM place.place(:c, 1, 1, 5, :griefer);
+SELECT place.compact_history(:c, now() + interval '1 minute') AS dropped;
+SELECT expect_error(format('SELECT place.revert_user(%s, %s, %L)', :c, :griefer, :'early'));
+SELECT place.revert_user(:c, :griefer, now() + interval '1 minute') AS nothing_since;
