@@ -589,6 +589,16 @@ mod tests {
     use super::*;
     use serde_json::{json, Value};
 
+    /// A 2x2 board of 2-bit tiles, all colour 0, at `seq`.
+    fn empty_board(seq: i64) -> Board {
+        let snapshot = Snapshot {
+            settings: settings(0.0),
+            seq,
+            bits: vec![0],
+        };
+        Board::new(snapshot, 100)
+    }
+
     fn settings(cooldown: f64) -> Settings {
         Settings {
             id: 3,
@@ -630,14 +640,7 @@ mod tests {
 
     #[test]
     fn compact_runs_are_split_by_settings_changes_and_keep_the_order() {
-        let board = Board::new(
-            Snapshot {
-                settings: settings(0.0),
-                seq: 0,
-                bits: vec![0],
-            },
-            100,
-        );
+        let board = empty_board(0);
         let (mut compact, _) = board.initial_state();
         let mut qik = compact;
         board.apply(&[tile(1, 0, 0, 1), tile(2, 1, 0, 2)]).unwrap();
@@ -677,14 +680,7 @@ mod tests {
 
     #[test]
     fn the_stream_must_continue_the_copy() {
-        let board = Board::new(
-            Snapshot {
-                settings: settings(0.0),
-                seq: 10,
-                bits: vec![0],
-            },
-            100,
-        );
+        let board = empty_board(10);
         assert_eq!(
             board.apply(&[tile(9, 0, 0, 1), tile(10, 0, 0, 1)]),
             Ok(0),
@@ -705,14 +701,7 @@ mod tests {
 
     #[test]
     fn a_reload_resets_every_view_with_the_new_state() {
-        let board = Board::new(
-            Snapshot {
-                settings: settings(0.0),
-                seq: 0,
-                bits: vec![0],
-            },
-            100,
-        );
+        let board = empty_board(0);
         let (mut cursor, _) = board.initial_state();
         board.reload(Snapshot {
             settings: settings(1.0),

@@ -148,3 +148,12 @@ pub async fn create_users_with_tokens(
         .map(|row| (row.get(0), row.get(1)))
         .collect()
 }
+
+/// How many history rows the database holds (every board).
+pub async fn history_rows(client: &Client) -> i64 {
+    client
+        .query_one("SELECT count(*) FROM place.placements", &[])
+        .await
+        .expect("counting placements")
+        .get(0)
+}

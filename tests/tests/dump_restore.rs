@@ -2,8 +2,8 @@
 //! fresh database, the boards read the same and placing goes on from the same seq.
 
 use pgplace_tests::{
-    admin_url, board_bits, connect, create_board, create_users, fresh_database, recreate_database,
-    url_of,
+    admin_url, board_bits, connect, create_board, create_users, fresh_database, history_rows,
+    recreate_database, url_of,
 };
 use std::process::Command;
 
@@ -84,11 +84,7 @@ async fn pg_dump_and_restore_keep_the_boards_and_their_history() {
     );
     assert_eq!(after, before);
     assert_eq!(table_fingerprints(&restored).await, tables_before);
-    let history: i64 = restored
-        .query_one("SELECT count(*) FROM place.placements", &[])
-        .await
-        .unwrap()
-        .get(0);
+    let history = history_rows(&restored).await;
     // 4 + 3 on `board` with its first 4 compacted away, 1 on `other`.
     assert_eq!(history, 4);
     // Time travel works on the restored copy (from the keyframe kept by the compaction).

@@ -2,7 +2,9 @@
 //! connection inside a transaction, and the gateway keeps working.
 
 use pgplace_tests::gateway::{start_gateway, Http};
-use pgplace_tests::{connect, create_board, create_users_with_tokens, fresh_database};
+use pgplace_tests::{
+    connect, create_board, create_users_with_tokens, fresh_database, history_rows,
+};
 use rand::{Rng, SeedableRng};
 use serde_json::json;
 use std::time::Duration;
@@ -79,11 +81,7 @@ async fn dropped_requests_leave_no_connection_in_a_transaction() {
         .await
         .unwrap()
         .get(0);
-    let history: i64 = sql
-        .query_one("SELECT count(*) FROM place.placements", &[])
-        .await
-        .unwrap()
-        .get(0);
+    let history = history_rows(&sql).await;
     assert_eq!(
         seq_sum, history,
         "seqs and history agree after the dropped calls"

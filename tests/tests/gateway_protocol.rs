@@ -5,7 +5,9 @@ use base64::Engine;
 use hyper::header::HeaderMap;
 use hyper::StatusCode;
 use pgplace_tests::gateway::{start_gateway, Http};
-use pgplace_tests::{board_bits, connect, create_board, create_users_with_tokens, fresh_database};
+use pgplace_tests::{
+    board_bits, connect, create_board, create_users_with_tokens, fresh_database, history_rows,
+};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
@@ -466,11 +468,7 @@ async fn placements_are_checked_before_they_join_a_group() {
     }
     assert_eq!(code, BOARD_NOT_OPEN);
     let (seq, _) = board_bits(&sql, board).await;
-    let history: i64 = sql
-        .query_one("SELECT count(*) FROM place.placements", &[])
-        .await
-        .unwrap()
-        .get(0);
+    let history = history_rows(&sql).await;
     assert_eq!(
         seq, history,
         "nothing was placed by the refused calls except at most one before the pause"
@@ -615,11 +613,7 @@ async fn a_deleted_user_fails_alone_and_loses_the_sessions_user() {
         }
     }
     assert_eq!(placed, 20, "every placement of the existing user was made");
-    let history: i64 = sql
-        .query_one("SELECT count(*) FROM place.placements", &[])
-        .await
-        .unwrap()
-        .get(0);
+    let history = history_rows(&sql).await;
     assert_eq!(history, 20);
     // The session no longer claims the deleted user.
     let error = http
