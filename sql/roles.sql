@@ -4,15 +4,15 @@
 --   pgplace_reader  reads boards and history: SELECT on every place.* table except
 --                   place.user_tokens, and the read functions (board_bits, get_tile,
 --                   bitfield_get/set, tile_history, user_history, tiles, board_at,
---                   board_at_seq, and render_png once the extension has it).
+--                   board_at_seq, render_png, frozen_tiles).
 --   pgplace_player  what pgplace_reader may, plus placing: place, place_many and
 --                   user_for_token. Meant for the gateway (or another trusted client):
 --                   place() takes the user id as an argument, so a player role can place
 --                   for any user; the gateway checks tokens before it calls place_many.
 --   pgplace_admin   what pgplace_reader may, plus the knobs: create_board, create_user,
 --                   set_cooldown, set_board_state, set_keyframe_every, build_keyframes,
---                   compact_history, and resize_board, set_palette, ban_user, unban_user,
---                   restore_region, revert_user once they exist.
+--                   compact_history, resize_board, set_palette, set_freeze_after,
+--                   ban_user, unban_user, restore_region, revert_user.
 -- No role may INSERT, UPDATE or DELETE any table: the functions that write are SECURITY
 -- DEFINER (extension/sql/functions.sql) and do it with the owner's rights, keeping bits,
 -- seq and history in step. PUBLIC (every other role) loses all access to schema place.
@@ -72,7 +72,8 @@ CREATE TEMP TABLE pgplace_role_functions (grantee text, fn name, definer bool) O
 INSERT INTO pgplace_role_functions
 SELECT :'pgplace_reader', unnest(ARRAY[
     'board_bits', 'get_tile', 'bitfield_get', 'bitfield_set',
-    'tile_history', 'user_history', 'tiles', 'board_at', 'board_at_seq', 'render_png']), false
+    'tile_history', 'user_history', 'tiles', 'board_at', 'board_at_seq', 'render_png',
+    'frozen_tiles']), false
 UNION ALL
 SELECT :'pgplace_player', unnest(ARRAY[
     'place', 'place_many', 'user_for_token']), true
@@ -80,7 +81,7 @@ UNION ALL
 SELECT :'pgplace_admin', unnest(ARRAY[
     'create_board', 'create_user', 'set_cooldown', 'set_board_state', 'set_keyframe_every',
     'build_keyframes', 'compact_history', 'resize_board', 'set_palette', 'ban_user',
-    'unban_user', 'restore_region', 'revert_user']), true;
+    'unban_user', 'restore_region', 'revert_user', 'set_freeze_after']), true;
 -- Tables pgplace_reader may not read (the rest of schema place it may).
 CREATE TEMP TABLE pgplace_secret_tables (relname name) ON COMMIT DROP;
 INSERT INTO pgplace_secret_tables VALUES ('user_tokens');

@@ -71,6 +71,10 @@ COMMENT ON FUNCTION place.revert_user(bigint, bigint, timestamptz) IS
     'Undoes a user''s tiles placed since a time that are still on top, as ordinary placements by the user "moderation"; returns how many tiles.';
 COMMENT ON FUNCTION place.compact_history(bigint, timestamptz) IS
     'Drops the placements made before a time, after storing the board then as a keyframe; board_at keeps working from there on. Returns how many were dropped.';
+COMMENT ON FUNCTION place.set_freeze_after(bigint, interval) IS
+    'Tiles showing a non-zero colour unchanged for this long freeze: placements on them are refused (NULL: never; more than 0, at most 3660 days). Listeners get a settings notification.';
+COMMENT ON FUNCTION place.frozen_tiles(bigint, timestamptz) IS
+    'The tiles of the board as it is now that are frozen at a time (default now; later: what will freeze if untouched), with the seq of their last change and when they freeze.';
 
 -- ---------------------------------------------------------------------------------------
 -- Who may write (sql/roles.sql creates the roles that use this).
@@ -116,6 +120,8 @@ ALTER FUNCTION place.restore_region(bigint, int, int, int, int, timestamptz)
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION place.revert_user(bigint, bigint, timestamptz)
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION place.set_freeze_after(bigint, interval)
+    SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 REVOKE EXECUTE ON FUNCTION
     place.place(bigint, int, int, int, bigint),
     place.place_many(bigint, bigint[], int[], int[], int[]),
@@ -131,5 +137,6 @@ REVOKE EXECUTE ON FUNCTION
     place.ban_user(bigint, timestamptz, text),
     place.unban_user(bigint),
     place.restore_region(bigint, int, int, int, int, timestamptz),
-    place.revert_user(bigint, bigint, timestamptz)
+    place.revert_user(bigint, bigint, timestamptz),
+    place.set_freeze_after(bigint, interval)
 FROM PUBLIC;

@@ -48,7 +48,7 @@ FOR EACH ROW EXECUTE FUNCTION place._notify_board_change();
 CREATE TRIGGER notify_board_settings
 AFTER UPDATE ON place.boards
 FOR EACH ROW
-WHEN ((OLD.name, OLD.width, OLD.height, OLD.bits_per_tile, OLD.palette, OLD.cooldown, OLD.state)
+WHEN ((OLD.name, OLD.width, OLD.height, OLD.bits_per_tile, OLD.palette, OLD.cooldown, OLD.state, OLD.freeze_after)
       IS DISTINCT FROM
-      (NEW.name, NEW.width, NEW.height, NEW.bits_per_tile, NEW.palette, NEW.cooldown, NEW.state))
+      (NEW.name, NEW.width, NEW.height, NEW.bits_per_tile, NEW.palette, NEW.cooldown, NEW.state, NEW.freeze_after))
 EXECUTE FUNCTION place._notify_board_change();

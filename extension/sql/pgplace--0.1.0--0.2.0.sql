@@ -8,6 +8,7 @@
 ALTER TABLE place.boards
     ADD COLUMN keyframe_every int NOT NULL DEFAULT 10000 CHECK (keyframe_every > 0),
     ADD COLUMN history_from bigint NOT NULL DEFAULT 0 CHECK (history_from >= 0),
+    ADD COLUMN freeze_after interval CHECK (freeze_after > interval '0'),
     DROP CONSTRAINT boards_state_check,
     ADD CONSTRAINT boards_state_check CHECK (state IN ('open', 'paused', 'frozen', 'closed'));
 -- Snapshots of whole boards, so that the board at any seq is a keyframe plus at most
@@ -37,6 +38,16 @@ CREATE TABLE place.bans (
     reason    text
 );
 COMMENT ON TABLE place.bans IS 'Banned users (place.ban_user / unban_user): their placements are refused';
+
+-- A change of freeze_after is news for listeners too (notify.sql).
+DROP TRIGGER notify_board_settings ON place.boards;
+CREATE TRIGGER notify_board_settings
+AFTER UPDATE ON place.boards
+FOR EACH ROW
+WHEN ((OLD.name, OLD.width, OLD.height, OLD.bits_per_tile, OLD.palette, OLD.cooldown, OLD.state, OLD.freeze_after)
+      IS DISTINCT FROM
+      (NEW.name, NEW.width, NEW.height, NEW.bits_per_tile, NEW.palette, NEW.cooldown, NEW.state, NEW.freeze_after))
+EXECUTE FUNCTION place._notify_board_change();
 
 SELECT pg_catalog.pg_extension_config_dump('place.keyframes', '');
 SELECT pg_catalog.pg_extension_config_dump('place.bans', '');
@@ -203,6 +214,28 @@ VOLATILE PARALLEL UNSAFE
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'revert_user_wrapper';
 
+CREATE  FUNCTION "set_freeze_after"(
+	"board_id" bigint, /* Option < i64 > */
+	"freeze_after" interval /* Option < Interval > */
+) RETURNS void
+VOLATILE PARALLEL UNSAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'set_freeze_after_wrapper';
+
+CREATE  FUNCTION "frozen_tiles"(
+	"board_id" bigint, /* Option < i64 > */
+	"at" timestamp with time zone DEFAULT now() /* Option < TimestampWithTimeZone > */
+) RETURNS TABLE (
+	"x" INT,  /* i32 */
+	"y" INT,  /* i32 */
+	"color" INT,  /* i32 */
+	"seq" bigint,  /* i64 */
+	"frozen_at" timestamp with time zone  /* TimestampWithTimeZone */
+)
+STABLE PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'frozen_tiles_wrapper';
+
 -- How they run, and what \df+ shows of them (functions.sql).
 ALTER FUNCTION place.board_at_seq(bigint, bigint) SET plan_cache_mode = force_generic_plan;
 ALTER FUNCTION place.board_at(bigint, timestamptz) SET plan_cache_mode = force_generic_plan;
@@ -238,6 +271,10 @@ COMMENT ON FUNCTION place.revert_user(bigint, bigint, timestamptz) IS
     'Undoes a user''s tiles placed since a time that are still on top, as ordinary placements by the user "moderation"; returns how many tiles.';
 COMMENT ON FUNCTION place.compact_history(bigint, timestamptz) IS
     'Drops the placements made before a time, after storing the board then as a keyframe; board_at keeps working from there on. Returns how many were dropped.';
+COMMENT ON FUNCTION place.set_freeze_after(bigint, interval) IS
+    'Tiles showing a non-zero colour unchanged for this long freeze: placements on them are refused (NULL: never; more than 0, at most 3660 days). Listeners get a settings notification.';
+COMMENT ON FUNCTION place.frozen_tiles(bigint, timestamptz) IS
+    'The tiles of the board as it is now that are frozen at a time (default now; later: what will freeze if untouched), with the seq of their last change and when they freeze.';
 
 -- ---------------------------------------------------------------------------------------
 -- Who may write (sql/roles.sql creates the roles that use this).
@@ -283,6 +320,8 @@ ALTER FUNCTION place.restore_region(bigint, int, int, int, int, timestamptz)
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION place.revert_user(bigint, bigint, timestamptz)
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION place.set_freeze_after(bigint, interval)
+    SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 REVOKE EXECUTE ON FUNCTION
     place.place(bigint, int, int, int, bigint),
     place.place_many(bigint, bigint[], int[], int[], int[]),
@@ -298,5 +337,6 @@ REVOKE EXECUTE ON FUNCTION
     place.ban_user(bigint, timestamptz, text),
     place.unban_user(bigint),
     place.restore_region(bigint, int, int, int, int, timestamptz),
-    place.revert_user(bigint, bigint, timestamptz)
+    place.revert_user(bigint, bigint, timestamptz),
+    place.set_freeze_after(bigint, interval)
 FROM PUBLIC;

@@ -21,6 +21,9 @@ CREATE TABLE place.boards (
     -- History kept: placements with seq > history_from (place.compact_history raises it,
     -- leaving a keyframe at history_from).
     history_from  bigint NOT NULL DEFAULT 0 CHECK (history_from >= 0),
+    -- A tile showing a non-zero colour unchanged for this long is frozen (NULL: never);
+    -- place.set_freeze_after sets it.
+    freeze_after  interval CHECK (freeze_after > interval '0'),
     CHECK (width::bigint * height <= 16777216)
 ) WITH (fillfactor = 50); -- every placement updates its board's row: keep room for HOT updates
 ALTER SEQUENCE place.boards_id_seq OWNED BY place.boards.id;

@@ -12,6 +12,7 @@
 //! - [`users`]: users and their tokens.
 //! - [`placing`]: `place` and `place_many`, the atomic place-with-cooldown.
 //! - [`cooldowns`]: each user's last placement per board, claimed atomically.
+//! - [`freezing`]: tiles that freeze after resting unchanged (`freeze_after`).
 //! - [`notify`]: the payload builders the triggers call.
 //! - [`moderation`]: bans; restoring a region and reverting a user as ordinary placements.
 //! - [`history`]: tile and user history (paged by seq), the board as rows.
@@ -28,6 +29,7 @@ use pgrx::prelude::*;
 pub mod bitfield;
 pub mod boards;
 pub mod cooldowns;
+pub mod freezing;
 pub mod history;
 pub mod input;
 pub mod moderation;

@@ -12,6 +12,7 @@
 //!    the commit: calls on one board overlap in everything before.
 
 use crate::cooldowns::{claim, last_placements};
+use crate::freezing::frozen_items;
 use crate::input::{fail, required, required_elements, undefined};
 use crate::spi::{column, run, Statement};
 use crate::storage::{bump_seq, write_tiles, Board};
@@ -52,7 +53,8 @@ impl Label for Batch {
 }
 
 /// Places one tile, unless the user's cooldown has not passed (`placed` is false and
-/// `next_allowed_at` says when it does).
+/// `next_allowed_at` says when it does) or the tile is frozen (`next_allowed_at` is
+/// 'infinity').
 #[pg_extern(volatile, parallel_unsafe)]
 fn place(
     board_id: Option<i64>,
@@ -156,7 +158,17 @@ fn apply(
     check_users(client, &board, &users, &items, label);
     // SAFETY: a plain clock read.
     let now = unsafe { pg_sys::GetCurrentTimestamp() };
-    let claimed = claim(client, &board, &users, now);
+    // Before the claim: an item on a frozen tile must not spend its user's cooldown.
+    let frozen = frozen_items(client, &board, &items, now);
+    let mut hopeful: Vec<i64> = items
+        .iter()
+        .zip(&frozen)
+        .filter(|(_, frozen)| !**frozen)
+        .map(|(item, _)| item.user)
+        .collect();
+    hopeful.sort_unstable();
+    hopeful.dedup();
+    let claimed = claim(client, &board, &hopeful, now);
     let refused: Vec<i64> = users
         .iter()
         .copied()
@@ -169,8 +181,11 @@ fn apply(
     let mut used = std::collections::HashSet::new();
     let mut accepted: Vec<&Item> = Vec::new();
     let mut decided = Vec::with_capacity(items.len());
-    for item in &items {
-        if claimed.contains(&item.user) && (used.insert(item.user) || board.cooldown_us == 0) {
+    for (item, frozen) in items.iter().zip(frozen) {
+        if frozen {
+            decided.push(Err(pg_sys::TimestampTz::MAX));
+        } else if claimed.contains(&item.user) && (used.insert(item.user) || board.cooldown_us == 0)
+        {
             decided.push(Ok(accepted.len() as i64));
             accepted.push(item);
         } else {
@@ -218,7 +233,11 @@ pub fn commit_tiles(
     first_seq
 }
 
+/// `pg_sys::TimestampTz::MAX` is PostgreSQL's 'infinity' (a frozen tile: never).
 fn timestamp(t: pg_sys::TimestampTz) -> TimestampWithTimeZone {
+    if t == pg_sys::TimestampTz::MAX {
+        return TimestampWithTimeZone::positive_infinity();
+    }
     TimestampWithTimeZone::try_from(t).expect("cooldowns are capped, so times stay in range")
 }
 

@@ -4,7 +4,7 @@
 use pgrx::datum::DatumWithOid;
 use pgrx::datum::{FromDatum, IntoDatum};
 use pgrx::pg_sys::{self, PgOid};
-use pgrx::spi::{OwnedPreparedStatement, SpiClient, SpiHeapTupleData, SpiTupleTable};
+use pgrx::spi::{OwnedPreparedStatement, SpiClient, SpiCursor, SpiHeapTupleData, SpiTupleTable};
 use std::cell::RefCell;
 use std::collections::HashMap;
 
@@ -50,6 +50,16 @@ pub fn run<'conn>(
     client
         .update(plan, None, args)
         .unwrap_or_else(|e| panic!("running {:?}: {e}", statement.sql))
+}
+
+/// A cursor over a kept statement, for results too long to hold at once.
+pub fn open_cursor<'conn>(
+    client: &mut SpiClient<'conn>,
+    statement: &'static Statement,
+    args: &[DatumWithOid<'_>],
+) -> SpiCursor<'conn> {
+    let plan = plan(client, statement);
+    client.open_cursor_mut(plan, args)
 }
 
 /// Column `ordinal` (1-based) of a row whose query makes it non-NULL and of type `T`.

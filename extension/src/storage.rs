@@ -5,7 +5,7 @@ use crate::input::{fail, out_of_range, undefined};
 use crate::placing::Item;
 use crate::spi::{column, run, Statement};
 use pgplace_core::bits::TileWidth;
-use pgrx::datum::{FromDatum, IntoDatum};
+use pgrx::datum::{FromDatum, Interval, IntoDatum};
 use pgrx::prelude::*;
 use pgrx::spi::{SpiClient, SpiHeapTupleData};
 use pgrx::{pg_sys, PgSqlErrorCode};
@@ -30,6 +30,8 @@ pub struct Board {
     /// Whether this database's schema has place.bans (0.2.0 on).
     pub has_bans: bool,
     pub history_from: i64,
+    /// How long a non-zero tile rests unchanged before it freezes (None: never).
+    pub freeze_after_us: Option<i64>,
 }
 
 // `*`, read by name: the library of a newer version must still serve a database whose
@@ -63,6 +65,11 @@ fn named<T: FromDatum + IntoDatum>(row: &SpiHeapTupleData<'_>, name: &str) -> T 
     optional(row, name).unwrap_or_else(|| panic!("boards.{name} is missing or NULL"))
 }
 
+/// An interval without months (the setters refuse months) in microseconds.
+fn micros(interval: Interval) -> i64 {
+    i64::from(interval.days()) * 86_400_000_000 + interval.micros()
+}
+
 impl Board {
     /// The board, or an error naming the unknown id. With `lock`, the board's row stays
     /// locked until the transaction ends, so a settings change waits for placements in
@@ -89,6 +96,7 @@ impl Board {
             // place.bans came with keyframe_every (0.2.0).
             has_bans: row.get_by_name::<i32, _>("keyframe_every").is_ok(),
             history_from: optional(&row, "history_from").unwrap_or(0),
+            freeze_after_us: optional::<Interval>(&row, "freeze_after").map(micros),
         }
     }
 
