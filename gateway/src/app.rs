@@ -92,6 +92,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         catch_up: catch_up_rx,
         replay_limit: config.session_buffer,
     };
+    let freezer = tokio::spawn(announce_frozen_tiles(boards.clone()));
     let app = Arc::new(App {
         config,
         pool,
@@ -103,6 +104,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     let tasks = vec![
         tokio::spawn(listener.run()),
         tokio::spawn(sessions.run_expiry()),
+        freezer,
         tokio::spawn(accept(tcp, app.clone(), stop.clone())),
     ];
     Ok(Running {
@@ -111,6 +113,21 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         stop,
         tasks,
     })
+}
+
+/// Tiles freeze as time passes, with no change to announce it: a few times a second each
+/// mirror with freeze_after logs the tiles whose moment came (a board with nothing due
+/// costs one comparison).
+async fn announce_frozen_tiles(boards: Arc<Boards>) {
+    let mut tick = tokio::time::interval(std::time::Duration::from_millis(250));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let now = db::now_micros();
+        for mirrored in boards.all() {
+            mirrored.board.freeze_due(now);
+        }
+    }
 }
 
 /// Long-polling clients reconnect in bursts (after a restart, thousands at once): a deep

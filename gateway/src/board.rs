@@ -9,6 +9,7 @@
 //! reloaded from the database (`epoch` changed) gets a `reset` with a fresh initial state.
 
 use crate::fragments::{ArrayBuilder, Fragments};
+use crate::freezing::Freezing;
 use base64::Engine;
 use bytes::Bytes;
 use pgplace_core::bits::TileWidth;
@@ -31,6 +32,8 @@ pub struct Settings {
     /// Seconds between two placements of one user.
     pub cooldown: f64,
     pub state: String,
+    /// Seconds a non-zero tile rests unchanged before it freezes (None: never).
+    pub freeze_after: Option<f64>,
 }
 
 /// A board as read from the database in one snapshot.
@@ -39,6 +42,8 @@ pub struct Snapshot {
     pub settings: Settings,
     pub seq: i64,
     pub bits: Vec<u8>,
+    /// Present when the board has freeze_after.
+    pub freezing: Option<Freezing>,
 }
 
 /// Why placements could not be applied in order: the caller must read them from the
@@ -57,7 +62,8 @@ pub enum Discontinuity {
 pub struct Cursor {
     pub epoch: u64,
     pub seq: i64,
-    pub settings_version: u64,
+    /// The last notice (settings change, tiles frozen) given.
+    pub notices: u64,
 }
 
 /// How a view goes on after `collect`.
@@ -79,11 +85,13 @@ pub struct Board {
 
 struct Mirror {
     settings: Arc<Settings>,
-    settings_version: u64,
+    /// Counts the notices (settings changes, tiles frozen) ever logged.
+    notices: u64,
     tile: TileWidth,
     seq: i64,
     epoch: u64,
     bits: Vec<u8>,
+    freezing: Option<Freezing>,
     log: EventLog,
     deleted: bool,
     /// The initial state at a cursor (settings version included: it is in the state).
@@ -102,11 +110,12 @@ impl Board {
             compact_key: format!("board/{id}/compact").into(),
             mirror: Mutex::new(Mirror {
                 settings: Arc::new(snapshot.settings),
-                settings_version: 0,
+                notices: 0,
                 tile,
                 seq: snapshot.seq,
                 epoch: 0,
                 bits: snapshot.bits,
+                freezing: snapshot.freezing,
                 log: EventLog::new(snapshot.seq, log_capacity),
                 deleted: false,
                 state_cache: None,
@@ -161,6 +170,9 @@ impl Board {
                 result = Err(Discontinuity::Inconsistent);
                 break;
             }
+            if let Some(freezing) = &mut m.freezing {
+                freezing.changed(p.x, p.y, p.color, p.at);
+            }
             entry.add(p, old);
             applied += 1;
         }
@@ -181,20 +193,57 @@ impl Board {
             return;
         }
         m.settings = Arc::new(settings);
-        m.settings_version += 1;
-        m.state_cache = None;
         let obj = settings_json(&m.settings, m.seq);
-        let version = m.settings_version;
-        let seq = m.seq;
-        let entry = Entry::Settings {
-            version,
-            seq,
-            qik: event_bytes(&self.qik_key, "settings", &obj),
-            compact: event_bytes(&self.compact_key, "settings", &obj),
+        self.notice(m, "settings", &obj, 1);
+    }
+
+    /// Logs a notice (an event that takes no seq) of `weight` tiles' worth of log space.
+    fn notice(
+        &self,
+        mut m: std::sync::MutexGuard<'_, Mirror>,
+        action: &str,
+        obj: &str,
+        weight: u64,
+    ) {
+        m.notices += 1;
+        m.state_cache = None;
+        let entry = Entry::Notice {
+            version: m.notices,
+            seq: m.seq,
+            weight,
+            qik: event_bytes(&self.qik_key, action, obj),
+            compact: event_bytes(&self.compact_key, action, obj),
         };
         m.log.push(entry);
         drop(m);
         self.changed.notify_waiters();
+    }
+
+    /// Marks the tiles whose time has come at `now_us` frozen; sessions get a `frozen`
+    /// event listing them.
+    pub fn freeze_due(&self, now_us: i64) {
+        let mut m = self.lock();
+        let Some(freezing) = &mut m.freezing else {
+            return;
+        };
+        let due = freezing.due(now_us);
+        if due.is_empty() {
+            return;
+        }
+        let mut obj = format!("{{\"seq\":{},\"tiles\":[", m.seq);
+        for (i, (x, y)) in due.iter().enumerate() {
+            let sep = if i == 0 { "" } else { "," };
+            let _ = write!(obj, "{sep}[{x},{y}]");
+        }
+        obj.push_str("]}");
+        self.notice(m, "frozen", &obj, due.len() as u64);
+    }
+
+    /// Whether the gateway knows tile (x, y) frozen (the database may know it earlier).
+    pub fn is_frozen(&self, x: i32, y: i32) -> bool {
+        let m = self.lock();
+        let inside = (0..m.settings.width).contains(&x) && (0..m.settings.height).contains(&y);
+        inside && m.freezing.as_ref().is_some_and(|f| f.is_frozen(x, y))
     }
 
     /// Replaces the whole mirror with a fresh snapshot: every session gets a `reset`.
@@ -203,9 +252,10 @@ impl Board {
         m.tile = TileWidth::new(snapshot.settings.bits_per_tile.into())
             .expect("the database holds valid tile widths");
         m.settings = Arc::new(snapshot.settings);
-        m.settings_version += 1;
+        m.notices += 1;
         m.seq = snapshot.seq;
         m.bits = snapshot.bits;
+        m.freezing = snapshot.freezing;
         m.epoch += 1;
         m.log = EventLog::new(snapshot.seq, m.log.capacity);
         m.state_cache = None;
@@ -220,18 +270,20 @@ impl Board {
         self.changed.notify_waiters();
     }
 
-    /// Whether the settings differ in a way that changes the packed layout.
-    pub fn layout_differs(&self, settings: &Settings) -> bool {
+    /// Whether new settings need a reload: they change the packed layout, or which
+    /// tiles are frozen.
+    pub fn needs_reload(&self, settings: &Settings) -> bool {
         let m = self.lock();
         m.settings.width != settings.width
             || m.settings.height != settings.height
             || m.settings.bits_per_tile != settings.bits_per_tile
+            || m.settings.freeze_after != settings.freeze_after
     }
 
     /// The initial state (settings, seq, packed bits in base64) and the cursor that
     /// continues exactly after it.
     pub fn initial_state(&self) -> (Cursor, Bytes) {
-        let (cursor, settings, bits) = {
+        let (cursor, settings, bits, frozen) = {
             let m = self.lock();
             let cursor = m.cursor();
             if let Some((at, state)) = &m.state_cache {
@@ -239,10 +291,11 @@ impl Board {
                     return (cursor, state.clone());
                 }
             }
-            (cursor, m.settings.clone(), m.bits.clone())
+            let frozen = m.freezing.as_ref().map(|f| f.bitmap().to_vec());
+            (cursor, m.settings.clone(), m.bits.clone(), frozen)
         };
         // Serialized outside the lock: the listener keeps applying meanwhile.
-        let state = state_json(&settings, cursor.seq, &bits);
+        let state = state_json(&settings, cursor.seq, &bits, frozen.as_deref());
         let mut m = self.lock();
         if m.cursor() == cursor {
             m.state_cache = Some((cursor, state.clone()));
@@ -276,7 +329,11 @@ impl Board {
             out.push(Bytes::from(event).into());
             return Delivery::Ended;
         }
-        if cursor.epoch != m.epoch || cursor.seq < m.log.floor || cursor.seq > m.seq {
+        if cursor.epoch != m.epoch
+            || cursor.seq < m.log.floor
+            || cursor.notices < m.log.floor_notice
+            || cursor.seq > m.seq
+        {
             drop(m);
             let (fresh, state) = self.initial_state();
             *cursor = fresh;
@@ -300,19 +357,19 @@ impl Board {
                     out.tiles(t, skip);
                     cursor.seq = t.last;
                 }
-                Entry::Settings {
+                Entry::Notice {
                     version,
                     qik,
                     compact: c,
                     ..
-                } if *version > cursor.settings_version => {
+                } if *version > cursor.notices => {
                     out.event(if compact { c.clone() } else { qik.clone() });
-                    cursor.settings_version = *version;
+                    cursor.notices = *version;
                 }
                 _ => {}
             }
         }
-        cursor.settings_version = cursor.settings_version.max(m.settings_version);
+        cursor.notices = cursor.notices.max(m.notices);
         out.finish();
         Delivery::Continues
     }
@@ -323,18 +380,21 @@ impl Mirror {
         Cursor {
             epoch: self.epoch,
             seq: self.seq,
-            settings_version: self.settings_version,
+            notices: self.notices,
         }
     }
 }
 
-/// The log of recent events: every tile with seq in (floor, seq] and the settings
-/// changes among them, holding at most `capacity` tiles.
+/// The log of recent events: every tile with seq in (floor, seq] and the notices among
+/// them after `floor_notice`, holding at most `capacity` tiles (a notice counts as the
+/// tiles it names, a settings change as one).
 struct EventLog {
     entries: VecDeque<Entry>,
     tiles: u64,
     capacity: u64,
     floor: i64,
+    /// The newest notice dropped: a cursor that has not seen it must start over.
+    floor_notice: u64,
 }
 
 impl EventLog {
@@ -344,22 +404,21 @@ impl EventLog {
             tiles: 0,
             capacity,
             floor: seq,
+            floor_notice: 0,
         }
     }
 
     fn push(&mut self, entry: Entry) {
-        if let Entry::Tiles(t) = &entry {
-            self.tiles += t.count() as u64;
-        }
+        self.tiles += entry.weight();
         self.entries.push_back(entry);
         while self.tiles > self.capacity {
-            match self.entries.pop_front() {
-                Some(Entry::Tiles(t)) => {
-                    self.tiles -= t.count() as u64;
-                    self.floor = t.last;
-                }
-                Some(Entry::Settings { .. }) => {}
-                None => break,
+            let Some(dropped) = self.entries.pop_front() else {
+                break;
+            };
+            self.tiles -= dropped.weight();
+            match dropped {
+                Entry::Tiles(t) => self.floor = t.last,
+                Entry::Notice { version, .. } => self.floor_notice = version,
             }
         }
     }
@@ -367,10 +426,12 @@ impl EventLog {
 
 enum Entry {
     Tiles(TilesEntry),
-    Settings {
+    /// An event that takes no seq: settings changed, tiles froze.
+    Notice {
         version: u64,
-        /// The board's seq when the settings changed.
+        /// The board's seq when it happened.
         seq: i64,
+        weight: u64,
         qik: Bytes,
         compact: Bytes,
     },
@@ -380,7 +441,14 @@ impl Entry {
     fn seq_end(&self) -> i64 {
         match self {
             Entry::Tiles(t) => t.last,
-            Entry::Settings { seq, .. } => *seq,
+            Entry::Notice { seq, .. } => *seq,
+        }
+    }
+
+    fn weight(&self) -> u64 {
+        match self {
+            Entry::Tiles(t) => t.count() as u64,
+            Entry::Notice { weight, .. } => *weight,
         }
     }
 }
@@ -559,19 +627,22 @@ struct State<'a> {
     settings: &'a Settings,
     seq: i64,
     bits: String,
+    /// The frozen tiles, one bit each (None without freeze_after).
+    frozen: Option<String>,
 }
 
 fn settings_json(settings: &Settings, seq: i64) -> String {
     serde_json::to_string(&SettingsWithSeq { settings, seq }).expect("settings serialize")
 }
 
-/// `{"id":…,"name":…,…,"seq":…,"bits":"<base64>"}`.
-pub fn state_json(settings: &Settings, seq: i64, bits: &[u8]) -> Bytes {
-    let bits = base64::engine::general_purpose::STANDARD.encode(bits);
+/// `{"id":…,"name":…,…,"seq":…,"bits":"<base64>","frozen":"<base64>"|null}`.
+pub fn state_json(settings: &Settings, seq: i64, bits: &[u8], frozen: Option<&[u8]>) -> Bytes {
+    let base64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
     serde_json::to_vec(&State {
         settings,
         seq,
-        bits,
+        bits: base64(bits),
+        frozen: frozen.map(base64),
     })
     .expect("states serialize")
     .into()
@@ -595,6 +666,7 @@ mod tests {
             settings: settings(0.0),
             seq,
             bits: vec![0],
+            freezing: None,
         };
         Board::new(snapshot, 100)
     }
@@ -614,6 +686,7 @@ mod tests {
             ],
             cooldown,
             state: "open".into(),
+            freeze_after: None,
         }
     }
 
@@ -699,6 +772,102 @@ mod tests {
         assert_eq!(board.packed().2.as_ref(), &[0b0000_1011]);
     }
 
+    /// The 2x2 board of `empty_board` with freeze_after = 1 s, at seq 0, at time 0.
+    fn freezing_board(capacity: u64) -> Board {
+        let mut settings = settings(0.0);
+        settings.freeze_after = Some(1.0);
+        let freezing = Freezing::new(1_000_000, 2, 2, 0, &[], 0);
+        let snapshot = Snapshot {
+            settings,
+            seq: 0,
+            bits: vec![0],
+            freezing: Some(freezing),
+        };
+        Board::new(snapshot, capacity)
+    }
+
+    fn placed_at(seq: i64, x: i32, y: i32, color: i32, at: i64) -> Placement {
+        Placement {
+            at,
+            ..tile(seq, x, y, color)
+        }
+    }
+
+    #[test]
+    fn tiles_that_rest_are_announced_frozen_in_order_and_in_the_initial_state() {
+        let board = freezing_board(100);
+        let (mut compact, state) = board.initial_state();
+        let state: Value = serde_json::from_slice(&state).unwrap();
+        assert_eq!(
+            (state["freeze_after"].clone(), state["frozen"].clone()),
+            (json!(1.0), json!("AA=="))
+        );
+        let mut qik = compact;
+        board
+            .apply(&[placed_at(1, 1, 0, 2, 0), placed_at(2, 0, 1, 0, 0)])
+            .unwrap();
+        board.freeze_due(999_999);
+        assert!(!board.is_frozen(1, 0), "not before its second");
+        board.freeze_due(1_000_000);
+        assert!(
+            board.is_frozen(1, 0) && !board.is_frozen(0, 1),
+            "colour 0 never freezes"
+        );
+        board.apply(&[placed_at(3, 0, 0, 1, 1_500_000)]).unwrap();
+        let events = collect(&board, &mut compact, true);
+        assert_eq!(
+            events[1],
+            json!({"key": "board/3/compact", "action": "frozen", "obj": {"seq": 2, "tiles": [[1, 0]]}})
+        );
+        assert_eq!(events[2]["seq"], json!([3, 3]));
+        let actions: Vec<Value> = collect(&board, &mut qik, false)
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["action"].clone())
+            .collect();
+        assert_eq!(
+            actions,
+            [
+                json!("update"),
+                json!("update"),
+                json!("frozen"),
+                json!("update")
+            ]
+        );
+        // A fresh view starts from a state that has the frozen tile: bit 1 of the bitmap.
+        let (_, state) = board.initial_state();
+        let state: Value = serde_json::from_slice(&state).unwrap();
+        assert_eq!(state["frozen"], json!("QA=="));
+        // A repair changes the frozen tile: it is not frozen any more.
+        board.apply(&[placed_at(4, 1, 0, 3, 2_000_000)]).unwrap();
+        assert!(!board.is_frozen(1, 0));
+        assert!(!board.is_frozen(5, 5), "outside the board");
+    }
+
+    #[test]
+    fn a_view_that_missed_a_dropped_notice_gets_a_reset() {
+        let board = freezing_board(2);
+        let (mut behind, _) = board.initial_state();
+        board
+            .apply(&[placed_at(1, 0, 0, 1, 0), placed_at(2, 1, 0, 1, 0)])
+            .unwrap();
+        let (mut current, _) = board.initial_state();
+        // Two tiles freeze (weight 2): the log drops the placements, then the notice.
+        board.freeze_due(1_000_000);
+        board.set_settings(Settings {
+            cooldown: 1.0,
+            ..(*board.settings()).clone()
+        });
+        assert_eq!(collect(&board, &mut behind, true)[0]["action"], "reset");
+        let events = collect(&board, &mut current, true);
+        assert_eq!(
+            events[0]["action"], "reset",
+            "the frozen notice was dropped: {events}"
+        );
+        assert_eq!(collect(&board, &mut current, true), json!([]));
+    }
+
     #[test]
     fn a_reload_resets_every_view_with_the_new_state() {
         let board = empty_board(0);
@@ -707,6 +876,7 @@ mod tests {
             settings: settings(1.0),
             seq: 7,
             bits: vec![0xff],
+            freezing: None,
         });
         let events = collect(&board, &mut cursor, true);
         assert_eq!(events.as_array().unwrap().len(), 1);

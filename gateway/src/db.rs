@@ -3,6 +3,7 @@
 //! connection inside one.
 
 use crate::board::{Settings, Snapshot};
+use crate::freezing::{Freezing, FrozenRow};
 use deadpool_postgres::{ClientWrapper, Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use pgplace_core::payload::Placement;
 use std::time::Duration;
@@ -26,7 +27,8 @@ pub fn pool(config: &tokio_postgres::Config, size: u32) -> Pool {
 }
 
 const SETTINGS: &str = "b.id, b.name, b.width, b.height, b.bits_per_tile, b.palette, \
-     extract(epoch FROM b.cooldown)::float8 AS cooldown, b.state, b.seq";
+     extract(epoch FROM b.cooldown)::float8 AS cooldown, b.state, \
+     extract(epoch FROM b.freeze_after)::float8 AS freeze_after, b.seq";
 
 fn settings(row: &Row) -> Settings {
     Settings {
@@ -38,6 +40,7 @@ fn settings(row: &Row) -> Settings {
         palette: row.get("palette"),
         cooldown: row.get("cooldown"),
         state: row.get("state"),
+        freeze_after: row.get("freeze_after"),
     }
 }
 
@@ -86,22 +89,75 @@ pub async fn board_id(
     Ok(row.map(|r| r.get(0)))
 }
 
-/// The board's settings, seq and bits in one snapshot (one statement).
+/// The board's settings, seq and bits in one snapshot (one statement); then, on a board
+/// with freeze_after, its frozen tiles (read after, so they cover every seq up to the
+/// snapshot's).
 pub async fn snapshot(
     client: &ClientWrapper,
     id: i64,
 ) -> Result<Option<Snapshot>, tokio_postgres::Error> {
     let sql = "SELECT b.id, b.name, b.width, b.height, b.bits_per_tile, b.palette, \
-               extract(epoch FROM b.cooldown)::float8 AS cooldown, b.state, s.seq, s.bits \
+               extract(epoch FROM b.cooldown)::float8 AS cooldown, b.state, \
+               extract(epoch FROM b.freeze_after)::float8 AS freeze_after, s.seq, s.bits \
                FROM place.boards b CROSS JOIN LATERAL place.board_bits(b.id) s WHERE b.id = $1";
-    let row = client
+    let Some(row) = client
         .query_opt(&client.prepare_cached(sql).await?, &[&id])
-        .await?;
-    Ok(row.map(|row| Snapshot {
-        settings: settings(&row),
-        seq: row.get("seq"),
+        .await?
+    else {
+        return Ok(None);
+    };
+    let settings = settings(&row);
+    let seq: i64 = row.get("seq");
+    let freezing = match settings.freeze_after {
+        None => None,
+        Some(after) => {
+            let rows = frozen_tiles(client, id).await?;
+            let after_us = (after * 1e6).round() as i64;
+            let (width, height) = (settings.width, settings.height);
+            Some(Freezing::new(
+                after_us,
+                width,
+                height,
+                seq,
+                &rows,
+                now_micros(),
+            ))
+        }
+    };
+    Ok(Some(Snapshot {
+        settings,
+        seq,
         bits: row.get("bits"),
+        freezing,
     }))
+}
+
+/// Every non-zero tile of the board and when it freezes (or froze).
+async fn frozen_tiles(
+    client: &ClientWrapper,
+    id: i64,
+) -> Result<Vec<FrozenRow>, tokio_postgres::Error> {
+    let sql = "SELECT x, y, seq, (extract(epoch FROM frozen_at) * 1000000)::int8 \
+               FROM place.frozen_tiles($1, 'infinity')";
+    let rows = client
+        .query(&client.prepare_cached(sql).await?, &[&id])
+        .await?;
+    Ok(rows
+        .iter()
+        .map(|row| FrozenRow {
+            x: row.get(0),
+            y: row.get(1),
+            seq: row.get(2),
+            frozen_at_us: row.get(3),
+        })
+        .collect())
+}
+
+/// Microseconds since the Unix epoch, by this machine's clock.
+pub fn now_micros() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as i64)
 }
 
 /// The board's settings and seq (None once it is deleted).
@@ -212,7 +268,8 @@ pub async fn user_for_token(
 pub struct Outcome {
     pub placed: bool,
     pub seq: Option<i64>,
-    pub next_allowed_at: chrono::DateTime<chrono::Utc>,
+    /// None when the tile is frozen (the database says 'infinity': never).
+    pub next_allowed_at: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 pub struct PlaceItem {
@@ -232,7 +289,10 @@ pub async fn place_many(
     let xs: Vec<i32> = items.iter().map(|i| i.x).collect();
     let ys: Vec<i32> = items.iter().map(|i| i.y).collect();
     let colors: Vec<i32> = items.iter().map(|i| i.color).collect();
-    let sql = "SELECT ord, placed, seq, next_allowed_at FROM place.place_many($1, $2, $3, $4, $5) ORDER BY ord";
+    // chrono has no infinity.
+    let sql = "SELECT ord, placed, seq, \
+               CASE WHEN next_allowed_at <> 'infinity' THEN next_allowed_at END \
+               FROM place.place_many($1, $2, $3, $4, $5) ORDER BY ord";
     let rows = client
         .query(
             &client.prepare_cached(sql).await?,

@@ -27,6 +27,7 @@ pub const BOARD_NOT_OPEN: i64 = -32006;
 pub const TOO_MANY: i64 = -32007;
 pub const RETRY: i64 = -32008;
 pub const UNAVAILABLE: i64 = -32009;
+pub const FROZEN_TILE: i64 = -32010;
 
 impl RpcError {
     pub fn new(code: i64, message: impl Into<String>) -> Self {
@@ -71,6 +72,17 @@ impl RpcError {
 
     pub fn unknown_board(board: impl std::fmt::Display) -> Self {
         Self::new(UNKNOWN_BOARD, format!("board {board} does not exist"))
+    }
+
+    pub fn frozen_tile(board: &str, x: i32, y: i32) -> Self {
+        Self::new(
+            FROZEN_TILE,
+            format!(
+                "tile ({x}, {y}) on board {board} is frozen: it kept its colour for the board's \
+                 freeze_after and can no longer change"
+            ),
+        )
+        .with_data(json!({"x": x, "y": y}))
     }
 
     pub fn unavailable() -> Self {

@@ -4,7 +4,8 @@
 //! - `config`: flags and environment.
 //! - `app`: starting everything; `http`: routes; `jsonrpc`: envelopes; `params`: method
 //!   params; `methods`: the methods; `errors`: error codes.
-//! - `board`: one mirrored board and its event log; `boards`: the mirrored boards.
+//! - `board`: one mirrored board and its event log; `boards`: the mirrored boards;
+//!   `freezing`: which of a board's tiles are frozen, and when the others freeze.
 //! - `listener`: the LISTEN connection that keeps the mirrors exact.
 //! - `sessions`: sessions, their cursors, long polls and expiry.
 //! - `placer`: group commit of placements through `place.place_many`.
@@ -20,6 +21,7 @@ pub mod config;
 pub mod db;
 pub mod errors;
 pub mod fragments;
+pub mod freezing;
 pub mod http;
 pub mod jsonrpc;
 pub mod listener;

@@ -136,7 +136,8 @@ impl Listener {
                         Ok(())
                     }
                     BoardChange::Created | BoardChange::Settings => {
-                        self.catch_up(&mirrored.board).await
+                        self.catch_up_with_settings_at(&mirrored.board, Some(p.seq))
+                            .await
                     }
                 }
             }
@@ -145,6 +146,16 @@ impl Listener {
 
     /// Brings one mirror up to what the database has committed now.
     async fn catch_up(&mut self, board: &Arc<Board>) -> Result<(), tokio_postgres::Error> {
+        self.catch_up_with_settings_at(board, None).await
+    }
+
+    /// `catch_up`, telling the settings after the placements up to `settings_at` (the seq
+    /// at which they changed; None: after all of them), as the stream would have.
+    async fn catch_up_with_settings_at(
+        &mut self,
+        board: &Arc<Board>,
+        settings_at: Option<i64>,
+    ) -> Result<(), tokio_postgres::Error> {
         let client = self.client().await?;
         let Some((settings, seq)) = db::settings_and_seq(&client, board.id).await? else {
             self.boards.forget(board.id);
@@ -152,12 +163,22 @@ impl Listener {
             return Ok(());
         };
         let behind = seq - board.seq();
-        if board.layout_differs(&settings) || behind < 0 || behind as u64 > self.replay_limit {
+        if board.needs_reload(&settings) || behind < 0 || behind as u64 > self.replay_limit {
             return self.reload(board, &client).await;
         }
+        let settings_at = settings_at.unwrap_or(seq);
+        let mut settings = Some(settings);
         while board.seq() < seq {
-            let placements =
-                db::placements_after(&client, board.id, board.seq(), CATCH_UP_PAGE).await?;
+            if board.seq() >= settings_at {
+                if let Some(settings) = settings.take() {
+                    board.set_settings(settings);
+                }
+            }
+            let page = match settings {
+                Some(_) => (settings_at - board.seq()).clamp(1, CATCH_UP_PAGE),
+                None => CATCH_UP_PAGE,
+            };
+            let placements = db::placements_after(&client, board.id, board.seq(), page).await?;
             match board.apply(&placements) {
                 Ok(0) | Err(Discontinuity::Gap { .. }) | Err(Discontinuity::Inconsistent) => {
                     // The history does not continue the mirror (it was cut, say): start over.
@@ -171,8 +192,9 @@ impl Listener {
                 Ok(_) => {}
             }
         }
-        // After the placements that came before it, as the stream would have told it.
-        board.set_settings(settings);
+        if let Some(settings) = settings {
+            board.set_settings(settings);
+        }
         Ok(())
     }
 

@@ -217,6 +217,10 @@ async fn place(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
             settings.palette.len() - 1
         )));
     }
+    // Known frozen here, frozen in the database: no need to ask it.
+    if mirrored.board.is_frozen(x, y) {
+        return Err(RpcError::frozen_tile(&settings.name, x, y));
+    }
     let outcome = mirrored
         .placer
         .place(PlaceItem {
@@ -232,7 +236,10 @@ async fn place(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
                 session.clear_user();
             }
         })?;
-    let next_allowed_at = timestamp(outcome.next_allowed_at.timestamp_micros());
+    let Some(next_allowed_at) = outcome.next_allowed_at else {
+        return Err(RpcError::frozen_tile(&settings.name, x, y));
+    };
+    let next_allowed_at = timestamp(next_allowed_at.timestamp_micros());
     if !outcome.placed {
         return Err(RpcError::new(
             COOLDOWN,

@@ -293,6 +293,7 @@ mod tests {
 
     fn board(log_capacity: u64) -> Arc<Board> {
         let settings = Settings {
+            freeze_after: None,
             id: 1,
             name: "t".into(),
             width: 4,
@@ -307,6 +308,7 @@ mod tests {
                 settings,
                 seq: 0,
                 bits: vec![0; 4],
+                freezing: None,
             },
             log_capacity,
         ))

@@ -1,0 +1,192 @@
+//! Frozen tiles of a board with `freeze_after` (One Million Checkboxes' ending), as the
+//! gateway tells clients: a bitmap of the frozen tiles, and for every other tile showing
+//! a non-zero colour the second at which it freezes unless it changes before.
+//!
+//! The database decides (it refuses placements on frozen tiles); the gateway only tells.
+//! It rounds each tile's moment up to the next whole second, so it never announces a tile
+//! frozen before the database holds it frozen. Its clock is assumed to agree with the
+//! database's (NTP); a skew of s seconds moves announcements by s.
+
+/// One row of `place.frozen_tiles(board, 'infinity')`: every non-zero tile and when it
+/// freezes (microseconds since the Unix epoch).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FrozenRow {
+    pub x: i32,
+    pub y: i32,
+    /// The seq of the tile's last change.
+    pub seq: i64,
+    pub frozen_at_us: i64,
+}
+
+#[derive(Debug, Clone)]
+pub struct Freezing {
+    /// Microseconds a non-zero tile rests unchanged before it freezes.
+    pub after_us: i64,
+    width: i32,
+    /// One bit per tile, tile n at bit n from the most significant bit of byte 0 (the
+    /// packed layout with one bit per tile).
+    frozen: Vec<u8>,
+    /// Per tile: the Unix second from which it is frozen if it does not change; 0 when it
+    /// will not freeze (colour 0) or is frozen already.
+    deadlines: Vec<u32>,
+    /// The earliest deadline (u32::MAX: none), so that a tick with nothing due is free.
+    next_due: u32,
+}
+
+/// A Unix second at or after `micros`.
+fn second_after(micros: i64) -> u32 {
+    let seconds = micros.div_euclid(1_000_000) + i64::from(micros.rem_euclid(1_000_000) != 0);
+    seconds.clamp(1, i64::from(u32::MAX - 1)) as u32
+}
+
+impl Freezing {
+    /// The state of a board of `width` x `height` tiles at `seq` from the rows read after
+    /// it; rows of tiles that changed after `seq` are left to the stream, which brings
+    /// those changes.
+    pub fn new(
+        after_us: i64,
+        width: i32,
+        height: i32,
+        seq: i64,
+        rows: &[FrozenRow],
+        now_us: i64,
+    ) -> Self {
+        let tiles = width as usize * height as usize;
+        let mut freezing = Freezing {
+            after_us,
+            width,
+            frozen: vec![0; tiles.div_ceil(8)],
+            deadlines: vec![0; tiles],
+            next_due: u32::MAX,
+        };
+        let now = now_us.div_euclid(1_000_000);
+        for row in rows.iter().filter(|r| r.seq <= seq) {
+            if !(0..width).contains(&row.x) || !(0..height).contains(&row.y) {
+                continue;
+            }
+            let n = freezing.tile(row.x, row.y);
+            let deadline = second_after(row.frozen_at_us);
+            if i64::from(deadline) <= now {
+                freezing.set_frozen(n, true);
+            } else {
+                freezing.deadlines[n] = deadline;
+                freezing.next_due = freezing.next_due.min(deadline);
+            }
+        }
+        freezing
+    }
+
+    fn tile(&self, x: i32, y: i32) -> usize {
+        x as usize + self.width as usize * y as usize
+    }
+
+    fn set_frozen(&mut self, n: usize, frozen: bool) {
+        let bit = 0x80 >> (n % 8);
+        if frozen {
+            self.frozen[n / 8] |= bit;
+        } else {
+            self.frozen[n / 8] &= !bit;
+        }
+    }
+
+    pub fn is_frozen(&self, x: i32, y: i32) -> bool {
+        let n = self.tile(x, y);
+        self.frozen[n / 8] & (0x80 >> (n % 8)) != 0
+    }
+
+    /// Tile (x, y) changed to `color` at `at_us`: it is not frozen, and freezes
+    /// `after_us` later if its colour is not 0.
+    pub fn changed(&mut self, x: i32, y: i32, color: i32, at_us: i64) {
+        let n = self.tile(x, y);
+        self.set_frozen(n, false);
+        self.deadlines[n] = 0;
+        if color != 0 {
+            let deadline = second_after(at_us.saturating_add(self.after_us));
+            self.deadlines[n] = deadline;
+            self.next_due = self.next_due.min(deadline);
+        }
+    }
+
+    /// The tiles that freeze by `now_us` (in tile order), now marked frozen.
+    pub fn due(&mut self, now_us: i64) -> Vec<(i32, i32)> {
+        let now = now_us.div_euclid(1_000_000);
+        if now < i64::from(self.next_due) {
+            return Vec::new();
+        }
+        let mut next_due = u32::MAX;
+        let mut due = Vec::new();
+        for n in 0..self.deadlines.len() {
+            let deadline = self.deadlines[n];
+            if deadline == 0 {
+                continue;
+            }
+            if i64::from(deadline) <= now {
+                self.deadlines[n] = 0;
+                self.set_frozen(n, true);
+                let width = self.width as usize;
+                due.push(((n % width) as i32, (n / width) as i32));
+            } else {
+                next_due = next_due.min(deadline);
+            }
+        }
+        self.next_due = next_due;
+        due
+    }
+
+    /// The packed bitmap of frozen tiles.
+    pub fn bitmap(&self) -> &[u8] {
+        &self.frozen
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SECOND: i64 = 1_000_000;
+
+    fn row(x: i32, y: i32, seq: i64, frozen_at_us: i64) -> FrozenRow {
+        FrozenRow {
+            x,
+            y,
+            seq,
+            frozen_at_us,
+        }
+    }
+
+    #[test]
+    fn tiles_freeze_at_their_moment_rounded_up_never_before() {
+        let now = 1_000 * SECOND;
+        let rows = [
+            row(0, 0, 1, now - SECOND),     // frozen already
+            row(1, 0, 2, now + SECOND / 2), // at 1001 s, not 1000
+            row(2, 0, 3, now + 5 * SECOND),
+            row(3, 0, 9, now - SECOND), // changed after the snapshot: the stream's business
+        ];
+        let mut f = Freezing::new(10 * SECOND, 4, 2, 5, &rows, now);
+        assert!(f.is_frozen(0, 0));
+        assert!(!f.is_frozen(1, 0) && !f.is_frozen(3, 0));
+        assert_eq!(f.bitmap(), &[0b1000_0000]);
+        assert_eq!(f.due(now + SECOND / 2), [], "1000.5 s is before 1001 s");
+        assert_eq!(f.due(now + SECOND), [(1, 0)]);
+        assert_eq!(f.due(now + SECOND), [], "nothing twice");
+        // A change before the deadline restarts the tile's clock; colour 0 never freezes.
+        f.changed(2, 0, 1, now + 2 * SECOND);
+        f.changed(0, 0, 0, now + 2 * SECOND);
+        assert!(!f.is_frozen(0, 0));
+        assert_eq!(f.due(now + 6 * SECOND), []);
+        assert_eq!(f.due(now + 12 * SECOND), [(2, 0)]);
+        assert_eq!(f.bitmap(), &[0b0110_0000]);
+    }
+
+    #[test]
+    fn a_tile_frozen_and_changed_by_a_repair_freezes_again_later() {
+        let mut f = Freezing::new(SECOND, 2, 1, 0, &[], 0);
+        f.changed(1, 0, 3, 0);
+        assert_eq!(f.due(SECOND), [(1, 0)]);
+        f.changed(1, 0, 2, 5 * SECOND);
+        assert!(!f.is_frozen(1, 0));
+        assert_eq!(f.due(6 * SECOND), [(1, 0)]);
+        assert!(f.is_frozen(1, 0));
+    }
+}
