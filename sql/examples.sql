@@ -45,3 +45,10 @@ FROM place.user_history(:board, (SELECT user_id FROM place.placements WHERE boar
 --   psql -At -d pgplace -c "SELECT encode(place.render_png(1, scale => 2), 'base64')" | base64 -d > board.png
 -- and as it was an hour ago: place.render_png(1, now() - interval '1 hour')).
 SELECT length(place.render_png(:board, scale => 2)) AS png_bytes;
+
+-- Frozen tiles (on a board with place.set_freeze_after): how many are frozen now, and which
+-- will freeze within the next hour unless someone changes them.
+SELECT count(*) AS frozen_now FROM place.frozen_tiles(:board);
+SELECT x, y, color, frozen_at
+FROM place.frozen_tiles(:board, now() + interval '1 hour')
+WHERE frozen_at > now() ORDER BY frozen_at LIMIT 10;
