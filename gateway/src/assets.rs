@@ -18,6 +18,11 @@ pub const FILES: &[(&str, &str, &[u8])] = &[
         JS,
         include_bytes!("../assets/js/cooldown.js"),
     ),
+    (
+        "/js/frozen.js",
+        JS,
+        include_bytes!("../assets/js/frozen.js"),
+    ),
     ("/js/hash.js", JS, include_bytes!("../assets/js/hash.js")),
     (
         "/js/history.js",

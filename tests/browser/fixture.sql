@@ -22,6 +22,9 @@ SELECT place.create_board('art', 64, 48, 4, '0 seconds') AS art \gset
 SELECT place.create_board('mono', 40, 24, 1, '0 seconds') AS mono \gset
 SELECT place.create_board('duo', 30, 20, 2, '0 seconds') AS duo \gset
 SELECT place.create_board('wide', 20, 10, 8, '0 seconds') AS wide \gset
+-- frost: tiles freeze after resting 2 s (One Million Checkboxes' ending). Painted like the
+-- others, so by the time the tests look, every tile painted a non-zero colour is frozen.
+SELECT place.create_board('frost', 16, 16, 4, '0 seconds') AS frost \gset
 -- art: rings around (20, 24) and a band of stripes, every colour of the palette.
 SELECT count(*) FROM (
   SELECT array_agg(:painter::bigint) AS us, array_agg(x) AS xs, array_agg(y) AS ys, array_agg(c) AS cs
@@ -32,7 +35,9 @@ SELECT count(*) FROM (
   ) tiles
 ) arrays, place.place_many(:art, us, xs, ys, cs) \gset
 SELECT pg_temp.paint(:mono, :painter),
-       pg_temp.paint(:duo, :painter), pg_temp.paint(:wide, :painter) \gset
+       pg_temp.paint(:duo, :painter), pg_temp.paint(:wide, :painter),
+       pg_temp.paint(:frost, :painter) \gset
+SELECT place.set_freeze_after(:frost, '2 seconds') \gset
 -- A cooldown the tests can see counting down.
 SELECT place.set_cooldown(:art, '30 seconds') \gset
 
@@ -42,7 +47,7 @@ SELECT user_id AS bob, token AS bob_token FROM place.create_user('bob') \gset
 \pset tuples_only on
 \pset format unaligned
 SELECT json_build_object(
-  'boards', json_build_object('art', :art, 'mono', :mono, 'duo', :duo, 'wide', :wide),
+  'boards', json_build_object('art', :art, 'mono', :mono, 'duo', :duo, 'wide', :wide, 'frost', :frost),
   'users', json_build_object(
     'painter', json_build_object('id', :painter),
     'alice', json_build_object('id', :alice, 'token', :'alice_token'),

@@ -1,13 +1,14 @@
 // The web page in headless Chromium against a real gateway and database (issue 3):
 // the board renders from the packed bits; zoom, pan, keys and the URL hash; sign in,
 // place, a second page sees it within 1 s, the cooldown counts down; admin changes reach
-// an open page; the page survives the gateway restarting. Screenshots of every step go
-// to target/test-results/browser/.
+// an open page; the page survives the gateway restarting; frozen tiles are shown and
+// refused, and thaw when a moderator repairs them. Screenshots of every step go to
+// target/test-results/browser/.
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  expectedRgba, fixture, Gateway, launchBrowser, openPage, screenshot, sleep, sql,
+  expectedRgba, fixture, Gateway, launchBrowser, openPage, screenshot, sleep, sql, tileAt,
 } from './harness.js';
 
 const gateway = new Gateway();
@@ -66,17 +67,18 @@ async function assertBoardMatchesBits(page, id) {
   return bits;
 }
 
-/** The colour shown on the visible canvas at the middle of tile (x, y), as "#rrggbb". */
-async function shownColor(page, x, y) {
+/** The colour shown on the visible canvas at the middle of tile (x, y) (or at (fx, fy)
+ * of its width and height), as "#rrggbb". */
+async function shownColor(page, x, y, fx = 0.5, fy = 0.5) {
   return page.evaluate(([x, y]) => {
     const { view } = window.pgplace;
-    const p = view.toClient(x + 0.5, y + 0.5);
+    const p = view.toClient(x, y);
     const rect = view.canvas.getBoundingClientRect();
     const dpr = window.devicePixelRatio || 1;
     const [r, g, b] = view.canvas.getContext('2d')
       .getImageData(Math.floor((p.x - rect.left) * dpr), Math.floor((p.y - rect.top) * dpr), 1, 1).data;
     return `#${[r, g, b].map((v) => v.toString(16).padStart(2, '0')).join('')}`;
-  }, [x, y]);
+  }, [x + fx, y + fy]);
 }
 
 const colorAt = (page, x, y) => page.evaluate(([x, y]) => window.pgplace.board.colorAt(x, y), [x, y]);
@@ -354,5 +356,199 @@ test('a page that fell too far behind gets a reset and draws it cleanly', async 
   const after = await page.evaluate(() => ({ ...window.pgplace.live.stats }));
   console.log(`# stats before ${JSON.stringify(before)} after ${JSON.stringify(after)}`);
   await screenshot(page, 'after-reset');
+  assertNoPageErrors();
+});
+
+// ---- frozen tiles ----------------------------------------------------------------------------
+
+const FROST = fixture.boards.frost;
+
+/** "x,y x,y …" (in (y, x) order) of the tiles place.frozen_tiles says are frozen now. */
+const sqlFrozen = (id) => sql(`SELECT coalesce(string_agg(x || ',' || y, ' ' ORDER BY y, x), '') FROM place.frozen_tiles(${id})`);
+
+/** The same from the page's bitmap. */
+const pageFrozen = (page) => page.evaluate(() => {
+  const { frozen } = window.pgplace;
+  const out = [];
+  for (let y = 0; y < frozen.height; y++) {
+    for (let x = 0; x < frozen.width; x++) if (frozen.isFrozen(x, y)) out.push(`${x},${y}`);
+  }
+  return out.join(' ');
+});
+
+/** The same from board.get's `frozen` (one bit per tile), decoded independently of the page. */
+async function gatewayFrozen(id) {
+  const { width, height, frozen } = await gateway.rpc('board.get', { board: id });
+  if (frozen === null) return null;
+  const bytes = new Uint8Array(Buffer.from(frozen, 'base64'));
+  const out = [];
+  for (let n = 0; n < width * height; n++) if (tileAt(bytes, 1, n)) out.push(`${n % width},${Math.floor(n / width)}`);
+  return out.join(' ');
+}
+
+/** Waits until the page, the gateway and place.frozen_tiles agree on the frozen tiles (the
+ * gateway freezes tiles on its own clock, a moment after SQL would), then asserts it. */
+async function assertFrozenAgree(page, id, timeout = 5000) {
+  const deadline = Date.now() + timeout;
+  for (;;) {
+    const want = sqlFrozen(id);
+    const gateway = await gatewayFrozen(id);
+    const shown = await pageFrozen(page);
+    if ((gateway === want && shown === want) || Date.now() > deadline) {
+      assert.equal(gateway, want, "the gateway's frozen bitmap is place.frozen_tiles");
+      assert.equal(shown, want, "the page's frozen tiles are place.frozen_tiles");
+      return want;
+    }
+    await sleep(100);
+  }
+}
+
+const isFrozen = (page, x, y) => page.evaluate(([x, y]) => window.pgplace.frozen.isFrozen(x, y), [x, y]);
+
+test('frozen tiles: marked, refused without asking the gateway, thawed by a moderator\'s repair', async () => {
+  const page = await open('board=frost&x=8&y=8&zoom=30');
+  await waitBoard(page, FROST);
+  await page.waitForSelector('#info[data-freeze-after="2"]');
+  assert.match(await page.textContent('#info'), /tiles freeze after 2 s$/);
+  // The fixture painted the board long ago: its non-zero tiles came frozen in the initial state.
+  const initially = await assertFrozenAgree(page, FROST);
+  const count = initially.split(' ').length;
+  assert.ok(count > 50, `${count} tiles frozen`);
+  await page.waitForFunction((n) => document.getElementById('frozen-count').textContent === `${n} tiles frozen`, count);
+  const { palette } = await gateway.rpc('board.get', { board: FROST });
+
+  await signIn(page, 'bob');
+  await page.click('#palette [data-color="5"]');
+  const placeCalls = [];
+  page.on('request', (request) => {
+    if (request.url().endsWith('/jsonrpc') && request.postData()?.includes('"board.place"')) placeCalls.push(request.postData());
+  });
+  const placements = () => Number(sql(`SELECT count(*) FROM place.placements WHERE board_id = ${FROST}`));
+  const painter = fixture.users.painter.id;
+
+  // A tile the fixture left at colour 0 (which never freezes): colour 3, then at once 5.
+  const [x, y] = [4, 5];
+  assert.equal(await colorAt(page, x, y), 0);
+  assert.equal(sql(`SELECT placed FROM place.place(${FROST}, ${x}, ${y}, 3, ${painter})`), 't');
+  const beforeRed = sql('SELECT clock_timestamp()');
+  assert.equal(sql(`SELECT placed FROM place.place(${FROST}, ${x}, ${y}, 5, ${painter})`), 't');
+  const placedAt = Date.now();
+  await page.waitForFunction(([x, y]) => window.pgplace.board.colorAt(x, y) === 5, [x, y]);
+  assert.equal(await isFrozen(page, x, y), false, 'a tile that just changed is not frozen');
+  const frozenEvents = await page.evaluate(() => window.pgplace.live.stats.frozenEvents);
+
+  // After resting 2 s it freezes on the page, through a `frozen` event.
+  await page.waitForFunction(([x, y]) => window.pgplace.frozen.isFrozen(x, y), [x, y], { timeout: 10000 });
+  const restedMs = Date.now() - placedAt;
+  console.log(`# the tile froze on the page ${restedMs} ms after it was placed (freeze_after 2 s)`);
+  assert.ok(restedMs > 1500, `not frozen before its time: ${restedMs} ms`);
+  assert.ok(await page.evaluate(() => window.pgplace.live.stats.frozenEvents) > frozenEvents, 'a frozen event brought it');
+  // Marked at this zoom (every tile is visible), without hiding the picture.
+  await page.waitForFunction(() => window.pgplace.frozen.marked === window.pgplace.frozen.count, null, { polling: 'raf' });
+  assert.equal(await shownColor(page, x, y), palette[5], 'the middle of a frozen tile shows its colour');
+  assert.equal(await shownColor(page, x, y, 0.74, 0.81), '#ffffff', 'a padlock marks it');
+  await screenshot(page, 'frozen-tiles');
+
+  // Hovering tells.
+  const p = await page.evaluate(([x, y]) => window.pgplace.view.toClient(x + 0.5, y + 0.5), [x, y]);
+  await page.mouse.move(p.x - 1, p.y);
+  await page.mouse.move(p.x, p.y);
+  await page.waitForFunction((text) => document.getElementById('coords').textContent === text, `(${x}, ${y}) frozen`);
+  await page.waitForSelector('#tooltip:not([hidden])');
+  assert.match(await page.textContent('#tooltip'), /frozen: it can no longer change$/);
+
+  // A tap on it is refused by the page itself: no board.place, no placement.
+  const frozenText = `Tile (${x}, ${y}) is frozen: it has not changed for 2 s and can no longer change.`;
+  const counted = placements();
+  await clickTile(page, x, y);
+  await page.waitForFunction((text) => document.getElementById('message').textContent === text, frozenText);
+  assert.ok(await page.locator('#confirm').isHidden(), 'no confirmation for a frozen tile');
+  await sleep(300);
+  assert.deepEqual(placeCalls, [], 'the page did not ask the gateway');
+  assert.equal(placements(), counted, 'no placement');
+  await screenshot(page, 'frozen-refused');
+
+  // A page that has not heard yet (as if the frozen event were still on its way): the
+  // gateway refuses with -32010 and the page marks the tile itself.
+  await page.evaluate(([x, y]) => window.pgplace.frozen.thaw([[x, y]]), [x, y]);
+  await clickTile(page, x, y);
+  await page.waitForSelector('#confirm:not([hidden])');
+  const answered = page.waitForResponse((r) => r.url().endsWith('/jsonrpc') && r.request().postData()?.includes('"board.place"'));
+  await page.click('#confirm-place');
+  const body = await (await answered).json();
+  assert.equal(body.error?.code, -32010, `the gateway refuses: ${JSON.stringify(body)}`);
+  assert.deepEqual([body.error.data?.x, body.error.data?.y], [x, y]);
+  await page.waitForFunction(([x, y]) => window.pgplace.frozen.isFrozen(x, y), [x, y]);
+  assert.equal(await page.textContent('#message'), frozenText);
+  assert.equal(placeCalls.length, 1);
+  assert.equal(placements(), counted, 'still no placement');
+
+  // The stream's events as the gateway would send them, fed to the page's handler.
+  const events = await page.evaluate(() => {
+    const { live, frozen } = window.pgplace;
+    const was = frozen.count;
+    live.handle([
+      { key: live.key, action: 'frozen', obj: { seq: live.seq, tiles: [[0, 0], [15, 15]] } },
+      // Older than the state the page holds: already in it (and maybe thawed since).
+      { key: live.key, action: 'frozen', obj: { seq: live.seq - 1, tiles: [[3, 0]] } },
+      // Another view's.
+      { key: `${live.key}/other`, action: 'frozen', obj: { seq: live.seq, tiles: [[6, 0]] } },
+    ]);
+    return [frozen.count - was, frozen.isFrozen(0, 0), frozen.isFrozen(15, 15), frozen.isFrozen(3, 0), frozen.isFrozen(6, 0)];
+  });
+  assert.deepEqual(events, [2, true, true, false, false], 'a frozen event sets its tiles, in this view, when not older than the state');
+  // A reset whose bitmap has tiles (1, 0) and (8, 1) = bits 1 and 24 from the top of byte 0.
+  const bitmap = new Uint8Array(32);
+  bitmap[0] = 0x40;
+  bitmap[3] = 0x80;
+  const state = await gateway.rpc('board.get', { board: FROST });
+  const reset = await page.evaluate((obj) => {
+    const { live, frozen } = window.pgplace;
+    const resets = live.stats.resets;
+    live.handle([{ key: live.key, action: 'reset', obj }]);
+    return [live.stats.resets - resets, frozen.count, frozen.isFrozen(1, 0), frozen.isFrozen(8, 1)];
+  }, { ...state, frozen: Buffer.from(bitmap).toString('base64') });
+  assert.deepEqual(reset, [1, 2, true, true], 'a reset replaces the frozen tiles with its bitmap');
+  await page.waitForFunction(() => window.pgplace.frozen.marked === 2, null, { polling: 'raf' });
+  // Back to the truth: a fresh session and state.
+  const sessions = await page.evaluate(() => window.pgplace.live.stats.sessions);
+  await page.evaluate(() => window.pgplace.live.restart());
+  await page.waitForFunction((n) => window.pgplace.live.stats.sessions > n, sessions);
+  await waitLive(page);
+  await assertFrozenAgree(page, FROST);
+
+  // A moderator's repair is an ordinary placement: it changes the frozen tile (back to
+  // colour 3) and so thaws it, on the page too.
+  assert.equal(sql(`SELECT place.restore_region(${FROST}, ${x}, ${y}, 1, 1, '${beforeRed}')`), '1');
+  const repairedAt = Date.now();
+  await page.waitForFunction(([x, y]) => window.pgplace.board.colorAt(x, y) === 3 && !window.pgplace.frozen.isFrozen(x, y), [x, y], { timeout: 5000 });
+  assert.equal(placements(), counted + 1, 'the repair is one placement');
+  assert.equal(sql(`SELECT u.name FROM place.placements p JOIN place.users u ON u.id = p.user_id
+                    WHERE p.board_id = ${FROST} ORDER BY p.seq DESC LIMIT 1`), 'moderation');
+  await page.waitForFunction(() => window.pgplace.frozen.marked === window.pgplace.frozen.count, null, { polling: 'raf' });
+  assert.equal(await shownColor(page, x, y, 0.74, 0.81), palette[3], 'no padlock on a thawed tile');
+  await screenshot(page, 'frozen-repaired');
+  // Its clock restarted: it freezes again after resting 2 s.
+  await page.waitForFunction(([x, y]) => window.pgplace.frozen.isFrozen(x, y), [x, y], { timeout: 10000 });
+  assert.ok(Date.now() - repairedAt > 1500, 'not before resting again');
+  await assertFrozenAgree(page, FROST);
+
+  // A new freeze_after: settings, then a reset with the frozen tiles recomputed.
+  const resets = await page.evaluate(() => window.pgplace.live.stats.resets);
+  sql(`SELECT place.set_freeze_after(${FROST}, '1 hour')`);
+  await page.waitForSelector('#info[data-freeze-after="3600"]', { timeout: 5000 });
+  await page.waitForFunction((n) => window.pgplace.live.stats.resets > n && window.pgplace.frozen.count === 0, resets, { timeout: 5000 });
+  assert.match(await page.textContent('#info'), /tiles freeze after 1 h$/);
+  await page.waitForSelector('#frozen-count', { state: 'hidden' });
+  await assertFrozenAgree(page, FROST);
+  sql(`SELECT place.set_freeze_after(${FROST}, NULL)`);
+  await page.waitForSelector('#info[data-freeze-after=""]', { timeout: 5000 });
+  assert.doesNotMatch(await page.textContent('#info'), /freeze/);
+  assert.equal(await gatewayFrozen(FROST), null, 'a board that never freezes tiles has no bitmap');
+  sql(`SELECT place.set_freeze_after(${FROST}, '2 seconds')`);
+  await page.waitForSelector('#info[data-freeze-after="2"]', { timeout: 5000 });
+  await assertFrozenAgree(page, FROST);
+  await page.waitForFunction((n) => document.getElementById('frozen-count').textContent === `${n} tiles frozen`, count + 1);
+  await page.context().close();
   assertNoPageErrors();
 });

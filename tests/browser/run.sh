@@ -10,6 +10,9 @@
 # `pgplace_browser` with the extension, boards and users (fixture.sql), then runs the tests;
 # they start the gateway binary on a free port, restart it once, and stop it. Screenshots,
 # the fixture and the gateway's log land in target/test-results/browser/.
+#
+# BROWSER_DB and RESULTS_DIR override the database and the results folder, so that two
+# runs on one cluster and one checkout (say, two people's) never drop each other's.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -19,8 +22,8 @@ root="$(cd "$here/../.." && pwd)"
 PSQL="${PSQL:-psql}"
 GATEWAY_BIN="$(cd "$(dirname "$GATEWAY_BIN")" && pwd)/$(basename "$GATEWAY_BIN")"
 export GATEWAY_BIN PGPLACE_ADMIN_URL PSQL
-export RESULTS_DIR="$root/target/test-results/browser"
-export BROWSER_DB=pgplace_browser
+export RESULTS_DIR="${RESULTS_DIR:-$root/target/test-results/browser}"
+export BROWSER_DB="${BROWSER_DB:-pgplace_browser}"
 
 . "$here/setup.sh"
 

@@ -11,6 +11,7 @@ export const CODES = {
   TOO_MANY: -32007,
   RETRY: -32008,
   UNAVAILABLE: -32009,
+  FROZEN: -32010,
   PARSE_ERROR: -32700,
   INVALID_REQUEST: -32600,
   METHOD_NOT_FOUND: -32601,
@@ -74,6 +75,7 @@ export function describe(error) {
     case CODES.TOO_MANY: return `The gateway is full (too many sessions or subscriptions); try again later. ${error.message}`;
     case CODES.RETRY: return 'The board changed during the request; please try again.';
     case CODES.UNAVAILABLE: return 'The database is unavailable; retrying in a moment.';
+    case CODES.FROZEN: return `${error.data ? `Tile (${error.data.x}, ${error.data.y})` : 'This tile'} is frozen: it has not changed for long enough that it can no longer change.`;
     case CODES.INVALID_PARAMS: return `The gateway refused the request: ${error.message}`;
     case CODES.METHOD_NOT_FOUND: return `This gateway does not offer that call (${error.message}).`;
     case CODES.PARSE_ERROR:

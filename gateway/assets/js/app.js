@@ -10,11 +10,13 @@
 //   live.js         session, sign-in, subscription, get_events loop, backoff, re-subscribe
 //   cooldown.js     the countdown to next_allowed_at / retry_at
 //   history.js      who placed a tile (board.tile_history), cached
+//   frozen.js       frozen tiles: which ones (kept in stream order) and their marks on the view
 //   hash.js         board, position and zoom in the URL hash
 
 import { api, CODES, describe, RpcError } from './api.js';
 import { BoardImage } from './board-image.js';
 import { Countdown, describeCooldown } from './cooldown.js';
+import { describeFreezeAfter, FrozenTiles, frozenMessage, MARK_MIN_ZOOM } from './frozen.js';
 import { readHash, writeHash } from './hash.js';
 import { TileHistory } from './history.js';
 import { Live } from './live.js';
@@ -27,12 +29,15 @@ const els = {
   palette: $('palette'), cooldown: $('cooldown'), coords: $('coords'), message: $('message'),
   confirm: $('confirm'), confirmText: $('confirm-text'), confirmSwatch: $('confirm-swatch'),
   confirmPlace: $('confirm-place'), confirmCancel: $('confirm-cancel'), tooltip: $('tooltip'), paused: $('paused'),
+  frozenCount: $('frozen-count'),
 };
 const TOKEN_KEY = 'pgplace.token';
 
 const board = new BoardImage();
 const view = new View(els.canvas, board);
 const tileHistory = new TileHistory();
+const frozen = new FrozenTiles();
+view.overlays.push(frozen);
 const countdown = new Countdown(els.cooldown);
 let token = localStorage.getItem(TOKEN_KEY);
 let color = null; // the chosen palette index
@@ -56,6 +61,7 @@ const live = new Live({
     if (another) countdown.clear();
     else if (state.cooldown !== board.settings.cooldown) countdown.cooldownChanged(state.cooldown);
     board.load(state);
+    frozen.load(state);
     tileHistory.clear();
     if (another) {
       if (wanted && wanted.x !== null && wanted.y !== null && wanted.zoom !== null) {
@@ -70,7 +76,17 @@ const live = new Live({
   },
   tiles(tiles) {
     board.queue(tiles);
+    frozen.thaw(tiles);
     tileHistory.forget(board.settings.id, tiles);
+  },
+  frozen(tiles) {
+    frozen.freeze(tiles);
+    // The tile waiting for confirmation just froze: the gateway would refuse it.
+    const selected = view.selected;
+    if (selected && frozen.isFrozen(selected.x, selected.y)) {
+      cancelPlacing();
+      say(frozenMessage(selected.x, selected.y, board.settings.freeze_after), 'error');
+    }
   },
   settings(settings) {
     if (settings.cooldown !== board.settings.cooldown) countdown.cooldownChanged(settings.cooldown);
@@ -108,15 +124,39 @@ const live = new Live({
 function showBoard() {
   const s = board.settings;
   const colours = s.palette.length;
-  els.info.textContent = `${s.width}×${s.height} · ${colours} colours · ${describeCooldown(s.cooldown)} · ${s.state}`;
+  const freezing = s.freeze_after == null ? '' : ` · tiles freeze after ${describeFreezeAfter(s.freeze_after)}`;
+  els.info.textContent = `${s.width}×${s.height} · ${colours} colours · ${describeCooldown(s.cooldown)} · ${s.state}${freezing}`;
   els.info.dataset.cooldown = s.cooldown;
+  els.info.dataset.freezeAfter = s.freeze_after ?? '';
   els.info.dataset.state = s.state;
   els.paused.hidden = s.state === 'open';
   els.paused.textContent = `This board is ${s.state}: no placements now.`;
   showPalette();
   if ([...els.boards.options].some((o) => o.value === String(s.id))) els.boards.value = String(s.id);
   document.title = `${s.name} · pgplace`;
+  showFrozenCount();
   saveHash();
+}
+
+// ---- frozen tiles -------------------------------------------------------------------------
+
+let frozenCountQueued = false;
+frozen.onChange = () => {
+  // Marks are drawn only when zoomed in; the count is written once per frame at most
+  // (a busy board thaws tiles on every delivery, and each DOM write forces a layout).
+  if (view.zoom >= MARK_MIN_ZOOM) view.invalidate();
+  if (frozenCountQueued) return;
+  frozenCountQueued = true;
+  requestAnimationFrame(() => {
+    frozenCountQueued = false;
+    showFrozenCount();
+  });
+};
+
+function showFrozenCount() {
+  const text = frozen.count ? `${frozen.count} ${frozen.count === 1 ? 'tile' : 'tiles'} frozen` : '';
+  if (els.frozenCount.textContent !== text) els.frozenCount.textContent = text;
+  els.frozenCount.hidden = !text;
 }
 
 function saveHash() {
@@ -212,17 +252,18 @@ function pickColor(i) {
   if (view.selected) showConfirm();
 }
 
-/** Why a tap cannot place now, or null. */
-function cannotPlace() {
+/** Why a tap on `tile` cannot place now, or null. */
+function cannotPlace(tile) {
   if (!token || !live.user) return 'Sign in with a token (from place.create_user) to place tiles.';
   if (board.settings.state !== 'open') return `This board is ${board.settings.state}: no placements now.`;
+  if (frozen.isFrozen(tile.x, tile.y)) return frozenMessage(tile.x, tile.y, board.settings.freeze_after);
   if (countdown.waiting) return `Cooldown: ${els.cooldown.textContent}.`;
   if (color === null) return 'Pick a colour from the palette first.';
   return null;
 }
 
 view.onTap = (tile) => {
-  const reason = cannotPlace();
+  const reason = cannotPlace(tile);
   if (reason) {
     say(reason, 'error');
     return;
@@ -250,17 +291,29 @@ async function confirmPlacing() {
   if (!view.selected) return;
   const { x, y } = view.selected;
   const chosen = color;
+  const boardId = board.settings.id;
   cancelPlacing();
   els.canvas.focus();
   try {
     const result = await live.place(x, y, chosen);
     // Drawn at once when the stream has not brought it yet; the stream brings it again,
     // in seq order with anything placed after it.
-    if (result.seq > live.seq) board.queue([[x, y, chosen]]);
+    if (result.seq > live.seq) {
+      board.queue([[x, y, chosen]]);
+      frozen.thaw([[x, y]]);
+    }
     countdown.set(result.next_allowed_at, board.settings.cooldown);
     say(`Placed colour ${chosen} at (${x}, ${y}).`);
   } catch (error) {
     if (error instanceof RpcError && error.code === CODES.COOLDOWN) countdown.set(error.data?.retry_at, board.settings.cooldown);
+    if (error instanceof RpcError && error.code === CODES.FROZEN && board.settings.id === boardId) {
+      // The gateway knew before this page's stream said so: mark it now, so the next tap
+      // on it is refused here.
+      const at = error.data ?? { x, y };
+      frozen.freeze([[at.x, at.y]]);
+      say(frozenMessage(at.x, at.y, board.settings.freeze_after), 'error');
+      return;
+    }
     say(describe(error), 'error');
   }
 }
@@ -292,27 +345,42 @@ async function showWhoPlaced(tile, clientX, clientY) {
   let text;
   try {
     const newest = await tileHistory.newest(boardId, tile.x, tile.y);
-    if (newest === undefined) return; // the gateway has no tile history
-    text = newest
-      ? `(${tile.x}, ${tile.y}) placed by ${newest.user_name ?? `user ${newest.user}`} at ${new Date(newest.placed_at).toLocaleString()}`
-      : `(${tile.x}, ${tile.y}) was never placed`;
+    if (newest === undefined) {
+      // The gateway has no tile history: only a frozen tile has something to tell.
+      if (!frozen.isFrozen(tile.x, tile.y)) return;
+      text = `(${tile.x}, ${tile.y})`;
+    } else {
+      text = newest
+        ? `(${tile.x}, ${tile.y}) placed by ${newest.user_name ?? `user ${newest.user}`} at ${new Date(newest.placed_at).toLocaleString()}`
+        : `(${tile.x}, ${tile.y}) was never placed`;
+    }
   } catch (error) {
     text = describe(error);
   }
   if (tooltipFor !== id) return;
+  // Asked now, not before the wait: the tile may have frozen or changed meanwhile.
+  if (frozen.isFrozen(tile.x, tile.y)) text += ' · frozen: it can no longer change';
   els.tooltip.textContent = text;
   els.tooltip.style.left = `${clientX + 14}px`;
   els.tooltip.style.top = `${clientY + 14}px`;
   els.tooltip.hidden = false;
 }
 
+/** "(x, y)", and whether the tile is frozen (also as the cursor, over the canvas). */
+function showCoords(tile) {
+  const isFrozen = !!tile && frozen.isFrozen(tile.x, tile.y);
+  els.coords.textContent = tile ? `(${tile.x}, ${tile.y})${isFrozen ? ' frozen' : ''}` : '';
+  const over = isFrozen ? 'yes' : 'no';
+  if (els.canvas.dataset.overFrozen !== over) els.canvas.dataset.overFrozen = over;
+}
+
 view.onHover = (tile, clientX, clientY) => {
-  els.coords.textContent = tile ? `(${tile.x}, ${tile.y})` : '';
+  showCoords(tile);
   hideTooltip();
   if (tile) hoverTimer = setTimeout(() => showWhoPlaced(tile, clientX, clientY), 300);
 };
 view.onLongPress = (tile, clientX, clientY) => {
-  els.coords.textContent = `(${tile.x}, ${tile.y})`;
+  showCoords(tile);
   showWhoPlaced(tile, clientX, clientY);
   setTimeout(hideTooltip, 4000);
 };
@@ -330,7 +398,7 @@ view.onMove = saveHash;
 // ---- start -----------------------------------------------------------------------------------
 
 // For tests and for measuring in the console.
-window.pgplace = { board, view, live, frames, tileHistory };
+window.pgplace = { board, view, live, frames, tileHistory, frozen };
 
 live.on.user(null);
 els.canvas.focus();

@@ -32,7 +32,9 @@ export class BoardImage {
   load(state) {
     const { width, height, bits_per_tile: bitsPerTile } = state;
     this.settings = { ...state };
+    // The big parts of a state live elsewhere (bits here as pixels, frozen in frozen.js).
     delete this.settings.bits;
+    delete this.settings.frozen;
     this.seq = state.seq;
     this.pending = [];
     this.indexes = unpack(fromBase64(state.bits), bitsPerTile, width * height);

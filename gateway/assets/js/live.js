@@ -19,8 +19,9 @@ const BACKOFF_MAX_MS = 8000;
 export class Live {
   /**
    * handlers: state(state) (a whole board: draw it instead of anything shown),
-   * tiles([[x, y, color], ...]), settings(settings), deleted(), status(name, error),
-   * user({user_id, name} | null), authFailed(error).
+   * tiles([[x, y, color], ...]), frozen([[x, y], ...]) (frozen from now on),
+   * settings(settings), deleted(), status(name, error), user({user_id, name} | null),
+   * authFailed(error).
    */
   constructor(handlers, getToken) {
     this.on = handlers;
@@ -37,7 +38,7 @@ export class Live {
     this.wake = null;
     this.liveWaiters = [];
     // What arrived, for tests and for curious people in the console.
-    this.stats = { sessions: 0, states: 0, resets: 0, tileEvents: 0, tiles: 0, settings: 0 };
+    this.stats = { sessions: 0, states: 0, resets: 0, tileEvents: 0, tiles: 0, settings: 0, frozenEvents: 0, frozenTiles: 0 };
     this.layout = null; // width, height, bits_per_tile of the shown state
   }
 
@@ -181,6 +182,15 @@ export class Live {
           this.seq = last;
           break;
         }
+        case 'frozen':
+          // Its seq is the board's when the tiles froze, so it comes after the placements
+          // up to that seq. One older than the state shown is already in that state (and
+          // a placement after it may have thawed a tile since): skip it, like old tiles.
+          if (event.obj.seq < this.seq) break;
+          this.stats.frozenEvents++;
+          this.stats.frozenTiles += event.obj.tiles.length;
+          this.on.frozen(event.obj.tiles);
+          break;
         case 'settings':
           if (layoutOf(event.obj) !== this.layout) {
             this.subscribed = null; // resized: only a fresh state can be drawn

@@ -18,6 +18,10 @@ export class View {
     this.cx = 0;
     this.cy = 0;
     this.selected = null; // {x, y} of the tile waiting for confirmation
+    // Drawn over the board each frame: objects with draw(ctx, area), area being the visible
+    // tiles [sx, ex) × [sy, ey), the board point (left, top) at the canvas origin, z device
+    // pixels per tile and the zoom. They draw only what is visible, within the frame budget.
+    this.overlays = [];
     this.frameRequested = false;
     // Callbacks set by the app.
     this.onTap = () => {};
@@ -130,6 +134,8 @@ export class View {
     ctx.strokeStyle = 'rgba(0,0,0,0.5)';
     ctx.lineWidth = 1;
     ctx.strokeRect((0 - left) * z - 0.5, (0 - top) * z - 0.5, board.width * z + 1, board.height * z + 1);
+    const area = { sx, sy, ex, ey, left, top, z, zoom: this.zoom };
+    for (const overlay of this.overlays) overlay.draw(ctx, area);
     if (this.selected) {
       const { x, y } = this.selected;
       ctx.lineWidth = Math.max(2, z / 8);
