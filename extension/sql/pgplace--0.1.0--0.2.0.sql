@@ -9,6 +9,7 @@ ALTER TABLE place.boards
     ADD COLUMN keyframe_every int NOT NULL DEFAULT 10000 CHECK (keyframe_every > 0),
     ADD COLUMN history_from bigint NOT NULL DEFAULT 0 CHECK (history_from >= 0),
     ADD COLUMN freeze_after interval CHECK (freeze_after > interval '0'),
+    ADD COLUMN last_placed_at timestamptz,
     DROP CONSTRAINT boards_state_check,
     ADD CONSTRAINT boards_state_check CHECK (state IN ('open', 'paused', 'frozen', 'closed'));
 -- Snapshots of whole boards, so that the board at any seq is a keyframe plus at most
@@ -38,6 +39,10 @@ CREATE TABLE place.bans (
     reason    text
 );
 COMMENT ON TABLE place.bans IS 'Banned users (place.ban_user / unban_user): their placements are refused';
+
+-- Stamps never go back from here on (0.1.0 stamped each placement with its own clock read).
+UPDATE place.boards b
+SET last_placed_at = (SELECT max(p.placed_at) FROM place.placements p WHERE p.board_id = b.id);
 
 -- A change of freeze_after is news for listeners too (notify.sql).
 DROP TRIGGER notify_board_settings ON place.boards;

@@ -24,6 +24,10 @@ CREATE TABLE place.boards (
     -- A tile showing a non-zero colour unchanged for this long is frozen (NULL: never);
     -- place.set_freeze_after sets it.
     freeze_after  interval CHECK (freeze_after > interval '0'),
+    -- The stamp (placed_at) of the newest placement. A placement is stamped with the later
+    -- of its clock reading and this, under this row's lock: stamps never go back as seqs
+    -- go up, so place.board_at finds the placements of a moment by seq.
+    last_placed_at timestamptz,
     CHECK (width::bigint * height <= 16777216)
 ) WITH (fillfactor = 50); -- every placement updates its board's row: keep room for HOT updates
 ALTER SEQUENCE place.boards_id_seq OWNED BY place.boards.id;

@@ -48,6 +48,32 @@ pub fn claim(
         .collect()
 }
 
+static RESTAMP: Statement = Statement {
+    sql: "UPDATE place.cooldowns SET last_placed_at = greatest(last_placed_at, $3) \
+          WHERE board_id = $1 AND user_id = ANY($2)",
+    params: &[
+        pg_sys::INT8OID,
+        pg_sys::INT8ARRAYOID,
+        pg_sys::TIMESTAMPTZOID,
+    ],
+};
+
+/// Moves the last placement of `users` (whose rows this call claimed) to `stamp`, the
+/// time their placements were stamped with when it is later than the claim's.
+pub fn restamp_cooldowns(
+    client: &mut SpiClient<'_>,
+    board_id: i64,
+    users: Vec<i64>,
+    stamp: pg_sys::TimestampTz,
+) {
+    let stamp = TimestampWithTimeZone::try_from(stamp).expect("stamps are valid times");
+    run(
+        client,
+        &RESTAMP,
+        &[board_id.into(), users.into(), stamp.into()],
+    );
+}
+
 static LAST_PLACEMENTS: Statement = Statement {
     sql: "SELECT user_id, last_placed_at FROM place.cooldowns WHERE board_id = $1 AND user_id = ANY($2)",
     params: &[pg_sys::INT8OID, pg_sys::INT8ARRAYOID],

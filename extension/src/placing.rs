@@ -11,7 +11,7 @@
 //!    in commit order, and the board's row is held only for the last two statements and
 //!    the commit: calls on one board overlap in everything before.
 
-use crate::cooldowns::{claim, last_placements};
+use crate::cooldowns::{claim, last_placements, restamp_cooldowns};
 use crate::freezing::frozen_items;
 use crate::input::{fail, required, required_elements, undefined};
 use crate::spi::{column, run, Statement};
@@ -193,11 +193,18 @@ fn apply(
             decided.push(Err(since.saturating_add(board.cooldown_us)));
         }
     }
-    let first_seq = if accepted.is_empty() {
-        0
+    let (first_seq, stamp) = if accepted.is_empty() {
+        (0, now)
     } else {
         commit_tiles(client, &board, &accepted, now, true)
     };
+    if stamp > now {
+        // The cooldown runs from the stamp the history shows (rows this call holds).
+        let mut placed: Vec<i64> = accepted.iter().map(|item| item.user).collect();
+        placed.sort_unstable();
+        placed.dedup();
+        restamp_cooldowns(client, board.id, placed, stamp);
+    }
     decided
         .into_iter()
         .enumerate()
@@ -206,7 +213,7 @@ fn apply(
                 i as i32 + 1,
                 true,
                 Some(first_seq + k),
-                timestamp(now + board.cooldown_us),
+                timestamp(stamp + board.cooldown_us),
             ),
             Err(allowed_at) => (i as i32 + 1, false, None, timestamp(allowed_at)),
         })
@@ -214,23 +221,24 @@ fn apply(
 }
 
 /// Writes accepted placements: tiles, seqs, history (and its NOTIFY), a keyframe when one
-/// is due. Returns the first seq. `require_open`: refuse unless the board is open (the
-/// moderation functions write on paused boards too).
+/// is due. Returns the first seq and the placements' stamp (`now`, unless a placement
+/// that took its seq before was stamped later). `require_open`: refuse unless the board
+/// is open (the moderation functions write on paused boards too).
 pub fn commit_tiles(
     client: &mut SpiClient<'_>,
     board: &Board,
     accepted: &[&Item],
     now: pg_sys::TimestampTz,
     require_open: bool,
-) -> i64 {
+) -> (i64, pg_sys::TimestampTz) {
     write_tiles(client, board, accepted);
-    let first_seq = bump_seq(client, board, accepted.len() as i64, require_open);
-    append_history(client, board.id, first_seq, accepted, now);
+    let (first_seq, stamp) = bump_seq(client, board, accepted.len() as i64, now, require_open);
+    append_history(client, board.id, first_seq, accepted, stamp);
     let last_seq = first_seq + accepted.len() as i64 - 1;
     if crate::timetravel::crosses_keyframe(board, first_seq, last_seq) {
-        crate::timetravel::write_keyframe(client, board, now);
+        crate::timetravel::write_keyframe(client, board, stamp);
     }
-    first_seq
+    (first_seq, stamp)
 }
 
 /// `pg_sys::TimestampTz::MAX` is PostgreSQL's 'infinity' (a frozen tile: never).
@@ -267,7 +275,7 @@ fn check_users(
     label: &dyn Label,
 ) {
     // A database still on a schema without bans (before ALTER EXTENSION UPDATE) has none.
-    let statement = if board.has_bans {
+    let statement = if board.v0_2 {
         &MISSING_OR_BANNED_USERS
     } else {
         &MISSING_USERS

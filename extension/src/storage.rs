@@ -27,8 +27,8 @@ pub struct Board {
     pub state: String,
     pub seq: i64,
     pub keyframe_every: Option<i64>,
-    /// Whether this database's schema has place.bans (0.2.0 on).
-    pub has_bans: bool,
+    /// Whether this database's schema is 0.2.0's or later (place.bans, boards.last_placed_at).
+    pub v0_2: bool,
     pub history_from: i64,
     /// How long a non-zero tile rests unchanged before it freezes (None: never).
     pub freeze_after_us: Option<i64>,
@@ -93,8 +93,8 @@ impl Board {
             seq: named(&row, "seq"),
             // Absent before 0.2.0: no keyframes are written, the history is whole.
             keyframe_every: optional::<i32>(&row, "keyframe_every").map(i64::from),
-            // place.bans came with keyframe_every (0.2.0).
-            has_bans: row.get_by_name::<i32, _>("keyframe_every").is_ok(),
+            // These came with keyframe_every (0.2.0).
+            v0_2: row.get_by_name::<i32, _>("keyframe_every").is_ok(),
             history_from: optional(&row, "history_from").unwrap_or(0),
             freeze_after_us: optional::<Interval>(&row, "freeze_after").map(micros),
         }
@@ -292,15 +292,38 @@ pub fn apply_tiles(bits: &[u8], bits_per_tile: i32, ns: Vec<i64>, colors: Vec<i3
 }
 
 static BUMP_SEQ: Statement = Statement {
-    sql: "UPDATE place.boards SET seq = seq + $2 WHERE id = $1 \
-          RETURNING seq - $2 + 1, state, width, height, bits_per_tile, cardinality(palette)",
-    params: &[pg_sys::INT8OID, pg_sys::INT8OID],
+    // greatest() skips a NULL (a board from before 0.2.0, or without placements yet).
+    sql: "UPDATE place.boards SET seq = seq + $2, last_placed_at = greatest(last_placed_at, $3) \
+          WHERE id = $1 \
+          RETURNING seq - $2 + 1, state, width, height, bits_per_tile, cardinality(palette), last_placed_at",
+    params: &[pg_sys::INT8OID, pg_sys::INT8OID, pg_sys::TIMESTAMPTZOID],
 };
 
-/// Takes the board's row (held until commit) and `count` seqs; returns the first. The
-/// board must still be as the call saw it before it waited here.
-pub fn bump_seq(client: &mut SpiClient<'_>, board: &Board, count: i64, require_open: bool) -> i64 {
-    let mut rows = run(client, &BUMP_SEQ, &[board.id.into(), count.into()]);
+/// A 0.1.0 schema (before ALTER EXTENSION UPDATE) has no boards.last_placed_at.
+static BUMP_SEQ_0_1: Statement = Statement {
+    sql: "UPDATE place.boards SET seq = seq + $2 WHERE id = $1 \
+          RETURNING seq - $2 + 1, state, width, height, bits_per_tile, cardinality(palette), $3",
+    params: &[pg_sys::INT8OID, pg_sys::INT8OID, pg_sys::TIMESTAMPTZOID],
+};
+
+/// Takes the board's row (held until commit) and `count` seqs; returns the first, and the
+/// time to stamp the placements with: `now`, or the newest placement's stamp if that is
+/// later (its call read the clock later but took its seq first), so that stamps never go
+/// back as seqs go up. The board must still be as the call saw it before it waited here.
+pub fn bump_seq(
+    client: &mut SpiClient<'_>,
+    board: &Board,
+    count: i64,
+    now: pg_sys::TimestampTz,
+    require_open: bool,
+) -> (i64, pg_sys::TimestampTz) {
+    let statement = if board.v0_2 { &BUMP_SEQ } else { &BUMP_SEQ_0_1 };
+    let now = TimestampWithTimeZone::try_from(now).expect("a clock reading is a valid time");
+    let mut rows = run(
+        client,
+        statement,
+        &[board.id.into(), count.into(), now.into()],
+    );
     let Some(row) = rows.next() else {
         undefined(format!("board {} does not exist", board.id));
     };
@@ -319,7 +342,8 @@ pub fn bump_seq(client: &mut SpiClient<'_>, board: &Board, count: i64, require_o
             ),
         );
     }
-    column::<i64>(&row, 1)
+    let stamp = column::<TimestampWithTimeZone>(&row, 7);
+    (column::<i64>(&row, 1), pg_sys::TimestampTz::from(stamp))
 }
 
 static READ_PACKED: Statement = Statement {

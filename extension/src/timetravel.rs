@@ -187,8 +187,9 @@ static NEWEST_BY_TIME: Statement = Statement {
 };
 
 /// The seq of the newest placement stamped at or before `at` (0 if none). Keyframes bound
-/// the search: the one before `at` from below, the one after it (plus an interval, for
-/// stamps out of seq order) from above, so at most about two intervals are scanned.
+/// the search: the one before `at` from below, the one after it from above (stamps never
+/// go back as seqs go up; plus an interval for histories stamped before 0.2.0, whose
+/// stamps may be slightly out of seq order), so at most about two intervals are scanned.
 pub fn seq_at(client: &mut SpiClient<'_>, board: &Board, at: TimestampWithTimeZone) -> i64 {
     let first_after = |client: &mut SpiClient<'_>, statement| {
         run(client, statement, &[board.id.into(), at.into()])

@@ -45,6 +45,9 @@ psql_admin -c "CREATE DATABASE $DB"
 psql_bench -c "CREATE EXTENSION pgplace" \
     -c "CREATE TABLE bench_baseline (id bigserial PRIMARY KEY, x int, y int, c int, at timestamptz DEFAULT now())"
 BOARD=$(psql_bench -c "SELECT place.create_board('bench', 1000, 1000, 4, '0')")
+# The same board with freeze_after: what checking each tile's last change costs.
+FREEZING=$(psql_bench -c "SELECT place.create_board('bench-freezing', 1000, 1000, 4, '0')")
+psql_bench -c "SELECT place.set_freeze_after($FREEZING, '1 hour')" >/dev/null
 # The scripts address users as base + offset, so each group's ids must be consecutive.
 create_users() {
     psql_bench -c "SELECT min(u.user_id) || ' ' || (max(u.user_id) - min(u.user_id) + 1)
@@ -65,6 +68,11 @@ bench place -c 8 -j 8 -T "$SECONDS_PER_PHASE" -D board="$BOARD" -D ubase="$PLACE
 seq1=$(board_seq)
 expect_placed "$(xacts place)" $((seq1 - seq0))
 
+seq_f0=$(psql_bench -c "SELECT seq FROM place.boards WHERE id = $FREEZING")
+bench place_freezing -c 8 -j 8 -T "$SECONDS_PER_PHASE" -D board="$FREEZING" -D ubase="$PLACE_BASE" -f "$HERE/place.sql"
+seq_f1=$(psql_bench -c "SELECT seq FROM place.boards WHERE id = $FREEZING")
+expect_placed "$(xacts place_freezing)" $((seq_f1 - seq_f0))
+
 bench place_many -c 2 -j 2 -T "$SECONDS_PER_PHASE" -D board="$BOARD" -D ubase="$MANY_BASE" \
     -f "$HERE/place_many.sql"
 seq2=$(board_seq)
@@ -77,6 +85,7 @@ read -r bits_median bits_p99 < <(cat "$TMP"/bits.* | awk '{print $3}' | sort -n 
     END { printf "%.2f %.2f\n", v[int((NR + 1) / 2)] / 1000, v[int(NR * 0.99 + 0.999)] / 1000 }')
 
 base_tps=$(tps baseline) place_tps=$(tps place) many_tps=$(tps place_many)
+freezing_tps=$(tps place_freezing)
 # Pads by characters, not bytes, so "≥" does not shift the columns.
 pad() { local s=$1; while ((${#s} < $2)); do s+=" "; done; printf '%s' "$s"; }
 row() { echo "| $(pad "$1" 41) | $(pad "$2" 37) | $(pad "$3" 13) |"; }
@@ -85,6 +94,8 @@ row measurement result target
 row "baseline INSERT+pg_notify, 8 clients" "$(printf '%.0f tx/s' "$base_tps")" ""
 row "place(), 8 clients, distinct users" \
     "$(awk -v p="$place_tps" -v b="$base_tps" 'BEGIN { printf "%.0f tx/s (%.2fx baseline)", p, p / b }')" "≥ 0.6x"
+row "place(), same, board with freeze_after" \
+    "$(awk -v p="$freezing_tps" -v q="$place_tps" 'BEGIN { printf "%.0f tx/s (%.2fx place())", p, p / q }')" ""
 row "place_many(), 100/batch, 2 clients" \
     "$(awk -v t="$many_tps" 'BEGIN { printf "%.0f placements/s (%.1f batches/s)", t * 100, t }')" "≥ 25,000/s"
 row "board_bits() 1000x1000x4, median / p99" "$bits_median / $bits_p99 ms" "median ≤ 5 ms"

@@ -140,6 +140,36 @@ async fn check_invariants(url: &str, board: i64, seqs: &[i64]) {
             .unwrap();
     }
     assert_eq!(replay, bits);
+    // Stamps never go back as seqs go up (calls read the clock before they wait for locks;
+    // the stamp is settled when the seq is taken), so board_at finds each moment by seq.
+    let backwards: i64 = client
+        .query_one(
+            "SELECT count(*) FROM (SELECT placed_at < lag(placed_at) OVER (ORDER BY seq) AS back \
+             FROM place.placements WHERE board_id = $1) s WHERE back",
+            &[&board],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(
+        backwards, 0,
+        "placements stamped earlier than the one before them"
+    );
+    // Each placement's own moment gives back its seq (the last of a batch sharing a stamp).
+    let missed: i64 = client
+        .query_one(
+            "SELECT count(*) FROM (SELECT DISTINCT ON (placed_at) placed_at, seq FROM place.placements \
+                                   WHERE board_id = $1 ORDER BY placed_at, seq DESC) newest \
+             WHERE (SELECT seq FROM place.board_at($1, newest.placed_at)) <> newest.seq",
+            &[&board],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(
+        missed, 0,
+        "board_at(placed_at) did not land on the placement"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
