@@ -76,6 +76,20 @@ COMMENT ON FUNCTION place.set_freeze_after(bigint, interval) IS
 COMMENT ON FUNCTION place.frozen_tiles(bigint, timestamptz) IS
     'The tiles of the board as it is now that are frozen at a time (default now; later: what will freeze if untouched), with the seq of their last change and when they freeze.';
 
+-- The readers run under the same search_path as the writers. The SPI plans a backend
+-- keeps are shared by both (loading a board's row, say) and are tied to the search_path
+-- they were made under: a connection that calls both kinds, as the gateway's do, would
+-- otherwise re-plan them at every switch.
+ALTER FUNCTION place.board_bits(bigint) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION place.get_tile(bigint, int, int) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION place.tile_history(bigint, int, int, bigint, int) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION place.user_history(bigint, bigint, bigint, int) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION place.tiles(bigint) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION place.board_at(bigint, timestamptz) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION place.board_at_seq(bigint, bigint) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION place.render_png(bigint, timestamptz, int, int, int, int, int) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION place.frozen_tiles(bigint, timestamptz) SET search_path = pg_catalog, pg_temp;
+
 -- ---------------------------------------------------------------------------------------
 -- Who may write (sql/roles.sql creates the roles that use this).
 -- The functions that write run as the extension's owner (SECURITY DEFINER): a role needs
