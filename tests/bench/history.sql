@@ -65,3 +65,13 @@ UNION ALL
 SELECT 'render_png 1000x1000 at a random time', * FROM pg_temp.timed(
     format('SELECT length(place.render_png(%s, %L::timestamptz + (%L::timestamptz - %L::timestamptz) * $r))',
            :b, :'first_at', :'last_at', :'first_at'), 50);
+
+-- Frozen tiles (freeze_after) on the same history: listing them, and what checking each
+-- item's tile costs a batch (the same batches with freeze_after off, then on).
+\set batch 'SELECT count(*) FROM place.place_many(%s, (%L::bigint[])[1:1000], ARRAY(SELECT (random() * 999)::int FROM generate_series(1, 1000)), ARRAY(SELECT (random() * 999)::int FROM generate_series(1, 1000)), array_fill(1, ARRAY[1000]))'
+SELECT 'place_many 1,000 items, freeze_after off', * FROM pg_temp.timed(format(:'batch', :b, :'users'), 50);
+SELECT place.set_freeze_after(:b, '1 hour');
+SELECT 'place_many 1,000 items, freeze_after on', * FROM pg_temp.timed(format(:'batch', :b, :'users'), 50)
+UNION ALL
+SELECT 'frozen_tiles(board, infinity): every non-zero tile', * FROM pg_temp.timed(
+    format('SELECT count(*) FROM place.frozen_tiles(%s, ''infinity'')', :b), 10);
