@@ -11,12 +11,12 @@
 use crate::input::{fail, invalid, out_of_range, required};
 use crate::placing::Item;
 use crate::spi::{column, open_cursor, run, Statement};
-use crate::storage::{check_same_size, read_chunks, read_packed, Board};
+use crate::storage::{check_same_size, read_packed, Board, Bumped};
 use pgrx::datum::Interval;
 use pgrx::prelude::*;
 use pgrx::spi::{SpiClient, SpiCursor};
 use pgrx::{pg_sys, PgSqlErrorCode};
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 
 /// Ten years: far beyond any event, well inside what clients count in seconds.
 const MAX_FREEZE_DAYS: i128 = 3660;
@@ -36,6 +36,25 @@ pub fn freeze_after_micros(freeze_after: Interval) -> i64 {
         ));
     }
     micros as i64
+}
+
+/// Refuses to compact a board with freeze_after past `now() - freeze_after`: a tile whose
+/// placements are dropped counts from the kept keyframe's time, so a tile frozen now must
+/// still be frozen counted from there (every tile last changed before such a `before` is).
+pub fn check_compaction(board: &Board, before: TimestampWithTimeZone) {
+    let Some(freeze_us) = board.freeze_after_us else {
+        return;
+    };
+    // SAFETY: a plain clock read.
+    let now = unsafe { pg_sys::GetCurrentTimestamp() };
+    if pg_sys::TimestampTz::from(before) > now.saturating_sub(freeze_us) {
+        invalid(format!(
+            "board {} freezes tiles after {}: compact_history may only drop placements older than that \
+             (before <= now() - freeze_after), or tiles frozen now would thaw",
+            board.id,
+            Interval::from_micros(freeze_us)
+        ));
+    }
 }
 
 static SET_FREEZE_AFTER: Statement = Statement {
@@ -111,12 +130,18 @@ pub fn frozen_items(
         .iter()
         .map(|&i| board.locate(items[i].x, items[i].y))
         .collect();
-    let chunks = read_chunks(
-        client,
-        board.id,
-        located.iter().map(|(chunk, _)| *chunk).collect(),
-    );
+    let chunk_nos: Vec<i32> = located.iter().map(|(chunk, _)| *chunk).collect();
+    let args = [
+        board.id.into(),
+        chunk_nos.into(),
+        board.width.into(),
+        board.height.into(),
+    ];
+    let chunks: BTreeMap<i32, Vec<u8>> = run(client, &CHUNKS_AT_SIZE, &args)
+        .map(|row| (column::<i32>(&row, 1), column::<Vec<u8>>(&row, 2)))
+        .collect();
     for (&i, (chunk_no, n)) in rested.iter().zip(located) {
+        // No chunk: a resize came between the board's row and this read.
         let color = chunks
             .get(&chunk_no)
             .and_then(|chunk| board.tile.get(chunk, n).ok())
@@ -126,11 +151,90 @@ pub fn frozen_items(
     frozen
 }
 
+static CHUNKS_AT_SIZE: Statement = Statement {
+    // The board's size in the same snapshot as its chunks.
+    sql: "SELECT c.chunk_no, c.bits FROM place.board_chunks c JOIN place.boards b ON b.id = c.board_id \
+          WHERE c.board_id = $1 AND c.chunk_no = ANY($2) AND b.width = $3 AND b.height = $4",
+    params: &[
+        pg_sys::INT8OID,
+        pg_sys::INT4ARRAYOID,
+        pg_sys::INT4OID,
+        pg_sys::INT4OID,
+    ],
+};
+
 fn changed_size(board_id: i64) -> ! {
     fail(
         PgSqlErrorCode::ERRCODE_T_R_SERIALIZATION_FAILURE,
         format!("board {board_id} changed its size during the call; try again"),
     )
+}
+
+static FROZE_SINCE: Statement = Statement {
+    // The tiles' last changes, as RESTED_ITEMS reads them; this call holds their chunks,
+    // so they are final.
+    sql: "SELECT i.x, i.y FROM unnest($2::int[], $3::int[]) AS i(x, y) \
+          LEFT JOIN LATERAL (SELECT p.placed_at FROM place.placements p \
+                             WHERE p.board_id = $1 AND p.x = i.x AND p.y = i.y \
+                             ORDER BY p.seq DESC LIMIT 1) newest ON true \
+          WHERE coalesce(newest.placed_at, \
+                         (SELECT k.taken_at FROM place.keyframes k \
+                          WHERE k.board_id = $1 AND k.seq = $4 AND $4 > 0)) <= $5 \
+          LIMIT 1",
+    params: &[
+        pg_sys::INT8OID,
+        pg_sys::INT4ARRAYOID,
+        pg_sys::INT4ARRAYOID,
+        pg_sys::INT8OID,
+        pg_sys::TIMESTAMPTZOID,
+    ],
+};
+
+/// Under the board's lock, just before the placements take their seqs: refuses the call
+/// (40001, nothing is written) if one of its tiles froze after the check made at its
+/// start, while it waited for its locks, or if freeze_after was set meanwhile. Only
+/// boards with freeze_after pay for it, and only for tiles that showed a colour.
+pub fn check_still_open_tiles(
+    client: &mut SpiClient<'_>,
+    board: &Board,
+    accepted: &[&Item],
+    colors_before: &[u8],
+    bumped: &Bumped,
+) {
+    let Some(freeze_us) = bumped.freeze_after_us else {
+        return;
+    };
+    // Only a tile that showed a colour can be frozen (one a resize cleared shows 0 though
+    // its last placement did not).
+    let shown: Vec<&Item> = accepted
+        .iter()
+        .zip(colors_before)
+        .filter(|(_, color)| **color != 0)
+        .map(|(item, _)| *item)
+        .collect();
+    if shown.is_empty() {
+        return;
+    }
+    let rested_since = TimestampWithTimeZone::try_from(bumped.locked_at.saturating_sub(freeze_us))
+        .unwrap_or_else(|_| TimestampWithTimeZone::negative_infinity());
+    let args = [
+        board.id.into(),
+        shown.iter().map(|i| i.x).collect::<Vec<i32>>().into(),
+        shown.iter().map(|i| i.y).collect::<Vec<i32>>().into(),
+        board.history_from.into(),
+        rested_since.into(),
+    ];
+    if let Some(row) = run(client, &FROZE_SINCE, &args).next() {
+        fail(
+            PgSqlErrorCode::ERRCODE_T_R_SERIALIZATION_FAILURE,
+            format!(
+                "tile ({}, {}) on board {} froze while this call waited for its locks; try again",
+                column::<i32>(&row, 1),
+                column::<i32>(&row, 2),
+                board.id
+            ),
+        );
+    }
 }
 
 static NEWEST_PLACEMENTS: Statement = Statement {

@@ -12,7 +12,7 @@
 //!    the commit: calls on one board overlap in everything before.
 
 use crate::cooldowns::{claim, last_placements, restamp_cooldowns};
-use crate::freezing::frozen_items;
+use crate::freezing::{check_still_open_tiles, frozen_items};
 use crate::input::{fail, required, required_elements, undefined};
 use crate::spi::{column, run, Statement};
 use crate::storage::{bump_seq, write_tiles, Board};
@@ -231,8 +231,14 @@ pub fn commit_tiles(
     now: pg_sys::TimestampTz,
     require_open: bool,
 ) -> (i64, pg_sys::TimestampTz) {
-    write_tiles(client, board, accepted);
-    let (first_seq, stamp) = bump_seq(client, board, accepted.len() as i64, now, require_open);
+    let before = write_tiles(client, board, accepted);
+    let bumped = bump_seq(client, board, accepted.len() as i64, now, require_open);
+    if require_open {
+        // Moderation's repairs may write frozen tiles; players may not, even when a tile
+        // froze while the call waited for its locks.
+        check_still_open_tiles(client, board, accepted, &before, &bumped);
+    }
+    let (first_seq, stamp) = (bumped.first_seq, bumped.stamp);
     append_history(client, board.id, first_seq, accepted, stamp);
     let last_seq = first_seq + accepted.len() as i64 - 1;
     if crate::timetravel::crosses_keyframe(board, first_seq, last_seq) {

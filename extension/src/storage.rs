@@ -218,15 +218,17 @@ static APPLY_TILES: Statement = Statement {
 };
 
 static LOCK_CHUNKS: Statement = Statement {
-    sql: "SELECT chunk_no FROM place.board_chunks WHERE board_id = $1 AND chunk_no = ANY($2) \
+    sql:
+        "SELECT chunk_no, bits FROM place.board_chunks WHERE board_id = $1 AND chunk_no = ANY($2) \
           ORDER BY chunk_no FOR NO KEY UPDATE",
     params: &[pg_sys::INT8OID, pg_sys::INT4ARRAYOID],
 };
 
 /// Sets the accepted tiles in their chunks, in order (a later tile wins): locks the
 /// touched chunks in chunk order (so two calls never wait for each other in a circle),
-/// then one UPDATE rewrites each of them once.
-pub fn write_tiles(client: &mut SpiClient<'_>, board: &Board, accepted: &[&Item]) {
+/// then one UPDATE rewrites each of them once. Returns each item's tile colour from
+/// before the call (read under the lock: final).
+pub fn write_tiles(client: &mut SpiClient<'_>, board: &Board, accepted: &[&Item]) -> Vec<u8> {
     let mut chunk_nos = Vec::with_capacity(accepted.len());
     let mut ns = Vec::with_capacity(accepted.len());
     for item in accepted {
@@ -240,8 +242,20 @@ pub fn write_tiles(client: &mut SpiClient<'_>, board: &Board, accepted: &[&Item]
     distinct.sort_unstable();
     distinct.dedup();
     let wanted = distinct.len();
-    let locked = run(client, &LOCK_CHUNKS, &[board.id.into(), distinct.into()]).len();
-    if locked != wanted {
+    let locked: BTreeMap<i32, Vec<u8>> =
+        run(client, &LOCK_CHUNKS, &[board.id.into(), distinct.into()])
+            .map(|row| (column::<i32>(&row, 1), column::<Vec<u8>>(&row, 2)))
+            .collect();
+    let before: Option<Vec<u8>> = chunk_nos
+        .iter()
+        .zip(&ns)
+        .map(|(chunk_no, n)| {
+            locked
+                .get(chunk_no)
+                .and_then(|bits| board.tile.get(bits, *n).ok())
+        })
+        .collect();
+    if locked.len() != wanted || before.is_none() {
         // A resize replaced the chunks while this call waited for them.
         fail(
             PgSqlErrorCode::ERRCODE_T_R_SERIALIZATION_FAILURE,
@@ -262,6 +276,7 @@ pub fn write_tiles(client: &mut SpiClient<'_>, board: &Board, accepted: &[&Item]
             colors.into(),
         ],
     );
+    before.expect("every chunk was locked")
 }
 
 /// `bits` with tile `ns[i]` set to `colors[i]`, in order: the chunk half of a placement.
@@ -295,28 +310,41 @@ static BUMP_SEQ: Statement = Statement {
     // greatest() skips a NULL (a board from before 0.2.0, or without placements yet).
     sql: "UPDATE place.boards SET seq = seq + $2, last_placed_at = greatest(last_placed_at, $3) \
           WHERE id = $1 \
-          RETURNING seq - $2 + 1, state, width, height, bits_per_tile, cardinality(palette), last_placed_at",
+          RETURNING seq - $2 + 1, state, width, height, bits_per_tile, cardinality(palette), last_placed_at, \
+                    freeze_after, clock_timestamp()",
     params: &[pg_sys::INT8OID, pg_sys::INT8OID, pg_sys::TIMESTAMPTZOID],
 };
 
 /// A 0.1.0 schema (before ALTER EXTENSION UPDATE) has no boards.last_placed_at.
 static BUMP_SEQ_0_1: Statement = Statement {
     sql: "UPDATE place.boards SET seq = seq + $2 WHERE id = $1 \
-          RETURNING seq - $2 + 1, state, width, height, bits_per_tile, cardinality(palette), $3",
+          RETURNING seq - $2 + 1, state, width, height, bits_per_tile, cardinality(palette), $3, \
+                    NULL::interval, clock_timestamp()",
     params: &[pg_sys::INT8OID, pg_sys::INT8OID, pg_sys::TIMESTAMPTZOID],
 };
 
-/// Takes the board's row (held until commit) and `count` seqs; returns the first, and the
-/// time to stamp the placements with: `now`, or the newest placement's stamp if that is
-/// later (its call read the clock later but took its seq first), so that stamps never go
-/// back as seqs go up. The board must still be as the call saw it before it waited here.
+/// What taking the seqs tells: the first seq, the time to stamp the placements with, and
+/// the board as it is under its lock.
+pub struct Bumped {
+    pub first_seq: i64,
+    /// `now`, or the newest placement's stamp if that is later (its call read the clock
+    /// later but took its seq first): stamps never go back as seqs go up.
+    pub stamp: pg_sys::TimestampTz,
+    /// The clock once the board's row is held.
+    pub locked_at: pg_sys::TimestampTz,
+    /// freeze_after now (it may have been set while the call waited).
+    pub freeze_after_us: Option<i64>,
+}
+
+/// Takes the board's row (held until commit) and `count` seqs. The board must still be
+/// as the call saw it before it waited here.
 pub fn bump_seq(
     client: &mut SpiClient<'_>,
     board: &Board,
     count: i64,
     now: pg_sys::TimestampTz,
     require_open: bool,
-) -> (i64, pg_sys::TimestampTz) {
+) -> Bumped {
     let statement = if board.v0_2 { &BUMP_SEQ } else { &BUMP_SEQ_0_1 };
     let now = TimestampWithTimeZone::try_from(now).expect("a clock reading is a valid time");
     let mut rows = run(
@@ -342,8 +370,13 @@ pub fn bump_seq(
             ),
         );
     }
-    let stamp = column::<TimestampWithTimeZone>(&row, 7);
-    (column::<i64>(&row, 1), pg_sys::TimestampTz::from(stamp))
+    let time = |i| pg_sys::TimestampTz::from(column::<TimestampWithTimeZone>(&row, i));
+    Bumped {
+        first_seq: column::<i64>(&row, 1),
+        stamp: time(7),
+        locked_at: time(9),
+        freeze_after_us: row.get::<Interval>(8).ok().flatten().map(micros),
+    }
 }
 
 static READ_PACKED: Statement = Statement {

@@ -366,6 +366,7 @@ fn compact_history(board_id: Option<i64>, before: Option<TimestampWithTimeZone>)
     Spi::connect_mut(|client| {
         crate::storage::lock_maintenance(client, board_id);
         let board = Board::load(client, board_id, false);
+        crate::freezing::check_compaction(&board, before);
         let seq = seq_at(client, &board, before);
         if seq <= board.history_from {
             return 0;

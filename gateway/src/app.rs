@@ -11,7 +11,7 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use std::net::SocketAddr;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::{TcpListener, TcpSocket};
@@ -92,7 +92,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         catch_up: catch_up_rx,
         replay_limit: config.session_buffer,
     };
-    let freezer = tokio::spawn(announce_frozen_tiles(boards.clone()));
+    let freezer = tokio::spawn(announce_frozen_tiles(boards.clone(), listening.clone()));
     let app = Arc::new(App {
         config,
         pool,
@@ -117,12 +117,16 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
 
 /// Tiles freeze as time passes, with no change to announce it: a few times a second each
 /// mirror with freeze_after logs the tiles whose moment came (a board with nothing due
-/// costs one comparison).
-async fn announce_frozen_tiles(boards: Arc<Boards>) {
+/// costs one comparison). Not while LISTEN is down or catching up: placements made before
+/// a tile's moment may still be on their way.
+async fn announce_frozen_tiles(boards: Arc<Boards>, listening: Arc<AtomicBool>) {
     let mut tick = tokio::time::interval(std::time::Duration::from_millis(250));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
+        if !listening.load(Ordering::SeqCst) {
+            continue;
+        }
         let now = db::now_micros();
         for mirrored in boards.all() {
             mirrored.board.freeze_due(now);

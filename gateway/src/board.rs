@@ -806,9 +806,12 @@ mod tests {
         board
             .apply(&[placed_at(1, 1, 0, 2, 0), placed_at(2, 0, 1, 0, 0)])
             .unwrap();
-        board.freeze_due(999_999);
-        assert!(!board.is_frozen(1, 0), "not before its second");
-        board.freeze_due(1_000_000);
+        board.freeze_due(1_999_999);
+        assert!(
+            !board.is_frozen(1, 0),
+            "not before its second and the grace"
+        );
+        board.freeze_due(2_000_000);
         assert!(
             board.is_frozen(1, 0) && !board.is_frozen(0, 1),
             "colour 0 never freezes"
@@ -854,7 +857,7 @@ mod tests {
             .unwrap();
         let (mut current, _) = board.initial_state();
         // Two tiles freeze (weight 2): the log drops the placements, then the notice.
-        board.freeze_due(1_000_000);
+        board.freeze_due(2_000_000);
         board.set_settings(Settings {
             cooldown: 1.0,
             ..(*board.settings()).clone()

@@ -26,9 +26,12 @@ pub fn pool(config: &tokio_postgres::Config, size: u32) -> Pool {
         .expect("a pool with a runtime and timeouts builds")
 }
 
+/// freeze_after came with 0.2.0: read by name, a database still on 0.1.0 has none.
+const FREEZE_AFTER: &str =
+    "extract(epoch FROM (to_jsonb(b) ->> 'freeze_after')::interval)::float8 AS freeze_after";
+
 const SETTINGS: &str = "b.id, b.name, b.width, b.height, b.bits_per_tile, b.palette, \
-     extract(epoch FROM b.cooldown)::float8 AS cooldown, b.state, \
-     extract(epoch FROM b.freeze_after)::float8 AS freeze_after, b.seq";
+     extract(epoch FROM b.cooldown)::float8 AS cooldown, b.state, b.seq";
 
 fn settings(row: &Row) -> Settings {
     Settings {
@@ -96,12 +99,13 @@ pub async fn snapshot(
     client: &ClientWrapper,
     id: i64,
 ) -> Result<Option<Snapshot>, tokio_postgres::Error> {
-    let sql = "SELECT b.id, b.name, b.width, b.height, b.bits_per_tile, b.palette, \
-               extract(epoch FROM b.cooldown)::float8 AS cooldown, b.state, \
-               extract(epoch FROM b.freeze_after)::float8 AS freeze_after, s.seq, s.bits \
-               FROM place.boards b CROSS JOIN LATERAL place.board_bits(b.id) s WHERE b.id = $1";
+    let sql = format!(
+        "SELECT b.id, b.name, b.width, b.height, b.bits_per_tile, b.palette, \
+         extract(epoch FROM b.cooldown)::float8 AS cooldown, b.state, {FREEZE_AFTER}, s.seq, s.bits \
+         FROM place.boards b CROSS JOIN LATERAL place.board_bits(b.id) s WHERE b.id = $1"
+    );
     let Some(row) = client
-        .query_opt(&client.prepare_cached(sql).await?, &[&id])
+        .query_opt(&client.prepare_cached(&sql).await?, &[&id])
         .await?
     else {
         return Ok(None);
@@ -165,7 +169,7 @@ pub async fn settings_and_seq(
     client: &ClientWrapper,
     id: i64,
 ) -> Result<Option<(Settings, i64)>, tokio_postgres::Error> {
-    let sql = format!("SELECT {SETTINGS} FROM place.boards b WHERE b.id = $1");
+    let sql = format!("SELECT {SETTINGS}, {FREEZE_AFTER} FROM place.boards b WHERE b.id = $1");
     let row = client
         .query_opt(&client.prepare_cached(&sql).await?, &[&id])
         .await?;
@@ -176,7 +180,7 @@ pub async fn settings_and_seq(
 pub async fn list_boards(
     client: &ClientWrapper,
 ) -> Result<Vec<(Settings, i64)>, tokio_postgres::Error> {
-    let sql = format!("SELECT {SETTINGS} FROM place.boards b ORDER BY b.id");
+    let sql = format!("SELECT {SETTINGS}, {FREEZE_AFTER} FROM place.boards b ORDER BY b.id");
     let rows = client
         .query(&client.prepare_cached(&sql).await?, &[])
         .await?;

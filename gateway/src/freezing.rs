@@ -2,10 +2,12 @@
 //! gateway tells clients: a bitmap of the frozen tiles, and for every other tile showing
 //! a non-zero colour the second at which it freezes unless it changes before.
 //!
-//! The database decides (it refuses placements on frozen tiles); the gateway only tells.
-//! It rounds each tile's moment up to the next whole second, so it never announces a tile
-//! frozen before the database holds it frozen. Its clock is assumed to agree with the
-//! database's (NTP); a skew of s seconds moves announcements by s.
+//! The database decides (it refuses placements on frozen tiles, also those that waited for
+//! their locks across the moment); the gateway only tells. It announces a tile from the
+//! whole second after its moment plus [`GRACE_SECONDS`]: by then a placement that got
+//! in before the moment has committed and been notified, so a client never sees a tile
+//! frozen and then changed by a player. Its clock is assumed to agree with the database's
+//! (NTP); a skew of s seconds moves announcements by s.
 
 /// One row of `place.frozen_tiles(board, 'infinity')`: every non-zero tile and when it
 /// freezes (microseconds since the Unix epoch).
@@ -33,10 +35,14 @@ pub struct Freezing {
     next_due: u32,
 }
 
-/// A Unix second at or after `micros`.
-fn second_after(micros: i64) -> u32 {
+/// Seconds between a tile's moment and its announcement, beyond rounding up to a whole
+/// second: placements that took their locks before the moment commit within it.
+pub const GRACE_SECONDS: i64 = 1;
+
+/// The Unix second from which a tile frozen at `micros` is announced.
+fn announce_at(micros: i64) -> u32 {
     let seconds = micros.div_euclid(1_000_000) + i64::from(micros.rem_euclid(1_000_000) != 0);
-    seconds.clamp(1, i64::from(u32::MAX - 1)) as u32
+    (seconds + GRACE_SECONDS).clamp(1, i64::from(u32::MAX - 1)) as u32
 }
 
 impl Freezing {
@@ -65,7 +71,7 @@ impl Freezing {
                 continue;
             }
             let n = freezing.tile(row.x, row.y);
-            let deadline = second_after(row.frozen_at_us);
+            let deadline = announce_at(row.frozen_at_us);
             if i64::from(deadline) <= now {
                 freezing.set_frozen(n, true);
             } else {
@@ -101,7 +107,7 @@ impl Freezing {
         self.set_frozen(n, false);
         self.deadlines[n] = 0;
         if color != 0 {
-            let deadline = second_after(at_us.saturating_add(self.after_us));
+            let deadline = announce_at(at_us.saturating_add(self.after_us));
             self.deadlines[n] = deadline;
             self.next_due = self.next_due.min(deadline);
         }
@@ -155,27 +161,32 @@ mod tests {
     }
 
     #[test]
-    fn tiles_freeze_at_their_moment_rounded_up_never_before() {
+    fn tiles_are_announced_after_their_moment_rounded_up_plus_the_grace() {
         let now = 1_000 * SECOND;
         let rows = [
-            row(0, 0, 1, now - SECOND),     // frozen already
-            row(1, 0, 2, now + SECOND / 2), // at 1001 s, not 1000
+            row(0, 0, 1, now - 2 * SECOND), // announced already
+            row(1, 0, 2, now + SECOND / 2), // moment 1000.5 s: announced at 1002 s
             row(2, 0, 3, now + 5 * SECOND),
-            row(3, 0, 9, now - SECOND), // changed after the snapshot: the stream's business
+            row(3, 0, 9, now - 2 * SECOND), // changed after the snapshot: the stream's business
         ];
         let mut f = Freezing::new(10 * SECOND, 4, 2, 5, &rows, now);
         assert!(f.is_frozen(0, 0));
         assert!(!f.is_frozen(1, 0) && !f.is_frozen(3, 0));
         assert_eq!(f.bitmap(), &[0b1000_0000]);
-        assert_eq!(f.due(now + SECOND / 2), [], "1000.5 s is before 1001 s");
-        assert_eq!(f.due(now + SECOND), [(1, 0)]);
-        assert_eq!(f.due(now + SECOND), [], "nothing twice");
+        assert_eq!(
+            f.due(now + SECOND),
+            [],
+            "1001 s is the moment rounded up, not yet"
+        );
+        assert_eq!(f.due(now + 2 * SECOND - 1), []);
+        assert_eq!(f.due(now + 2 * SECOND), [(1, 0)]);
+        assert_eq!(f.due(now + 2 * SECOND), [], "nothing twice");
         // A change before the deadline restarts the tile's clock; colour 0 never freezes.
         f.changed(2, 0, 1, now + 2 * SECOND);
         f.changed(0, 0, 0, now + 2 * SECOND);
         assert!(!f.is_frozen(0, 0));
-        assert_eq!(f.due(now + 6 * SECOND), []);
-        assert_eq!(f.due(now + 12 * SECOND), [(2, 0)]);
+        assert_eq!(f.due(now + 7 * SECOND), []);
+        assert_eq!(f.due(now + 13 * SECOND), [(2, 0)]);
         assert_eq!(f.bitmap(), &[0b0110_0000]);
     }
 
@@ -183,10 +194,10 @@ mod tests {
     fn a_tile_frozen_and_changed_by_a_repair_freezes_again_later() {
         let mut f = Freezing::new(SECOND, 2, 1, 0, &[], 0);
         f.changed(1, 0, 3, 0);
-        assert_eq!(f.due(SECOND), [(1, 0)]);
+        assert_eq!(f.due(2 * SECOND), [(1, 0)]);
         f.changed(1, 0, 2, 5 * SECOND);
         assert!(!f.is_frozen(1, 0));
-        assert_eq!(f.due(6 * SECOND), [(1, 0)]);
+        assert_eq!(f.due(7 * SECOND), [(1, 0)]);
         assert!(f.is_frozen(1, 0));
     }
 }

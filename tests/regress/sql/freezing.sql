@@ -57,6 +57,12 @@ SELECT place.set_freeze_after(:c, '1 hour');
 SELECT x, y, seq, frozen_at = (SELECT taken_at FROM place.keyframes WHERE board_id = :c AND seq = 1) + interval '1 hour' AS from_the_keyframe
 FROM place.frozen_tiles(:c) WHERE x = 0;
 SELECT placed, next_allowed_at FROM place.place(:c, 0, 0, 3, :u);
+-- With freeze_after, compaction keeps at least freeze_after of history: a tile frozen now
+-- must stay frozen when it counts from the kept keyframe.
+SELECT x, y FROM place.frozen_tiles(:c) ORDER BY x;
+SELECT expect_error(format('SELECT place.compact_history(%s, now() - interval ''30 minutes'')', :c));
+SELECT place.compact_history(:c, now() - interval '61 minutes') AS dropped;
+SELECT x, y, seq FROM place.frozen_tiles(:c) ORDER BY x;
 
 -- A shrink and a regrow clear tiles: an old placement no longer freezes a cleared tile.
 SELECT place.create_board('freezing-resized', 3, 1, 2, '0') AS r \gset
