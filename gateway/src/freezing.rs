@@ -11,6 +11,8 @@
 
 /// One row of `place.frozen_tiles(board, 'infinity')`: every non-zero tile and when it
 /// freezes (microseconds since the Unix epoch).
+use std::collections::BTreeMap;
+
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct FrozenRow {
     pub x: i32,
@@ -31,8 +33,11 @@ pub struct Freezing {
     /// Per tile: the Unix second from which it is frozen if it does not change; 0 when it
     /// will not freeze (colour 0) or is frozen already.
     deadlines: Vec<u32>,
-    /// The earliest deadline (u32::MAX: none), so that a tick with nothing due is free.
-    next_due: u32,
+    /// Tiles by deadline, so that a tick touches only the tiles due (not every tile). An
+    /// entry is stale when its tile changed since (its deadline moved).
+    by_deadline: BTreeMap<u32, Vec<u32>>,
+    /// Entries in `by_deadline`, stale ones included: rebuilt when they outgrow the board.
+    entries: usize,
 }
 
 /// Seconds between a tile's moment and its announcement, beyond rounding up to a whole
@@ -63,7 +68,8 @@ impl Freezing {
             width,
             frozen: vec![0; tiles.div_ceil(8)],
             deadlines: vec![0; tiles],
-            next_due: u32::MAX,
+            by_deadline: BTreeMap::new(),
+            entries: 0,
         };
         let now = now_us.div_euclid(1_000_000);
         for row in rows.iter().filter(|r| r.seq <= seq) {
@@ -75,11 +81,30 @@ impl Freezing {
             if i64::from(deadline) <= now {
                 freezing.set_frozen(n, true);
             } else {
-                freezing.deadlines[n] = deadline;
-                freezing.next_due = freezing.next_due.min(deadline);
+                freezing.schedule(n, deadline);
             }
         }
         freezing
+    }
+
+    fn schedule(&mut self, n: usize, deadline: u32) {
+        self.deadlines[n] = deadline;
+        self.by_deadline.entry(deadline).or_default().push(n as u32);
+        self.entries += 1;
+        if self.entries > 2 * self.deadlines.len().max(1024) {
+            self.rebuild();
+        }
+    }
+
+    /// Drops the stale entries: one per tile still to freeze.
+    fn rebuild(&mut self) {
+        self.by_deadline.clear();
+        for (n, &deadline) in self.deadlines.iter().enumerate() {
+            if deadline != 0 {
+                self.by_deadline.entry(deadline).or_default().push(n as u32);
+            }
+        }
+        self.entries = self.by_deadline.values().map(Vec::len).sum();
     }
 
     fn tile(&self, x: i32, y: i32) -> usize {
@@ -107,36 +132,41 @@ impl Freezing {
         self.set_frozen(n, false);
         self.deadlines[n] = 0;
         if color != 0 {
-            let deadline = announce_at(at_us.saturating_add(self.after_us));
-            self.deadlines[n] = deadline;
-            self.next_due = self.next_due.min(deadline);
+            self.schedule(n, announce_at(at_us.saturating_add(self.after_us)));
         }
     }
 
     /// The tiles that freeze by `now_us` (in tile order), now marked frozen.
     pub fn due(&mut self, now_us: i64) -> Vec<(i32, i32)> {
-        let now = now_us.div_euclid(1_000_000);
-        if now < i64::from(self.next_due) {
+        let now = now_us
+            .div_euclid(1_000_000)
+            .clamp(0, i64::from(u32::MAX - 1)) as u32;
+        if self
+            .by_deadline
+            .first_key_value()
+            .is_none_or(|(&first, _)| first > now)
+        {
             return Vec::new();
         }
-        let mut next_due = u32::MAX;
+        let later = self.by_deadline.split_off(&(now + 1));
+        let ready = std::mem::replace(&mut self.by_deadline, later);
         let mut due = Vec::new();
-        for n in 0..self.deadlines.len() {
-            let deadline = self.deadlines[n];
-            if deadline == 0 {
-                continue;
-            }
-            if i64::from(deadline) <= now {
-                self.deadlines[n] = 0;
-                self.set_frozen(n, true);
-                let width = self.width as usize;
-                due.push(((n % width) as i32, (n / width) as i32));
-            } else {
-                next_due = next_due.min(deadline);
+        for (deadline, tiles) in ready {
+            self.entries -= tiles.len();
+            for n in tiles {
+                let n = n as usize;
+                if self.deadlines[n] == deadline {
+                    self.deadlines[n] = 0;
+                    self.set_frozen(n, true);
+                    due.push(n);
+                }
             }
         }
-        self.next_due = next_due;
-        due
+        due.sort_unstable();
+        let width = self.width as usize;
+        due.into_iter()
+            .map(|n| ((n % width) as i32, (n / width) as i32))
+            .collect()
     }
 
     /// The packed bitmap of frozen tiles.
@@ -188,6 +218,18 @@ mod tests {
         assert_eq!(f.due(now + 7 * SECOND), []);
         assert_eq!(f.due(now + 13 * SECOND), [(2, 0)]);
         assert_eq!(f.bitmap(), &[0b0110_0000]);
+    }
+
+    #[test]
+    fn a_busy_tile_keeps_its_entries_bounded_and_freezes_once() {
+        let mut f = Freezing::new(SECOND, 2, 1, 0, &[], 0);
+        for i in 0..10_000i64 {
+            f.changed(0, 0, 1 + (i % 3) as i32, i * SECOND / 100);
+        }
+        assert!(f.entries <= 2 * 1024 + 1, "{} entries", f.entries);
+        assert_eq!(f.due(100 * SECOND), [], "its last change was at 99.99 s");
+        assert_eq!(f.due(102 * SECOND), [(0, 0)]);
+        assert_eq!(f.due(200 * SECOND), [], "once");
     }
 
     #[test]
