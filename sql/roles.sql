@@ -5,8 +5,9 @@
 --                   place.user_tokens, and the read functions (board_bits, get_tile,
 --                   bitfield_get/set, tile_history, user_history, tiles, board_at,
 --                   board_at_seq, render_png, frozen_tiles).
---   pgplace_player  what pgplace_reader may, plus placing: place, place_many and
---                   user_for_token. Meant for the gateway (or another trusted client):
+--   pgplace_player  what pgplace_reader may, plus placing: place, place_many,
+--                   user_for_token and settled_seq (it holds off writers while it
+--                   runs). Meant for the gateway (or another trusted client):
 --                   place() takes the user id as an argument, so a player role can place
 --                   for any user; the gateway checks tokens before it calls place_many.
 --   pgplace_admin   what pgplace_reader may, plus the knobs: create_board, create_user,
@@ -76,7 +77,7 @@ SELECT :'pgplace_reader', unnest(ARRAY[
     'frozen_tiles']), false
 UNION ALL
 SELECT :'pgplace_player', unnest(ARRAY[
-    'place', 'place_many', 'user_for_token']), true
+    'place', 'place_many', 'user_for_token', 'settled_seq']), true
 UNION ALL
 SELECT :'pgplace_admin', unnest(ARRAY[
     'create_board', 'create_user', 'set_cooldown', 'set_board_state', 'set_keyframe_every',

@@ -227,6 +227,16 @@ VOLATILE PARALLEL UNSAFE
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'set_freeze_after_wrapper';
 
+CREATE  FUNCTION "settled_seq"(
+	"board_id" bigint /* Option < i64 > */
+) RETURNS TABLE (
+	"seq" bigint,  /* i64 */
+	"at" timestamp with time zone  /* TimestampWithTimeZone */
+)
+VOLATILE PARALLEL UNSAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'settled_seq_wrapper';
+
 CREATE  FUNCTION "frozen_tiles"(
 	"board_id" bigint, /* Option < i64 > */
 	"at" timestamp with time zone DEFAULT now() /* Option < TimestampWithTimeZone > */
@@ -278,6 +288,8 @@ COMMENT ON FUNCTION place.compact_history(bigint, timestamptz) IS
     'Drops the placements made before a time, after storing the board then as a keyframe; board_at keeps working from there on. Returns how many were dropped.';
 COMMENT ON FUNCTION place.set_freeze_after(bigint, interval) IS
     'Tiles showing a non-zero colour unchanged for this long freeze: placements on them are refused (NULL: never; more than 0, at most 3660 days). Listeners get a settings notification.';
+COMMENT ON FUNCTION place.settled_seq(bigint) IS
+    'Waits for the placements on the board that have taken their seqs to commit; returns the seq and the time: later placements checked their tiles after it (for announcing frozen tiles).';
 COMMENT ON FUNCTION place.frozen_tiles(bigint, timestamptz) IS
     'The tiles of the board as it is now that are frozen at a time (default now; later: what will freeze if untouched), with the seq of their last change and when they freeze.';
 
@@ -341,6 +353,8 @@ ALTER FUNCTION place.revert_user(bigint, bigint, timestamptz)
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION place.set_freeze_after(bigint, interval)
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION place.settled_seq(bigint)
+    SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 REVOKE EXECUTE ON FUNCTION
     place.place(bigint, int, int, int, bigint),
     place.place_many(bigint, bigint[], int[], int[], int[]),
@@ -357,5 +371,6 @@ REVOKE EXECUTE ON FUNCTION
     place.unban_user(bigint),
     place.restore_region(bigint, int, int, int, int, timestamptz),
     place.revert_user(bigint, bigint, timestamptz),
-    place.set_freeze_after(bigint, interval)
+    place.set_freeze_after(bigint, interval),
+    place.settled_seq(bigint)
 FROM PUBLIC;

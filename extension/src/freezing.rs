@@ -71,6 +71,8 @@ fn set_freeze_after(board_id: Option<i64>, freeze_after: Option<Interval>) {
         freeze_after_micros(interval);
     }
     Spi::connect_mut(|client| {
+        // After a compaction in progress: it checked the old freeze_after.
+        crate::storage::lock_maintenance(client, board_id);
         Board::load(client, board_id, true);
         run(
             client,
@@ -87,13 +89,13 @@ static RESTED_ITEMS: Statement = Statement {
                              WHERE p.board_id = $1 AND p.x = i.x AND p.y = i.y \
                              ORDER BY p.seq DESC LIMIT 1) newest ON true \
           WHERE coalesce(newest.placed_at, \
-                         (SELECT k.taken_at FROM place.keyframes k \
-                          WHERE k.board_id = $1 AND k.seq = $4 AND $4 > 0)) <= $5",
+                         (SELECT k.taken_at FROM place.keyframes k JOIN place.boards b \
+                            ON b.id = k.board_id AND k.seq = b.history_from \
+                          WHERE k.board_id = $1 AND b.history_from > 0)) <= $4",
     params: &[
         pg_sys::INT8OID,
         pg_sys::INT4ARRAYOID,
         pg_sys::INT4ARRAYOID,
-        pg_sys::INT8OID,
         pg_sys::TIMESTAMPTZOID,
     ],
 };
@@ -117,7 +119,6 @@ pub fn frozen_items(
         board.id.into(),
         items.iter().map(|i| i.x).collect::<Vec<i32>>().into(),
         items.iter().map(|i| i.y).collect::<Vec<i32>>().into(),
-        board.history_from.into(),
         rested_since.into(),
     ];
     let rested: Vec<usize> = run(client, &RESTED_ITEMS, &args)
@@ -221,7 +222,7 @@ pub fn check_still_open_tiles(
         board.id.into(),
         shown.iter().map(|i| i.x).collect::<Vec<i32>>().into(),
         shown.iter().map(|i| i.y).collect::<Vec<i32>>().into(),
-        board.history_from.into(),
+        bumped.history_from.into(),
         rested_since.into(),
     ];
     if let Some(row) = run(client, &FROZE_SINCE, &args).next() {
@@ -235,6 +236,35 @@ pub fn check_still_open_tiles(
             ),
         );
     }
+}
+
+static SETTLE: Statement = Statement {
+    // FOR SHARE waits for every placement holding the row (they hold it from their seq to
+    // their commit), and is released when the caller's statement ends.
+    sql: "SELECT seq, clock_timestamp() FROM place.boards WHERE id = $1 FOR SHARE",
+    params: &[pg_sys::INT8OID],
+};
+
+/// Waits until every placement that has taken its seq on the board has committed or
+/// rolled back, then returns the board's seq and the time. Any placement that commits
+/// later checked its tiles at a time after `at`: a tile whose moment is at or before `at`
+/// is frozen for good once the seqs up to `seq` are known. (The gateway calls this before
+/// it announces frozen tiles; only the player role may, as it blocks writers while held.)
+#[pg_extern(volatile, parallel_unsafe)]
+fn settled_seq(
+    board_id: Option<i64>,
+) -> TableIterator<'static, (name!(seq, i64), name!(at, TimestampWithTimeZone))> {
+    let board_id = required("board_id", board_id);
+    let row = Spi::connect_mut(|client| {
+        let row = run(client, &SETTLE, &[board_id.into()]).next().map(|row| {
+            (
+                column::<i64>(&row, 1),
+                column::<TimestampWithTimeZone>(&row, 2),
+            )
+        });
+        row.unwrap_or_else(|| crate::input::undefined(format!("board {board_id} does not exist")))
+    });
+    TableIterator::once(row)
 }
 
 static NEWEST_PLACEMENTS: Statement = Statement {

@@ -311,7 +311,7 @@ static BUMP_SEQ: Statement = Statement {
     sql: "UPDATE place.boards SET seq = seq + $2, last_placed_at = greatest(last_placed_at, $3) \
           WHERE id = $1 \
           RETURNING seq - $2 + 1, state, width, height, bits_per_tile, cardinality(palette), last_placed_at, \
-                    freeze_after, clock_timestamp()",
+                    freeze_after, clock_timestamp(), history_from",
     params: &[pg_sys::INT8OID, pg_sys::INT8OID, pg_sys::TIMESTAMPTZOID],
 };
 
@@ -319,7 +319,7 @@ static BUMP_SEQ: Statement = Statement {
 static BUMP_SEQ_0_1: Statement = Statement {
     sql: "UPDATE place.boards SET seq = seq + $2 WHERE id = $1 \
           RETURNING seq - $2 + 1, state, width, height, bits_per_tile, cardinality(palette), $3, \
-                    NULL::interval, clock_timestamp()",
+                    NULL::interval, clock_timestamp(), 0::bigint",
     params: &[pg_sys::INT8OID, pg_sys::INT8OID, pg_sys::TIMESTAMPTZOID],
 };
 
@@ -334,6 +334,8 @@ pub struct Bumped {
     pub locked_at: pg_sys::TimestampTz,
     /// freeze_after now (it may have been set while the call waited).
     pub freeze_after_us: Option<i64>,
+    /// history_from now (a compaction may have committed while the call waited).
+    pub history_from: i64,
 }
 
 /// Takes the board's row (held until commit) and `count` seqs. The board must still be
@@ -375,7 +377,11 @@ pub fn bump_seq(
         first_seq: column::<i64>(&row, 1),
         stamp: time(7),
         locked_at: time(9),
-        freeze_after_us: row.get::<Interval>(8).ok().flatten().map(micros),
+        freeze_after_us: row
+            .get::<Interval>(8)
+            .unwrap_or_else(|e| panic!("boards.freeze_after: {e}"))
+            .map(micros),
+        history_from: column::<i64>(&row, 10),
     }
 }
 

@@ -1,5 +1,6 @@
 //! Starting the gateway: the pool, the LISTEN connection, sessions, and the HTTP server.
 
+use crate::board::Board;
 use crate::boards::Boards;
 use crate::config::Config;
 use crate::db;
@@ -92,7 +93,11 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         catch_up: catch_up_rx,
         replay_limit: config.session_buffer,
     };
-    let freezer = tokio::spawn(announce_frozen_tiles(boards.clone(), listening.clone()));
+    let freezer = tokio::spawn(announce_frozen_tiles(
+        boards.clone(),
+        pool.clone(),
+        listening.clone(),
+    ));
     let app = Arc::new(App {
         config,
         pool,
@@ -117,10 +122,12 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
 
 /// Tiles freeze as time passes, with no change to announce it: a few times a second each
 /// mirror with freeze_after logs the tiles whose moment came (a board with nothing due
-/// costs one comparison). Not while LISTEN is down or catching up: placements made before
-/// a tile's moment may still be on their way.
-async fn announce_frozen_tiles(boards: Arc<Boards>, listening: Arc<AtomicBool>) {
-    let mut tick = tokio::time::interval(std::time::Duration::from_millis(250));
+/// costs one comparison). Before it does, every placement checked before the moment must
+/// be in the mirror, or a client would see a tile frozen and then changed: the database
+/// says which seq that is (`place.settled_seq` waits for placements in flight), and the
+/// tiles announced are those due by then. Not while LISTEN is down.
+async fn announce_frozen_tiles(boards: Arc<Boards>, pool: Pool, listening: Arc<AtomicBool>) {
+    let mut tick = tokio::time::interval(Duration::from_millis(250));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
@@ -129,9 +136,29 @@ async fn announce_frozen_tiles(boards: Arc<Boards>, listening: Arc<AtomicBool>) 
         }
         let now = db::now_micros();
         for mirrored in boards.all() {
-            mirrored.board.freeze_due(now);
+            let board = &mirrored.board;
+            if !board.freeze_is_due(now) {
+                continue;
+            }
+            match settled(&pool, board).await {
+                Ok(at) => board.freeze_due(at.min(now)),
+                Err(error) => tracing::warn!("board {}: frozen tiles wait: {error}", board.id),
+            }
         }
     }
+}
+
+/// The database's time once the mirror holds every placement checked before it.
+async fn settled(pool: &Pool, board: &Board) -> Result<i64, String> {
+    let client = pool.get().await.map_err(|e| e.to_string())?;
+    let (seq, at) = db::settled_seq(&client, board.id)
+        .await
+        .map_err(|e| e.to_string())?;
+    drop(client);
+    tokio::time::timeout(Duration::from_secs(5), board.reached(seq))
+        .await
+        .map_err(|_| format!("the mirror did not reach seq {seq} within 5 s"))?;
+    Ok(at)
 }
 
 /// Long-polling clients reconnect in bursts (after a restart, thousands at once): a deep

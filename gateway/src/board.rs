@@ -239,6 +239,27 @@ impl Board {
         self.notice(m, "frozen", &obj, due.len() as u64);
     }
 
+    /// Whether a tile of this board freezes by `now_us` (cheap: no tile is touched).
+    pub fn freeze_is_due(&self, now_us: i64) -> bool {
+        self.lock()
+            .freezing
+            .as_ref()
+            .is_some_and(|f| f.is_due(now_us))
+    }
+
+    /// Waits until the mirror has applied seq `seq` (it may be behind the database).
+    pub async fn reached(&self, seq: i64) {
+        loop {
+            let changed = self.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            if self.seq() >= seq {
+                return;
+            }
+            changed.await;
+        }
+    }
+
     /// Whether the gateway knows tile (x, y) frozen (the database may know it earlier).
     pub fn is_frozen(&self, x: i32, y: i32) -> bool {
         let m = self.lock();
@@ -806,12 +827,9 @@ mod tests {
         board
             .apply(&[placed_at(1, 1, 0, 2, 0), placed_at(2, 0, 1, 0, 0)])
             .unwrap();
-        board.freeze_due(1_999_999);
-        assert!(
-            !board.is_frozen(1, 0),
-            "not before its second and the grace"
-        );
-        board.freeze_due(2_000_000);
+        board.freeze_due(999_999);
+        assert!(!board.is_frozen(1, 0), "not before its second");
+        board.freeze_due(1_000_000);
         assert!(
             board.is_frozen(1, 0) && !board.is_frozen(0, 1),
             "colour 0 never freezes"
@@ -857,7 +875,7 @@ mod tests {
             .unwrap();
         let (mut current, _) = board.initial_state();
         // Two tiles freeze (weight 2): the log drops the placements, then the notice.
-        board.freeze_due(2_000_000);
+        board.freeze_due(1_000_000);
         board.set_settings(Settings {
             cooldown: 1.0,
             ..(*board.settings()).clone()

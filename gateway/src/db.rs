@@ -136,6 +136,20 @@ pub async fn snapshot(
     }))
 }
 
+/// The board's seq once every placement that has taken its seq has committed, and the
+/// database's time then (microseconds since the Unix epoch): placements committed later
+/// checked their tiles after it (`place.settled_seq`).
+pub async fn settled_seq(
+    client: &ClientWrapper,
+    id: i64,
+) -> Result<(i64, i64), tokio_postgres::Error> {
+    let sql = "SELECT seq, (extract(epoch FROM at) * 1000000)::int8 FROM place.settled_seq($1)";
+    let row = client
+        .query_one(&client.prepare_cached(sql).await?, &[&id])
+        .await?;
+    Ok((row.get(0), row.get(1)))
+}
+
 /// Every non-zero tile of the board and when it freezes (or froze).
 async fn frozen_tiles(
     client: &ClientWrapper,

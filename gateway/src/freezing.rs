@@ -4,10 +4,9 @@
 //!
 //! The database decides (it refuses placements on frozen tiles, also those that waited for
 //! their locks across the moment); the gateway only tells. It announces a tile from the
-//! whole second after its moment plus [`GRACE_SECONDS`]: by then a placement that got
-//! in before the moment has committed and been notified, so a client never sees a tile
-//! frozen and then changed by a player. Its clock is assumed to agree with the database's
-//! (NTP); a skew of s seconds moves announcements by s.
+//! whole second after its moment, once `place.settled_seq` has said that every placement
+//! checked before then is in the mirror (see `crate::app`): a client never sees a tile
+//! frozen and then changed by a player.
 
 /// One row of `place.frozen_tiles(board, 'infinity')`: every non-zero tile and when it
 /// freezes (microseconds since the Unix epoch).
@@ -40,14 +39,10 @@ pub struct Freezing {
     entries: usize,
 }
 
-/// Seconds between a tile's moment and its announcement, beyond rounding up to a whole
-/// second: placements that took their locks before the moment commit within it.
-pub const GRACE_SECONDS: i64 = 1;
-
 /// The Unix second from which a tile frozen at `micros` is announced.
 fn announce_at(micros: i64) -> u32 {
     let seconds = micros.div_euclid(1_000_000) + i64::from(micros.rem_euclid(1_000_000) != 0);
-    (seconds + GRACE_SECONDS).clamp(1, i64::from(u32::MAX - 1)) as u32
+    seconds.clamp(1, i64::from(u32::MAX - 1)) as u32
 }
 
 impl Freezing {
@@ -136,6 +131,14 @@ impl Freezing {
         }
     }
 
+    /// Whether a tile freezes by `now_us`.
+    pub fn is_due(&self, now_us: i64) -> bool {
+        let now = now_us.div_euclid(1_000_000);
+        self.by_deadline
+            .first_key_value()
+            .is_some_and(|(&first, _)| i64::from(first) <= now)
+    }
+
     /// The tiles that freeze by `now_us` (in tile order), now marked frozen.
     pub fn due(&mut self, now_us: i64) -> Vec<(i32, i32)> {
         let now = now_us
@@ -191,32 +194,29 @@ mod tests {
     }
 
     #[test]
-    fn tiles_are_announced_after_their_moment_rounded_up_plus_the_grace() {
+    fn tiles_are_announced_from_their_moment_rounded_up_never_before() {
         let now = 1_000 * SECOND;
         let rows = [
-            row(0, 0, 1, now - 2 * SECOND), // announced already
-            row(1, 0, 2, now + SECOND / 2), // moment 1000.5 s: announced at 1002 s
+            row(0, 0, 1, now - SECOND),     // frozen already
+            row(1, 0, 2, now + SECOND / 2), // moment 1000.5 s: announced at 1001 s
             row(2, 0, 3, now + 5 * SECOND),
-            row(3, 0, 9, now - 2 * SECOND), // changed after the snapshot: the stream's business
+            row(3, 0, 9, now - SECOND), // changed after the snapshot: the stream's business
         ];
         let mut f = Freezing::new(10 * SECOND, 4, 2, 5, &rows, now);
         assert!(f.is_frozen(0, 0));
         assert!(!f.is_frozen(1, 0) && !f.is_frozen(3, 0));
         assert_eq!(f.bitmap(), &[0b1000_0000]);
-        assert_eq!(
-            f.due(now + SECOND),
-            [],
-            "1001 s is the moment rounded up, not yet"
-        );
-        assert_eq!(f.due(now + 2 * SECOND - 1), []);
-        assert_eq!(f.due(now + 2 * SECOND), [(1, 0)]);
-        assert_eq!(f.due(now + 2 * SECOND), [], "nothing twice");
+        assert!(!f.is_due(now + SECOND / 2));
+        assert_eq!(f.due(now + SECOND / 2), [], "1000.5 s is before 1001 s");
+        assert!(f.is_due(now + SECOND));
+        assert_eq!(f.due(now + SECOND), [(1, 0)]);
+        assert_eq!(f.due(now + SECOND), [], "nothing twice");
         // A change before the deadline restarts the tile's clock; colour 0 never freezes.
         f.changed(2, 0, 1, now + 2 * SECOND);
         f.changed(0, 0, 0, now + 2 * SECOND);
         assert!(!f.is_frozen(0, 0));
-        assert_eq!(f.due(now + 7 * SECOND), []);
-        assert_eq!(f.due(now + 13 * SECOND), [(2, 0)]);
+        assert_eq!(f.due(now + 6 * SECOND), []);
+        assert_eq!(f.due(now + 12 * SECOND), [(2, 0)]);
         assert_eq!(f.bitmap(), &[0b0110_0000]);
     }
 
@@ -228,7 +228,7 @@ mod tests {
         }
         assert!(f.entries <= 2 * 1024 + 1, "{} entries", f.entries);
         assert_eq!(f.due(100 * SECOND), [], "its last change was at 99.99 s");
-        assert_eq!(f.due(102 * SECOND), [(0, 0)]);
+        assert_eq!(f.due(101 * SECOND), [(0, 0)]);
         assert_eq!(f.due(200 * SECOND), [], "once");
     }
 
@@ -236,10 +236,10 @@ mod tests {
     fn a_tile_frozen_and_changed_by_a_repair_freezes_again_later() {
         let mut f = Freezing::new(SECOND, 2, 1, 0, &[], 0);
         f.changed(1, 0, 3, 0);
-        assert_eq!(f.due(2 * SECOND), [(1, 0)]);
+        assert_eq!(f.due(SECOND), [(1, 0)]);
         f.changed(1, 0, 2, 5 * SECOND);
         assert!(!f.is_frozen(1, 0));
-        assert_eq!(f.due(7 * SECOND), [(1, 0)]);
+        assert_eq!(f.due(6 * SECOND), [(1, 0)]);
         assert!(f.is_frozen(1, 0));
     }
 }

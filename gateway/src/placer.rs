@@ -5,7 +5,7 @@
 
 use crate::board::Board;
 use crate::db::{self, Outcome, PlaceItem};
-use crate::errors::{from_db, from_pool, RpcError, INVALID_PARAMS, NOT_AUTHORIZED};
+use crate::errors::{from_db, from_pool, RpcError, INVALID_PARAMS, NOT_AUTHORIZED, RETRY};
 use deadpool_postgres::Pool;
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
@@ -70,7 +70,12 @@ async fn commit(board: i64, pool: &Pool, group: Vec<Request>) {
     let mut ranges = Vec::new();
     ranges.push(0..items.len());
     while let Some(range) = ranges.pop() {
-        let outcome = place(board, pool, &items[range.clone()]).await;
+        let mut outcome = place(board, pool, &items[range.clone()]).await;
+        if matches!(&outcome, Err(error) if error.code == RETRY) {
+            // The board changed under the group (a tile froze while it waited, a resize):
+            // once more, so that what changed fails its own items, not everyone's.
+            outcome = place(board, pool, &items[range.clone()]).await;
+        }
         match outcome {
             Err(error) if one_callers_fault(&error) && range.len() > 1 => {
                 let middle = range.start + range.len() / 2;

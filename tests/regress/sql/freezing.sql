@@ -84,6 +84,9 @@ SELECT expect_error('SELECT place.set_freeze_after(NULL, ''1 hour'')');
 SELECT expect_error('SELECT place.set_freeze_after(4242, ''1 hour'')');
 SELECT expect_error(format('SELECT * FROM place.frozen_tiles(%s, NULL)', :b));
 SELECT expect_error('SELECT * FROM place.frozen_tiles(4242)');
+SELECT expect_error('SELECT * FROM place.settled_seq(4242)');
+SELECT seq = (SELECT seq FROM place.boards WHERE id = :b) AS settled_is_current, at <= clock_timestamp() AS at_is_past
+FROM place.settled_seq(:b);
 SELECT board_fingerprint('freezing') = :'before' AS unchanged;
 SELECT freeze_after FROM place.boards WHERE id = :b;
 UPDATE place.placements SET placed_at = placed_at - interval '2 hours' WHERE board_id = :b;
