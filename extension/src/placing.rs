@@ -231,12 +231,22 @@ pub fn commit_tiles(
     now: pg_sys::TimestampTz,
     require_open: bool,
 ) -> (i64, pg_sys::TimestampTz) {
-    let before = write_tiles(client, board, accepted);
+    // Moderation's repairs may write frozen tiles; players may not, even when a tile froze
+    // while the call waited for its locks: that check needs the colours the tiles showed.
+    let check_frozen = require_open && board.freeze_after_us.is_some();
+    let before = write_tiles(client, board, accepted, check_frozen);
     let bumped = bump_seq(client, board, accepted.len() as i64, now, require_open);
-    if require_open {
-        // Moderation's repairs may write frozen tiles; players may not, even when a tile
-        // froze while the call waited for its locks.
-        check_still_open_tiles(client, board, accepted, &before, &bumped);
+    if require_open && bumped.freeze_after_us.is_some() {
+        match before {
+            Some(before) => check_still_open_tiles(client, board, accepted, &before, &bumped),
+            None => fail(
+                PgSqlErrorCode::ERRCODE_T_R_SERIALIZATION_FAILURE,
+                format!(
+                    "board {} started freezing tiles during the call; try again",
+                    board.id
+                ),
+            ),
+        }
     }
     let (first_seq, stamp) = (bumped.first_seq, bumped.stamp);
     append_history(client, board.id, first_seq, accepted, stamp);

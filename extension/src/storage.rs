@@ -226,9 +226,14 @@ static LOCK_CHUNKS: Statement = Statement {
 
 /// Sets the accepted tiles in their chunks, in order (a later tile wins): locks the
 /// touched chunks in chunk order (so two calls never wait for each other in a circle),
-/// then one UPDATE rewrites each of them once. Returns each item's tile colour from
-/// before the call (read under the lock: final).
-pub fn write_tiles(client: &mut SpiClient<'_>, board: &Board, accepted: &[&Item]) -> Vec<u8> {
+/// then one UPDATE rewrites each of them once. With `colors_before`, returns each item's
+/// tile colour from before the call (read under the lock: final).
+pub fn write_tiles(
+    client: &mut SpiClient<'_>,
+    board: &Board,
+    accepted: &[&Item],
+    colors_before: bool,
+) -> Option<Vec<u8>> {
     let mut chunk_nos = Vec::with_capacity(accepted.len());
     let mut ns = Vec::with_capacity(accepted.len());
     for item in accepted {
@@ -242,6 +247,21 @@ pub fn write_tiles(client: &mut SpiClient<'_>, board: &Board, accepted: &[&Item]
     distinct.sort_unstable();
     distinct.dedup();
     let wanted = distinct.len();
+    let apply = [
+        board.id.into(),
+        bits.into(),
+        chunk_nos.clone().into(),
+        ns.clone().into(),
+        colors.into(),
+    ];
+    if wanted == 1 && !colors_before {
+        // One chunk: the UPDATE locks it itself (no order to keep), saving a statement on
+        // the path of place().
+        if run(client, &APPLY_TILES, &apply).len() != 1 {
+            changed_size(board.id);
+        }
+        return None;
+    }
     let locked: BTreeMap<i32, Vec<u8>> =
         run(client, &LOCK_CHUNKS, &[board.id.into(), distinct.into()])
             .map(|row| (column::<i32>(&row, 1), column::<Vec<u8>>(&row, 2)))
@@ -256,27 +276,18 @@ pub fn write_tiles(client: &mut SpiClient<'_>, board: &Board, accepted: &[&Item]
         })
         .collect();
     if locked.len() != wanted || before.is_none() {
-        // A resize replaced the chunks while this call waited for them.
-        fail(
-            PgSqlErrorCode::ERRCODE_T_R_SERIALIZATION_FAILURE,
-            format!(
-                "board {} changed its size during the call; try again",
-                board.id
-            ),
-        );
+        changed_size(board.id);
     }
-    run(
-        client,
-        &APPLY_TILES,
-        &[
-            board.id.into(),
-            bits.into(),
-            chunk_nos.into(),
-            ns.into(),
-            colors.into(),
-        ],
-    );
-    before.expect("every chunk was locked")
+    run(client, &APPLY_TILES, &apply);
+    before
+}
+
+/// A resize replaced the chunks while the call waited for them.
+fn changed_size(board_id: i64) -> ! {
+    fail(
+        PgSqlErrorCode::ERRCODE_T_R_SERIALIZATION_FAILURE,
+        format!("board {board_id} changed its size during the call; try again"),
+    )
 }
 
 /// `bits` with tile `ns[i]` set to `colors[i]`, in order: the chunk half of a placement.
