@@ -129,6 +129,9 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
 async fn announce_frozen_tiles(boards: Arc<Boards>, pool: Pool, listening: Arc<AtomicBool>) {
     let mut tick = tokio::time::interval(Duration::from_millis(250));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // Boards whose last attempt failed (a missing grant, say) wait before the next one, so
+    // the log gets a line every few seconds, not four a second.
+    let mut failed: std::collections::HashMap<i64, std::time::Instant> = Default::default();
     loop {
         tick.tick().await;
         if !listening.load(Ordering::SeqCst) {
@@ -137,16 +140,28 @@ async fn announce_frozen_tiles(boards: Arc<Boards>, pool: Pool, listening: Arc<A
         let now = db::now_micros();
         for mirrored in boards.all() {
             let board = &mirrored.board;
-            if !board.freeze_is_due(now) {
+            if !board.freeze_is_due(now)
+                || failed
+                    .get(&board.id)
+                    .is_some_and(|at| at.elapsed() < RETRY_FROZEN)
+            {
                 continue;
             }
             match settled(&pool, board).await {
-                Ok(at) => board.freeze_due(at.min(now)),
-                Err(error) => tracing::warn!("board {}: frozen tiles wait: {error}", board.id),
+                Ok(at) => {
+                    failed.remove(&board.id);
+                    board.freeze_due(at.min(now));
+                }
+                Err(error) => {
+                    tracing::warn!("board {}: frozen tiles wait: {error}", board.id);
+                    failed.insert(board.id, std::time::Instant::now());
+                }
             }
         }
     }
 }
+
+const RETRY_FROZEN: Duration = Duration::from_secs(5);
 
 /// The database's time once the mirror holds every placement checked before it.
 async fn settled(pool: &Pool, board: &Board) -> Result<i64, String> {
