@@ -93,7 +93,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         catch_up: catch_up_rx,
         replay_limit: config.session_buffer,
     };
-    let freezer = tokio::spawn(announce_frozen_tiles(
+    let freezer = tokio::spawn(announce_over_time(
         boards.clone(),
         pool.clone(),
         listening.clone(),
@@ -120,13 +120,15 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     })
 }
 
-/// Tiles freeze as time passes, with no change to announce it: a few times a second each
-/// mirror with freeze_after logs the tiles whose moment came (a board with nothing due
-/// costs one comparison). Before it does, every placement checked before the moment must
+/// What sessions learn with no change in the database to bring it, a few times a second:
+/// how many watch each board (`presence`), and tiles that froze.
+///
+/// Tiles freeze as time passes: each mirror with freeze_after logs the tiles whose moment
+/// came (a board with nothing due costs one comparison). Before it does, every placement checked before the moment must
 /// be in the mirror, or a client would see a tile frozen and then changed: the database
 /// says which seq that is (`place.settled_seq` waits for placements in flight), and the
 /// tiles announced are those due by then. Not while LISTEN is down.
-async fn announce_frozen_tiles(boards: Arc<Boards>, pool: Pool, listening: Arc<AtomicBool>) {
+async fn announce_over_time(boards: Arc<Boards>, pool: Pool, listening: Arc<AtomicBool>) {
     let mut tick = tokio::time::interval(Duration::from_millis(250));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     // Boards whose last attempt failed (a missing grant, say) wait before the next one, so
@@ -134,6 +136,11 @@ async fn announce_frozen_tiles(boards: Arc<Boards>, pool: Pool, listening: Arc<A
     let mut failed: std::collections::HashMap<i64, std::time::Instant> = Default::default();
     loop {
         tick.tick().await;
+        for mirrored in boards.all() {
+            mirrored
+                .board
+                .tell_watching(std::time::Instant::now(), TELL_WATCHING_EVERY);
+        }
         if !listening.load(Ordering::SeqCst) {
             continue;
         }
@@ -162,6 +169,10 @@ async fn announce_frozen_tiles(boards: Arc<Boards>, pool: Pool, listening: Arc<A
 }
 
 const RETRY_FROZEN: Duration = Duration::from_secs(5);
+
+/// How often at most sessions hear how many watch a board: each time, every page on it
+/// answers its poll (10,000 pages: 1,000 answers a second).
+const TELL_WATCHING_EVERY: Duration = Duration::from_secs(10);
 
 /// The database's time once the mirror holds every placement checked before it.
 async fn settled(pool: &Pool, board: &Board) -> Result<i64, String> {

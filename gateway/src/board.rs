@@ -17,7 +17,9 @@ use pgplace_core::payload::Placement;
 use serde::Serialize;
 use std::collections::VecDeque;
 use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
 /// A board's settings as clients see them.
@@ -81,6 +83,25 @@ pub struct Board {
     mirror: Mutex<Mirror>,
     /// Woken (all waiters) whenever the log, the settings or the epoch change.
     pub changed: Notify,
+    /// Subscriptions to this board's views now (see [`Watcher`]).
+    watchers: AtomicU64,
+}
+
+/// Counts a subscription among its board's watchers for as long as it lives (sessions that
+/// unsubscribe, are destroyed or expire drop theirs).
+pub struct Watcher(Arc<Board>);
+
+impl Watcher {
+    pub fn new(board: &Arc<Board>) -> Self {
+        board.watchers.fetch_add(1, Ordering::SeqCst);
+        Watcher(board.clone())
+    }
+}
+
+impl Drop for Watcher {
+    fn drop(&mut self) {
+        self.0.watchers.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 struct Mirror {
@@ -94,6 +115,9 @@ struct Mirror {
     freezing: Option<Freezing>,
     log: EventLog,
     deleted: bool,
+    /// The number of watchers last told (initial states and `presence` events).
+    watching: u64,
+    watching_told_at: Option<Instant>,
     /// The initial state at a cursor (settings version included: it is in the state).
     state_cache: Option<(Cursor, Bytes)>,
     bits_cache: Option<(u64, i64, Bytes)>,
@@ -118,10 +142,13 @@ impl Board {
                 freezing: snapshot.freezing,
                 log: EventLog::new(snapshot.seq, log_capacity),
                 deleted: false,
+                watching: 0,
+                watching_told_at: None,
                 state_cache: None,
                 bits_cache: None,
             }),
             changed: Notify::new(),
+            watchers: AtomicU64::new(0),
         }
     }
 
@@ -194,16 +221,36 @@ impl Board {
         }
         m.settings = Arc::new(settings);
         let obj = settings_json(&m.settings, m.seq);
-        self.notice(m, "settings", &obj, 1);
+        self.notice(m, "settings", &obj, 1, false);
     }
 
-    /// Logs a notice (an event that takes no seq) of `weight` tiles' worth of log space.
+    /// Tells sessions how many subscriptions watch the board, when that changed and the
+    /// last time was at least `every` ago.
+    pub fn tell_watching(&self, now: Instant, every: Duration) {
+        let live = self.watchers.load(Ordering::SeqCst);
+        let mut m = self.lock();
+        let recent = m
+            .watching_told_at
+            .is_some_and(|at| now.duration_since(at) < every);
+        if m.watching == live || recent {
+            return;
+        }
+        m.watching = live;
+        m.watching_told_at = Some(now);
+        let obj = format!("{{\"watching\":{live}}}");
+        self.notice(m, "presence", &obj, 1, true);
+    }
+
+    /// Logs a notice (an event that takes no seq) of `weight` tiles' worth of log space;
+    /// waiting sessions answer at once. A `presence` notice goes only to the views that
+    /// asked for it (the others wake, find nothing, and wait on).
     fn notice(
         &self,
         mut m: std::sync::MutexGuard<'_, Mirror>,
         action: &str,
         obj: &str,
         weight: u64,
+        presence: bool,
     ) {
         m.notices += 1;
         m.state_cache = None;
@@ -211,6 +258,7 @@ impl Board {
             version: m.notices,
             seq: m.seq,
             weight,
+            presence,
             qik: event_bytes(&self.qik_key, action, obj),
             compact: event_bytes(&self.compact_key, action, obj),
         };
@@ -236,7 +284,7 @@ impl Board {
             let _ = write!(obj, "{sep}[{x},{y}]");
         }
         obj.push_str("]}");
-        self.notice(m, "frozen", &obj, due.len() as u64);
+        self.notice(m, "frozen", &obj, due.len() as u64, false);
     }
 
     /// Whether a tile of this board freezes by `now_us` (cheap: no tile is touched).
@@ -304,7 +352,7 @@ impl Board {
     /// The initial state (settings, seq, packed bits in base64) and the cursor that
     /// continues exactly after it.
     pub fn initial_state(&self) -> (Cursor, Bytes) {
-        let (cursor, settings, bits, frozen) = {
+        let (cursor, settings, bits, frozen, watching) = {
             let m = self.lock();
             let cursor = m.cursor();
             if let Some((at, state)) = &m.state_cache {
@@ -313,10 +361,16 @@ impl Board {
                 }
             }
             let frozen = m.freezing.as_ref().map(|f| f.bitmap().to_vec());
-            (cursor, m.settings.clone(), m.bits.clone(), frozen)
+            (
+                cursor,
+                m.settings.clone(),
+                m.bits.clone(),
+                frozen,
+                m.watching,
+            )
         };
         // Serialized outside the lock: the listener keeps applying meanwhile.
-        let state = state_json(&settings, cursor.seq, &bits, frozen.as_deref());
+        let state = state_json(&settings, cursor.seq, &bits, frozen.as_deref(), watching);
         let mut m = self.lock();
         if m.cursor() == cursor {
             m.state_cache = Some((cursor, state.clone()));
@@ -338,7 +392,14 @@ impl Board {
     }
 
     /// Adds the events after `cursor` for one view to `out` and moves the cursor past them.
-    pub fn collect(&self, cursor: &mut Cursor, compact: bool, out: &mut ArrayBuilder) -> Delivery {
+    /// `presence`: the view asked for `presence` events.
+    pub fn collect(
+        &self,
+        cursor: &mut Cursor,
+        compact: bool,
+        presence: bool,
+        out: &mut ArrayBuilder,
+    ) -> Delivery {
         let key = if compact {
             &self.compact_key
         } else {
@@ -380,11 +441,14 @@ impl Board {
                 }
                 Entry::Notice {
                     version,
+                    presence: asked_only,
                     qik,
                     compact: c,
                     ..
                 } if *version > cursor.notices => {
-                    out.event(if compact { c.clone() } else { qik.clone() });
+                    if presence || !asked_only {
+                        out.event(if compact { c.clone() } else { qik.clone() });
+                    }
                     cursor.notices = *version;
                 }
                 _ => {}
@@ -453,6 +517,8 @@ enum Entry {
         /// The board's seq when it happened.
         seq: i64,
         weight: u64,
+        /// A `presence` event: only for the views that asked.
+        presence: bool,
         qik: Bytes,
         compact: Bytes,
     },
@@ -650,20 +716,29 @@ struct State<'a> {
     bits: String,
     /// The frozen tiles, one bit each (None without freeze_after).
     frozen: Option<String>,
+    /// Subscriptions watching the board, as last told.
+    watching: u64,
 }
 
 fn settings_json(settings: &Settings, seq: i64) -> String {
     serde_json::to_string(&SettingsWithSeq { settings, seq }).expect("settings serialize")
 }
 
-/// `{"id":…,"name":…,…,"seq":…,"bits":"<base64>","frozen":"<base64>"|null}`.
-pub fn state_json(settings: &Settings, seq: i64, bits: &[u8], frozen: Option<&[u8]>) -> Bytes {
+/// `{"id":…,"name":…,…,"seq":…,"bits":"<base64>","frozen":"<base64>"|null,"watching":…}`.
+pub fn state_json(
+    settings: &Settings,
+    seq: i64,
+    bits: &[u8],
+    frozen: Option<&[u8]>,
+    watching: u64,
+) -> Bytes {
     let base64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
     serde_json::to_vec(&State {
         settings,
         seq,
         bits: base64(bits),
         frozen: frozen.map(base64),
+        watching,
     })
     .expect("states serialize")
     .into()
@@ -726,7 +801,7 @@ mod tests {
     fn collect(board: &Board, cursor: &mut Cursor, compact: bool) -> Value {
         let mut out = ArrayBuilder::new();
         assert_eq!(
-            board.collect(cursor, compact, &mut out),
+            board.collect(cursor, compact, true, &mut out),
             Delivery::Continues
         );
         serde_json::from_slice(&out.finish().to_vec()).unwrap()
@@ -887,6 +962,50 @@ mod tests {
             "the frozen notice was dropped: {events}"
         );
         assert_eq!(collect(&board, &mut current, true), json!([]));
+    }
+
+    #[test]
+    fn sessions_hear_how_many_watch_at_most_every_so_often() {
+        let board = Arc::new(empty_board(0));
+        let (mut cursor, _) = board.initial_state();
+        let (a, b) = (Watcher::new(&board), Watcher::new(&board));
+        let t0 = Instant::now();
+        let every = Duration::from_secs(2);
+        board.tell_watching(t0, every);
+        let events = collect(&board, &mut cursor, true);
+        assert_eq!(
+            events,
+            json!([{"key": "board/3/compact", "action": "presence", "obj": {"watching": 2}}])
+        );
+        let (_, state) = board.initial_state();
+        let state: Value = serde_json::from_slice(&state).unwrap();
+        assert_eq!(state["watching"], 2);
+        drop(a);
+        board.tell_watching(t0 + Duration::from_secs(1), every);
+        assert_eq!(collect(&board, &mut cursor, true), json!([]), "too soon");
+        board.tell_watching(t0 + every, every);
+        assert_eq!(
+            collect(&board, &mut cursor, false)[0]["obj"],
+            json!({"watching": 1})
+        );
+        board.tell_watching(t0 + 2 * every, every);
+        assert_eq!(
+            collect(&board, &mut cursor, true),
+            json!([]),
+            "unchanged: nothing"
+        );
+        // A view that did not ask never gets them.
+        let (mut quiet, _) = board.initial_state();
+        drop(b);
+        board.tell_watching(t0 + 3 * every, every);
+        let mut out = ArrayBuilder::new();
+        board.collect(&mut quiet, true, false, &mut out);
+        assert_eq!(out.count(), 0);
+        assert_eq!(
+            collect(&board, &mut quiet, true),
+            json!([]),
+            "and its cursor moved past"
+        );
     }
 
     #[test]

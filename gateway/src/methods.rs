@@ -110,9 +110,10 @@ async fn subscribe(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
         ));
     }
     let view_params: Map<String, Value> = p.required("params")?;
-    let vp = Params::new_from_map(&view_params, &["board", "compact"])?;
+    let vp = Params::new_from_map(&view_params, &["board", "compact", "presence"])?;
     let board: BoardRef = vp.required("board")?;
     let compact = vp.optional::<bool>("compact")?.unwrap_or(false);
+    let presence = vp.optional::<bool>("presence")?.unwrap_or(false);
     let mirrored = app.boards.get(&board).await?;
     let board = mirrored.board.clone();
     let key = if compact {
@@ -122,12 +123,7 @@ async fn subscribe(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
     };
     let (cursor, state) = board.initial_state();
     session.subscribe(
-        Subscription {
-            key: key.clone(),
-            board,
-            compact,
-            cursor,
-        },
+        Subscription::new(key.clone(), board, compact, cursor).with_presence(presence),
         app.config.max_subscriptions,
     )?;
     let mut out = Fragments::new();

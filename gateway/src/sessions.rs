@@ -3,7 +3,7 @@
 //! A session is small on purpose (a user, and per subscription a key and a cursor): the
 //! events themselves live once, in the boards' logs.
 
-use crate::board::{Board, Cursor, Delivery};
+use crate::board::{Board, Cursor, Delivery, Watcher};
 use crate::errors::{RpcError, TOO_MANY, UNKNOWN_VIEW};
 use crate::fragments::{ArrayBuilder, Fragments};
 use std::collections::HashMap;
@@ -26,7 +26,28 @@ pub struct Subscription {
     pub key: Arc<str>,
     pub board: Arc<Board>,
     pub compact: bool,
+    /// Whether the view asked for `presence` events.
+    pub presence: bool,
     pub cursor: Cursor,
+    _watcher: Watcher,
+}
+
+impl Subscription {
+    pub fn new(key: Arc<str>, board: Arc<Board>, compact: bool, cursor: Cursor) -> Self {
+        let _watcher = Watcher::new(&board);
+        Subscription {
+            key,
+            board,
+            compact,
+            presence: false,
+            cursor,
+            _watcher,
+        }
+    }
+
+    pub fn with_presence(self, presence: bool) -> Self {
+        Subscription { presence, ..self }
+    }
 }
 
 pub struct Session {
@@ -114,7 +135,9 @@ impl Session {
         let mut state = self.lock();
         let mut out = ArrayBuilder::new();
         state.subscriptions.retain_mut(|sub| {
-            sub.board.collect(&mut sub.cursor, sub.compact, &mut out) == Delivery::Continues
+            sub.board
+                .collect(&mut sub.cursor, sub.compact, sub.presence, &mut out)
+                == Delivery::Continues
         });
         let count = out.count();
         (out.finish(), count)
@@ -335,15 +358,7 @@ mod tests {
             board.qik_key.clone()
         };
         session
-            .subscribe(
-                Subscription {
-                    key,
-                    board: board.clone(),
-                    compact,
-                    cursor,
-                },
-                4,
-            )
+            .subscribe(Subscription::new(key, board.clone(), compact, cursor), 4)
             .unwrap();
     }
 

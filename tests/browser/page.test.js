@@ -236,6 +236,16 @@ test('sign in with a token, place a tile; a second page sees it within 1 s; the 
   assert.ok(latency < 1000, `seen after ${latency} ms`);
   assert.equal(await shownColor(watcherPage, x, y), palette[color]);
   assert.equal(await shownColor(alicePage, x, y), palette[color]);
+  // Both pages are counted among those watching (pages of earlier tests may still be, until
+  // their sessions expire), and the first page shows what the gateway counts.
+  const deadline = Date.now() + 25000;
+  for (;;) {
+    const counted = (await gateway.rpc('board.get', { board: ART })).watching;
+    const shown = await alicePage.evaluate(() => document.getElementById('watching').textContent);
+    if (counted >= 2 && shown === `${counted} watching`) break;
+    assert.ok(Date.now() < deadline, `the gateway counts ${counted} watching, the page shows "${shown}"`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
 
   // The cooldown (30 s on this board) counts down.
   await alicePage.waitForSelector('#cooldown[data-state="waiting"]');

@@ -89,7 +89,7 @@ export function describe(error) {
 export const api = {
   createSession: () => call('session.create', []),
   authorize: (session, token) => call('session.authorize', { session, token }),
-  subscribe: (session, board) => call('session.subscribe', { session, view: 'board', params: { board, compact: true } }),
+  subscribe: (session, board) => call('session.subscribe', { session, view: 'board', params: { board, compact: true, presence: true } }),
   unsubscribe: (session, key) => call('session.unsubscribe', { session, key }),
   getEvents: (session, timeout, signal) => call('session.get_events', { session, timeout }, { signal }),
   destroy: (session) => call('session.destroy', { session }),

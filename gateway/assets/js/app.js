@@ -30,6 +30,7 @@ const els = {
   confirm: $('confirm'), confirmText: $('confirm-text'), confirmSwatch: $('confirm-swatch'),
   confirmPlace: $('confirm-place'), confirmCancel: $('confirm-cancel'), tooltip: $('tooltip'), paused: $('paused'),
   frozenCount: $('frozen-count'),
+  watching: $('watching'),
 };
 const TOKEN_KEY = 'pgplace.token';
 
@@ -62,6 +63,7 @@ const live = new Live({
     else if (state.cooldown !== board.settings.cooldown) countdown.cooldownChanged(state.cooldown);
     board.load(state);
     frozen.load(state);
+    showWatching(state.watching);
     tileHistory.clear();
     if (another) {
       if (wanted && wanted.x !== null && wanted.y !== null && wanted.zoom !== null) {
@@ -87,6 +89,9 @@ const live = new Live({
       cancelPlacing();
       say(frozenMessage(selected.x, selected.y, board.settings.freeze_after), 'error');
     }
+  },
+  watching(count) {
+    showWatching(count);
   },
   settings(settings) {
     if (settings.cooldown !== board.settings.cooldown) countdown.cooldownChanged(settings.cooldown);
@@ -152,6 +157,13 @@ frozen.onChange = () => {
     showFrozenCount();
   });
 };
+
+/** How many watch the board (this page included), from the state and `presence` events. */
+function showWatching(count) {
+  const text = count ? `${count} watching` : '';
+  els.watching.textContent = text;
+  els.watching.hidden = !text;
+}
 
 function showFrozenCount() {
   const text = frozen.count ? `${frozen.count} ${frozen.count === 1 ? 'tile' : 'tiles'} frozen` : '';

@@ -19,7 +19,7 @@ const BACKOFF_MAX_MS = 8000;
 export class Live {
   /**
    * handlers: state(state) (a whole board: draw it instead of anything shown),
-   * tiles([[x, y, color], ...]), frozen([[x, y], ...]) (frozen from now on),
+   * tiles([[x, y, color], ...]), frozen([[x, y], ...]) (frozen from now on), watching(n),
    * settings(settings), deleted(), status(name, error), user({user_id, name} | null),
    * authFailed(error).
    */
@@ -205,6 +205,9 @@ export class Live {
           this.layout = layoutOf(event.obj);
           this.stats.resets++;
           this.on.state(event.obj);
+          break;
+        case 'presence':
+          this.on.watching(event.obj.watching);
           break;
         case 'deleted':
           this.key = null;
