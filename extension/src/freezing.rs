@@ -8,7 +8,7 @@
 //! at `history_from`, so it counts from that keyframe's time (never earlier than the truth).
 //! The colour is read from the board, not the placement: a shrink and a regrow clear tiles.
 
-use crate::input::{fail, invalid, out_of_range, required};
+use crate::input::{fail, interval_micros, invalid, required};
 use crate::placing::Item;
 use crate::spi::{column, open_cursor, run, Statement};
 use crate::storage::{check_same_size, read_packed, Board, Bumped};
@@ -23,19 +23,9 @@ const MAX_FREEZE_DAYS: i128 = 3660;
 
 /// `freeze_after` in microseconds: more than zero, at most ten years, without months.
 pub fn freeze_after_micros(freeze_after: Interval) -> i64 {
-    let micros =
-        i128::from(freeze_after.days()) * 86_400_000_000 + i128::from(freeze_after.micros());
-    if freeze_after.months() != 0 {
-        invalid(format!(
-            "freeze_after = '{freeze_after}' counts in months; give it in days, hours, minutes or seconds"
-        ));
-    }
-    if !(1..=MAX_FREEZE_DAYS * 86_400_000_000).contains(&micros) {
-        out_of_range(format!(
-            "freeze_after = '{freeze_after}' is outside the allowed range (more than '0', at most '{MAX_FREEZE_DAYS} days'; NULL: tiles never freeze)"
-        ));
-    }
-    micros as i64
+    let range =
+        format!("more than '0', at most '{MAX_FREEZE_DAYS} days'; NULL: tiles never freeze");
+    interval_micros("freeze_after", freeze_after, 1, MAX_FREEZE_DAYS, &range)
 }
 
 /// Refuses to compact a board with freeze_after past `now() - freeze_after`: a tile whose

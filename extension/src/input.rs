@@ -49,17 +49,28 @@ pub fn required_elements<T>(name: &str, value: Option<Vec<Option<T>>>) -> Vec<T>
 
 /// A cooldown in microseconds: from zero to a year, without months (whose length varies).
 pub fn cooldown_micros(cooldown: pgrx::datum::Interval) -> i64 {
-    const MAX_DAYS: i128 = 366;
+    interval_micros("cooldown", cooldown, 0, 366, "'0' to '366 days'")
+}
+
+/// Argument `name` in microseconds, from `min_micros` to `max_days`, without months;
+/// `range` says so in the error.
+pub fn interval_micros(
+    name: &str,
+    value: pgrx::datum::Interval,
+    min_micros: i128,
+    max_days: i128,
+    range: &str,
+) -> i64 {
     // i128: a huge interval must not wrap around into the allowed range.
-    let micros = i128::from(cooldown.days()) * 86_400_000_000 + i128::from(cooldown.micros());
-    if cooldown.months() != 0 {
+    let micros = i128::from(value.days()) * 86_400_000_000 + i128::from(value.micros());
+    if value.months() != 0 {
         invalid(format!(
-            "cooldown = '{cooldown}' counts in months; give it in days, hours, minutes or seconds"
+            "{name} = '{value}' counts in months; give it in days, hours, minutes or seconds"
         ));
     }
-    if !(0..=MAX_DAYS * 86_400_000_000).contains(&micros) {
+    if !(min_micros..=max_days * 86_400_000_000).contains(&micros) {
         out_of_range(format!(
-            "cooldown = '{cooldown}' is outside the allowed range ('0' to '{MAX_DAYS} days')"
+            "{name} = '{value}' is outside the allowed range ({range})"
         ));
     }
     micros as i64

@@ -107,6 +107,26 @@ impl Http {
         }
     }
 
+    /// A session's events until one matches `wanted` (at most `polls` polls of 5 s).
+    pub async fn events_until(
+        &self,
+        session: &Value,
+        polls: usize,
+        wanted: impl Fn(&Value) -> bool,
+    ) -> Vec<Value> {
+        let mut seen = Vec::new();
+        for _ in 0..polls {
+            let events = self.ok("session.get_events", json!([session, 5])).await;
+            for event in events.as_array().unwrap() {
+                seen.push(event.clone());
+                if wanted(event) {
+                    return seen;
+                }
+            }
+        }
+        panic!("the awaited event never came; saw {seen:?}");
+    }
+
     /// GET `path`: status, headers, body.
     pub async fn try_get(
         &self,

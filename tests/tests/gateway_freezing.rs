@@ -8,19 +8,8 @@ use pgplace_tests::{connect, create_board, create_users_with_tokens, fresh_datab
 use serde_json::{json, Value};
 use tokio_postgres::Client;
 
-/// Events until one matches `wanted` (polls of at most 5 s, 30 s in all).
 async fn until(http: &Http, session: &Value, wanted: impl Fn(&Value) -> bool) -> Vec<Value> {
-    let mut seen = Vec::new();
-    for _ in 0..6 {
-        let events = http.ok("session.get_events", json!([session, 5])).await;
-        for event in events.as_array().unwrap() {
-            seen.push(event.clone());
-            if wanted(event) {
-                return seen;
-            }
-        }
-    }
-    panic!("the awaited event never came; saw {seen:?}");
+    http.events_until(session, 6, wanted).await
 }
 
 /// The frozen tiles of a state's bitmap (one bit per tile, MSB first).

@@ -7,19 +7,8 @@ use pgplace_tests::gateway::{start_gateway, Http};
 use pgplace_tests::{connect, create_board, create_users_with_tokens, fresh_database};
 use serde_json::{json, Value};
 
-/// Events until one matches `wanted` (at most 20 polls).
 async fn until(http: &Http, session: &Value, wanted: impl Fn(&Value) -> bool) -> Vec<Value> {
-    let mut seen = Vec::new();
-    for _ in 0..20 {
-        let events = http.ok("session.get_events", json!([session, 5])).await;
-        for event in events.as_array().unwrap() {
-            seen.push(event.clone());
-            if wanted(event) {
-                return seen;
-            }
-        }
-    }
-    panic!("the awaited event never came; saw {seen:?}");
+    http.events_until(session, 20, wanted).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
