@@ -107,6 +107,17 @@ impl Http {
         }
     }
 
+    /// A new session signed in with `token` and subscribed to the board view with
+    /// `params`: the session id and the view's initial state.
+    pub async fn signed_in_view(&self, token: &str, params: Value) -> (Value, Value) {
+        let session = self.ok("session.create", json!([])).await;
+        self.ok("session.authorize", json!([session, token])).await;
+        let reply = self
+            .ok("session.subscribe", json!([session, "board", params]))
+            .await;
+        (session, reply[1].clone())
+    }
+
     /// A session's events until one matches `wanted` (at most `polls` polls of 5 s).
     pub async fn events_until(
         &self,

@@ -62,17 +62,11 @@ async fn frozen_tiles_reach_sessions_and_refuse_placements() {
     .unwrap();
     let gw = start_gateway(&url, |_| {}).await;
     let http = Http::new(gw.addr);
-    let session = http.ok("session.create", json!([])).await;
-    http.ok("session.authorize", json!([session, users[0].1]))
-        .await;
-    let reply = http
-        .ok(
-            "session.subscribe",
-            json!([session, "board", {"board": board, "compact": true}]),
-        )
+    let (session, state) = http
+        .signed_in_view(&users[0].1, json!({"board": board, "compact": true}))
         .await;
     assert_eq!(
-        (reply[1]["freeze_after"].clone(), reply[1]["frozen"].clone()),
+        (state["freeze_after"].clone(), state["frozen"].clone()),
         (Value::Null, Value::Null)
     );
 

@@ -19,14 +19,9 @@ async fn knobs_and_moderation_reach_a_live_session() {
     let users = create_users_with_tokens(&sql, "k", 2).await;
     let gw = start_gateway(&url, |_| {}).await;
     let http = Http::new(gw.addr);
-    let session = http.ok("session.create", json!([])).await;
-    http.ok("session.authorize", json!([session, users[0].1]))
+    let (session, _) = http
+        .signed_in_view(&users[0].1, json!({"board": board}))
         .await;
-    http.ok(
-        "session.subscribe",
-        json!([session, "board", {"board": board}]),
-    )
-    .await;
 
     // A palette change is a settings event with the new palette.
     sql.execute(
@@ -114,16 +109,10 @@ async fn a_resize_resets_sessions_to_the_new_board_and_the_stream_goes_on() {
     let users = create_users_with_tokens(&sql, "r", 1).await;
     let gw = start_gateway(&url, |_| {}).await;
     let http = Http::new(gw.addr);
-    let session = http.ok("session.create", json!([])).await;
-    http.ok("session.authorize", json!([session, users[0].1]))
+    let (session, state) = http
+        .signed_in_view(&users[0].1, json!({"board": board, "compact": true}))
         .await;
-    let reply = http
-        .ok(
-            "session.subscribe",
-            json!([session, "board", {"board": board, "compact": true}]),
-        )
-        .await;
-    assert_eq!(reply[1]["width"], 8);
+    assert_eq!(state["width"], 8);
     let before_any: String = sql
         .query_one("SELECT clock_timestamp()::text", &[])
         .await
