@@ -74,7 +74,7 @@ INSERT INTO pgplace_role_functions
 SELECT :'pgplace_reader', unnest(ARRAY[
     'board_bits', 'get_tile', 'bitfield_get', 'bitfield_set',
     'tile_history', 'user_history', 'tiles', 'board_at', 'board_at_seq', 'render_png',
-    'frozen_tiles']), false
+    'frozen_tiles', 'watched', 'views', 'changes_since', 'view_rows']), false
 UNION ALL
 SELECT :'pgplace_player', unnest(ARRAY[
     'place', 'place_many', 'user_for_token', 'settled_seq']), true
@@ -82,7 +82,8 @@ UNION ALL
 SELECT :'pgplace_admin', unnest(ARRAY[
     'create_board', 'create_user', 'set_cooldown', 'set_board_state', 'set_keyframe_every',
     'build_keyframes', 'compact_history', 'resize_board', 'set_palette', 'ban_user',
-    'unban_user', 'restore_region', 'revert_user', 'set_freeze_after']), true;
+    'unban_user', 'restore_region', 'revert_user', 'set_freeze_after', 'watch', 'unwatch',
+    'kick', 'set_change_retention', 'create_view', 'drop_view']), true;
 -- Tables pgplace_reader may not read (the rest of schema place it may).
 CREATE TEMP TABLE pgplace_secret_tables (relname name) ON COMMIT DROP;
 INSERT INTO pgplace_secret_tables VALUES ('user_tokens');

@@ -92,6 +92,28 @@ ALTER FUNCTION place.board_at_seq(bigint, bigint) SET search_path = pg_catalog, 
 ALTER FUNCTION place.render_png(bigint, timestamptz, int, int, int, int, int) SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION place.frozen_tiles(bigint, timestamptz) SET search_path = pg_catalog, pg_temp;
 
+COMMENT ON FUNCTION place.watch(regclass, text[]) IS
+    'Announces every committed INSERT, UPDATE and DELETE of a table (its primary key, and the given columns of the new and old row; all when NULL) on channel pgplace and in place.changes.';
+COMMENT ON FUNCTION place.unwatch(regclass) IS
+    'Stops announcing a table''s changes (its views must be dropped first). False when it was not watched.';
+COMMENT ON FUNCTION place.watched() IS
+    'The watched tables, their key and watched columns, and the views over them.';
+COMMENT ON FUNCTION place.kick(regclass, jsonb) IS
+    'Announces one row of a watched table again, as an update of itself (pk: its key columns as a JSON object).';
+COMMENT ON FUNCTION place.changes_since(bigint, int) IS
+    'The announced changes after a change log position, whole commits in commit order (at most lim commits).';
+COMMENT ON FUNCTION place.set_change_retention(interval) IS
+    'How long the change log keeps changes (default 1 day).';
+COMMENT ON FUNCTION place.create_view(text, regclass, text, text, boolean, int) IS
+    'A named list view for the gateway: rows of a watched table matching filter, ordered by order_by (watched columns, comma-separated), at most max_limit.';
+COMMENT ON FUNCTION place.drop_view(text) IS
+    'Drops a list view; its subscribers get a deleted event. False when there was none.';
+COMMENT ON FUNCTION place.views() IS
+    'The list views.';
+COMMENT ON FUNCTION place.view_rows(text, int) IS
+    'The first lim rows (NULL: max_limit) of a list view as a JSON array, the change log position they reflect, and the view''s table.';
+
+
 -- ---------------------------------------------------------------------------------------
 -- Who may write (sql/roles.sql creates the roles that use this).
 -- The functions that write run as the extension's owner (SECURITY DEFINER): a role needs
@@ -140,6 +162,27 @@ ALTER FUNCTION place.set_freeze_after(bigint, interval)
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION place.settled_seq(bigint)
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+-- Watching: the admin's functions, the gateway's reader of views (it reads the watched
+-- tables, which the gateway's role need not read), and the triggers that write the change
+-- log for whichever role wrote the watched table.
+ALTER FUNCTION place.watch(regclass, text[])
+    SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION place.unwatch(regclass)
+    SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION place.kick(regclass, jsonb)
+    SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION place.set_change_retention(interval)
+    SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION place.create_view(text, regclass, text, text, boolean, int)
+    SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION place.drop_view(text)
+    SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION place.view_rows(text, int)
+    SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION place._capture_changes()
+    SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION place._commit_changes()
+    SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 REVOKE EXECUTE ON FUNCTION
     place.place(bigint, int, int, int, bigint),
     place.place_many(bigint, bigint[], int[], int[], int[]),
@@ -157,5 +200,11 @@ REVOKE EXECUTE ON FUNCTION
     place.restore_region(bigint, int, int, int, int, timestamptz),
     place.revert_user(bigint, bigint, timestamptz),
     place.set_freeze_after(bigint, interval),
-    place.settled_seq(bigint)
+    place.settled_seq(bigint),
+    place.watch(regclass, text[]),
+    place.unwatch(regclass),
+    place.kick(regclass, jsonb),
+    place.set_change_retention(interval),
+    place.create_view(text, regclass, text, text, boolean, int),
+    place.drop_view(text)
 FROM PUBLIC;

@@ -4,6 +4,9 @@
 //! - `../sql/schema.sql`: the tables (boards, board_chunks, users, user_tokens, placements,
 //!   cooldowns).
 //! - `../sql/notify.sql`: the triggers that announce changes on channel `pgplace`.
+//! - `../sql/watch.sql`: watching any table (`watch`, `kick`), the change log and its
+//!   commit-ordered positions.
+//! - `../sql/views.sql`: named list views over watched tables (`create_view`, `view_rows`).
 //! - `../sql/functions.sql`: `COMMENT ON` every function; settings of the hot ones.
 //! - [`input`]: NULL checks and the errors every function raises for bad arguments.
 //! - [`storage`]: how a board's packed bits are cut into chunk rows, and the board row.
@@ -19,6 +22,7 @@
 //! - [`render`]: the board as a PNG.
 //! - [`resize`]: growing and shrinking a board.
 //! - [`timetravel`]: keyframes, the board at a seq or a time, compacting the history.
+//! - [`expressions`]: checks that a view's filter is one SQL expression.
 //! - [`spi`]: statements planned once per backend.
 //!
 //! The packed layout, palettes and payload format live in the `pgplace-core` crate, which
@@ -29,6 +33,7 @@ use pgrx::prelude::*;
 pub mod bitfield;
 pub mod boards;
 pub mod cooldowns;
+pub mod expressions;
 pub mod freezing;
 pub mod history;
 pub mod input;
@@ -49,5 +54,11 @@ extension_sql_file!(
     "../sql/notify.sql",
     name = "notify",
     requires = [notify::placement_payloads, notify::board_payload]
+);
+extension_sql_file!("../sql/watch.sql", name = "watch", requires = ["schema"]);
+extension_sql_file!(
+    "../sql/views.sql",
+    name = "views",
+    requires = ["watch", expressions::_is_one_expression]
 );
 extension_sql_file!("../sql/functions.sql", name = "functions", finalize);

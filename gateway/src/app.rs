@@ -6,6 +6,7 @@ use crate::config::Config;
 use crate::db;
 use crate::http;
 use crate::listener::Listener;
+use crate::lists::Lists;
 use crate::sessions::Sessions;
 use deadpool_postgres::Pool;
 use hyper::server::conn::http1;
@@ -24,6 +25,7 @@ pub struct App {
     pub config: Config,
     pub pool: Pool,
     pub boards: Arc<Boards>,
+    pub lists: Arc<Lists>,
     pub sessions: Arc<Sessions>,
     pub listening: Arc<AtomicBool>,
 }
@@ -80,6 +82,11 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         config.max_group as usize,
         catch_up_tx,
     ));
+    let lists = Arc::new(Lists::new(
+        pool.clone(),
+        config.session_buffer as usize,
+        Duration::from_millis(config.list_refresh_ms),
+    ));
     let listening = Arc::new(AtomicBool::new(false));
     let sessions = Arc::new(Sessions::new(config.max_sessions, config.session_idle()));
     let tcp = bind(config.listen)
@@ -89,6 +96,8 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         config: pg,
         pool: pool.clone(),
         boards: boards.clone(),
+        lists: lists.clone(),
+        change_pos: None,
         up: listening.clone(),
         catch_up: catch_up_rx,
         replay_limit: config.session_buffer,
@@ -102,6 +111,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         config,
         pool,
         boards,
+        lists: lists.clone(),
         sessions: sessions.clone(),
         listening,
     });
@@ -109,6 +119,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     let tasks = vec![
         tokio::spawn(listener.run()),
         tokio::spawn(sessions.run_expiry()),
+        tokio::spawn(lists.run_pings(Duration::from_secs(app.config.list_ping_secs))),
         freezer,
         tokio::spawn(accept(tcp, app.clone(), stop.clone())),
     ];

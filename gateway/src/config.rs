@@ -64,6 +64,15 @@ pub struct Config {
     /// `stale-while-revalidate` seconds sent with /boards/{id}/bits.
     #[arg(long, env = "PGPLACE_BITS_STALE", default_value_t = 10)]
     pub bits_stale_secs: u64,
+
+    /// A list view with no event for this many seconds sends its sessions a `ping`.
+    #[arg(long, env = "PGPLACE_LIST_PING", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub list_ping_secs: u64,
+
+    /// The least time between two reads of one list view from the database (milliseconds):
+    /// a burst of commits on its table costs one read.
+    #[arg(long, env = "PGPLACE_LIST_REFRESH_MS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(0..=60_000))]
+    pub list_refresh_ms: u64,
 }
 
 impl Config {

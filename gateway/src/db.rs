@@ -354,3 +354,32 @@ pub struct Past {
     pub height: i32,
     pub bits: Vec<u8>,
 }
+
+/// One read of a list view (`place.view_rows`).
+pub struct ViewRead {
+    pub pos: i64,
+    pub max_limit: i32,
+    pub relid: u32,
+    pub rows: Vec<serde_json::Value>,
+}
+
+pub async fn view_rows(
+    client: &ClientWrapper,
+    name: &str,
+    limit: Option<i32>,
+) -> Result<ViewRead, tokio_postgres::Error> {
+    let statement = client
+        .prepare_cached("SELECT pos, max_limit, relid, rows FROM place.view_rows($1, $2)")
+        .await?;
+    let row = client.query_one(&statement, &[&name, &limit]).await?;
+    let rows = match row.get::<_, serde_json::Value>("rows") {
+        serde_json::Value::Array(rows) => rows,
+        _ => Vec::new(),
+    };
+    Ok(ViewRead {
+        pos: row.get("pos"),
+        max_limit: row.get("max_limit"),
+        relid: row.get("relid"),
+        rows,
+    })
+}

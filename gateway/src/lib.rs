@@ -6,8 +6,12 @@
 //!   params; `methods`: the methods; `errors`: error codes.
 //! - `board`: one mirrored board and its event log; `boards`: the mirrored boards;
 //!   `freezing`: which of a board's tiles are frozen, and when the others freeze.
-//! - `listener`: the LISTEN connection that keeps the mirrors exact.
-//! - `sessions`: sessions, their cursors, long polls and expiry.
+//! - `lists`: the list view instances (`place.create_view`) and when each is read again;
+//!   `list_view`: one instance, its window and event log; `list_diff`: the events between
+//!   two windows; `events`: list events as clients get them.
+//! - `listener`: the LISTEN connection that keeps the mirrors and list views exact.
+//! - `sessions`: sessions, their subscriptions (a board view or a list view, each with
+//!   its cursor), long polls and expiry.
 //! - `placer`: group commit of placements through `place.place_many`.
 //! - `png_route`: `GET /boards/{id}.png`, a board drawn as a PNG.
 //! - `assets`: the embedded web page;
@@ -20,11 +24,15 @@ pub mod boards;
 pub mod config;
 pub mod db;
 pub mod errors;
+pub mod events;
 pub mod fragments;
 pub mod freezing;
 pub mod http;
 pub mod jsonrpc;
+pub mod list_diff;
+pub mod list_view;
 pub mod listener;
+pub mod lists;
 pub mod methods;
 pub mod params;
 pub mod placer;

@@ -7,6 +7,7 @@
 use crate::board::{Board, Discontinuity};
 use crate::boards::Boards;
 use crate::db;
+use crate::lists::Lists;
 use futures_util::StreamExt;
 use pgplace_core::payload::{BoardChange, Payload, Placement, CHANNEL};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -22,6 +23,9 @@ pub struct Listener {
     pub config: tokio_postgres::Config,
     pub pool: deadpool_postgres::Pool,
     pub boards: Arc<Boards>,
+    pub lists: Arc<Lists>,
+    /// The newest change log position heard (None: none since LISTEN began).
+    pub change_pos: Option<i64>,
     /// Whether LISTEN is active (for /healthz).
     pub up: Arc<AtomicBool>,
     pub catch_up: mpsc::UnboundedReceiver<Arc<Board>>,
@@ -69,6 +73,9 @@ impl Listener {
         for mirrored in self.boards.all() {
             self.catch_up(&mirrored.board).await?;
         }
+        // List views: the commits missed meanwhile are unknown, so every one reads again.
+        self.change_pos = None;
+        self.lists.all_stale();
         self.up.store(true, Ordering::SeqCst);
         tracing::info!("listening on channel {CHANNEL}");
         loop {
@@ -123,6 +130,20 @@ impl Listener {
                 if board.apply(&placements).is_err() {
                     self.catch_up(board).await?;
                 }
+                Ok(())
+            }
+            Payload::Changes(p) => {
+                // A skipped position is a commit not heard of: which tables it changed is
+                // unknown, so every list view reads again.
+                if self.change_pos.is_some_and(|last| p.pos > last + 1) {
+                    self.lists.all_stale();
+                }
+                self.change_pos = Some(self.change_pos.map_or(p.pos, |last| last.max(p.pos)));
+                self.lists.on_changes(p.pos, &p.tables());
+                Ok(())
+            }
+            Payload::View(p) => {
+                self.lists.on_view_change(&p.name, p.change);
                 Ok(())
             }
             Payload::Board(p) => {

@@ -4,13 +4,11 @@ use crate::app::App;
 use crate::board::{timestamp, Settings};
 use crate::boards::Mirrored;
 use crate::db::{self, BoardRef, PlaceItem};
-use crate::errors::{
-    from_db, from_pool, RpcError, BOARD_NOT_OPEN, COOLDOWN, NOT_AUTHORIZED, UNKNOWN_VIEW,
-};
+use crate::errors::{from_db, from_pool, RpcError, BOARD_NOT_OPEN, COOLDOWN, NOT_AUTHORIZED};
 use crate::fragments::Fragments;
 use crate::jsonrpc::Reply;
 use crate::params::{Params, Seconds};
-use crate::sessions::{Subscription, User};
+use crate::sessions::{Session, Subscription, User};
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 use std::time::Duration;
@@ -103,13 +101,10 @@ async fn authorize(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
 async fn subscribe(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
     let session = app.sessions.get(&p.required::<String>("session")?)?;
     let view = p.required::<String>("view")?;
+    let view_params: Map<String, Value> = p.optional("params")?.unwrap_or_default();
     if view != "board" {
-        return Err(RpcError::new(
-            UNKNOWN_VIEW,
-            format!("unknown view {view:?} (views: \"board\")"),
-        ));
+        return Box::pin(subscribe_list(app, &session, &view, &view_params)).await;
     }
-    let view_params: Map<String, Value> = p.required("params")?;
     let vp = Params::new_from_map(&view_params, &["board", "compact", "presence"])?;
     let board: BoardRef = vp.required("board")?;
     let compact = vp.optional::<bool>("compact")?.unwrap_or(false);
@@ -136,6 +131,43 @@ async fn subscribe(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
         .into(),
     );
     out.push(state);
+    out.push_static("]");
+    Ok(Reply::Raw(out))
+}
+
+/// A named list view (`place.create_view`): `[key, rows]`.
+async fn subscribe_list(
+    app: &App,
+    session: &Session,
+    name: &str,
+    view_params: &Map<String, Value>,
+) -> Result<Reply, RpcError> {
+    let vp = Params::new_from_map(view_params, &["limit"])?;
+    let limit = vp.optional::<i32>("limit")?;
+    if let Some(limit) = limit {
+        if limit < 1 {
+            return Err(RpcError::invalid_params(format!(
+                "`limit` must be at least 1, not {limit}"
+            )));
+        }
+    }
+    let view = app.lists.get(name, limit).await?;
+    let (cursor, rows) = view.initial_state();
+    let key = view.key.clone();
+    session.subscribe(
+        Subscription::list(view, cursor),
+        app.config.max_subscriptions,
+    )?;
+    let mut out = Fragments::new();
+    out.push(
+        format!(
+            "[{},",
+            serde_json::to_string(&*key).expect("keys serialize")
+        )
+        .into_bytes()
+        .into(),
+    );
+    out.push(rows);
     out.push_static("]");
     Ok(Reply::Raw(out))
 }

@@ -1,11 +1,12 @@
 //! Sessions: who is polling, as whom, and where each of their views stands.
 //!
 //! A session is small on purpose (a user, and per subscription a key and a cursor): the
-//! events themselves live once, in the boards' logs.
+//! events themselves live once, in the logs of the views (a board's, a list view's).
 
 use crate::board::{Board, Cursor, Delivery, Watcher};
 use crate::errors::{RpcError, TOO_MANY, UNKNOWN_VIEW};
 use crate::fragments::{ArrayBuilder, Fragments};
+use crate::list_view::{ListCursor, ListView};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -19,17 +20,43 @@ pub struct User {
     pub name: String,
 }
 
-/// Room reserved for this many boards' wakers (more only costs a reallocation).
+/// Room reserved for this many views' wakers (more only costs a reallocation).
 const MAX_WATCHED: usize = 4;
 
 pub struct Subscription {
     pub key: Arc<str>,
-    pub board: Arc<Board>,
-    pub compact: bool,
-    /// Whether the view asked for `presence` events.
-    pub presence: bool,
-    pub cursor: Cursor,
-    _watcher: Watcher,
+    source: Source,
+}
+
+/// What a subscription reads, and where it stands there.
+enum Source {
+    Board {
+        board: Arc<Board>,
+        compact: bool,
+        /// Whether the view asked for `presence` events.
+        presence: bool,
+        cursor: Cursor,
+        _watcher: Watcher,
+    },
+    List {
+        view: Arc<ListView>,
+        cursor: ListCursor,
+    },
+}
+
+/// What wakes a waiting `get_events` for one subscription.
+enum Waker {
+    Board(Arc<Board>),
+    List(Arc<ListView>),
+}
+
+impl Waker {
+    fn notify(&self) -> &Notify {
+        match self {
+            Waker::Board(board) => &board.changed,
+            Waker::List(view) => &view.changed,
+        }
+    }
 }
 
 impl Subscription {
@@ -37,16 +64,48 @@ impl Subscription {
         let _watcher = Watcher::new(&board);
         Subscription {
             key,
-            board,
-            compact,
-            presence: false,
-            cursor,
-            _watcher,
+            source: Source::Board {
+                board,
+                compact,
+                presence: false,
+                cursor,
+                _watcher,
+            },
         }
     }
 
-    pub fn with_presence(self, presence: bool) -> Self {
-        Subscription { presence, ..self }
+    pub fn list(view: Arc<ListView>, cursor: ListCursor) -> Self {
+        Subscription {
+            key: view.key.clone(),
+            source: Source::List { view, cursor },
+        }
+    }
+
+    pub fn with_presence(mut self, asked: bool) -> Self {
+        if let Source::Board { presence, .. } = &mut self.source {
+            *presence = asked;
+        }
+        self
+    }
+
+    fn collect(&mut self, out: &mut ArrayBuilder) -> Delivery {
+        match &mut self.source {
+            Source::Board {
+                board,
+                compact,
+                presence,
+                cursor,
+                ..
+            } => board.collect(cursor, *compact, *presence, out),
+            Source::List { view, cursor } => view.collect(cursor, out),
+        }
+    }
+
+    fn waker(&self) -> Waker {
+        match &self.source {
+            Source::Board { board, .. } => Waker::Board(board.clone()),
+            Source::List { view, .. } => Waker::List(view.clone()),
+        }
     }
 }
 
@@ -134,20 +193,18 @@ impl Session {
     fn take_events(&self) -> (Fragments, usize) {
         let mut state = self.lock();
         let mut out = ArrayBuilder::new();
-        state.subscriptions.retain_mut(|sub| {
-            sub.board
-                .collect(&mut sub.cursor, sub.compact, sub.presence, &mut out)
-                == Delivery::Continues
-        });
+        state
+            .subscriptions
+            .retain_mut(|sub| sub.collect(&mut out) == Delivery::Continues);
         let count = out.count();
         (out.finish(), count)
     }
 
-    fn boards(&self) -> Vec<Arc<Board>> {
+    fn wakers(&self) -> Vec<Waker> {
         self.lock()
             .subscriptions
             .iter()
-            .map(|s| s.board.clone())
+            .map(Subscription::waker)
             .collect()
     }
 
@@ -161,12 +218,12 @@ impl Session {
         let deadline = Instant::now() + timeout;
         loop {
             // The session's own waker first: a subscribe that lands after it is created
-            // wakes it, so the new board is watched on the next turn.
-            let boards: Vec<Arc<Board>>;
+            // wakes it, so the new view is watched on the next turn.
+            let sources: Vec<Waker>;
             let mut wakers = Vec::with_capacity(1 + MAX_WATCHED);
             wakers.push(Box::pin(self.wake.notified()));
-            boards = self.boards();
-            wakers.extend(boards.iter().map(|b| Box::pin(b.changed.notified())));
+            sources = self.wakers();
+            wakers.extend(sources.iter().map(|w| Box::pin(w.notify().notified())));
             // Registered before looking, so that nothing arriving after the look is missed.
             for waker in &mut wakers {
                 waker.as_mut().enable();

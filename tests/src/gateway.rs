@@ -165,3 +165,25 @@ impl Http {
             .expect("the gateway answers")
     }
 }
+
+/// Terminates the gateway's LISTEN connection; returns how many backends were killed.
+pub async fn kill_listen_backend(admin: &tokio_postgres::Client) -> i64 {
+    // The listener may be between connections: wait for it to be back first.
+    for _ in 0..100 {
+        let killed: i64 = admin
+            .query_one(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
+                 WHERE application_name = 'pgplace-gateway' AND query LIKE 'LISTEN%' \
+                 AND datname = current_database()",
+                &[],
+            )
+            .await
+            .expect("pg_terminate_backend")
+            .get(0);
+        if killed > 0 {
+            return killed;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    0
+}

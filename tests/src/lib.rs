@@ -3,13 +3,23 @@
 //!
 //! # Layout
 //! - this file: fresh databases, connections, listeners; `gateway`: an in-process
-//!   gateway and a JSON-RPC client for it.
+//!   gateway and a JSON-RPC client for it; `stream_check`: a board session's events checked
+//!   against the history; `list_check`: a list view client that applies events.
 //! - `tests/cooldown_race.rs`: ≥ 100 connections racing as one user.
 //! - `tests/randomized.rs`: many users, `place` and `place_many` mixed, invariants at the end.
 //! - `tests/notifications.rs`: what a LISTENer receives, and when.
-//! - `tests/dump_restore.rs`: pg_dump keeps every board, placement and token.
+//! - `tests/dump_restore.rs`: pg_dump keeps every board, placement, token, watch and view.
+//! - `tests/gateway_protocol.rs`: the Qik transcript, JSON-RPC envelopes and errors, `/bits`.
+//! - `tests/gateway_stream.rs`, `gateway_pg_restart.rs`: board sessions exact while LISTEN
+//!   is killed or PostgreSQL restarts.
+//! - `tests/gateway_cancel.rs`: requests dropped mid-way leave no connection in a transaction.
+//! - `tests/gateway_knobs.rs`, `gateway_freezing.rs`, `gateway_presence.rs`,
+//!   `gateway_png.rs`: settings, frozen tiles, watchers and pictures reaching clients.
+//! - `tests/gateway_lists.rs`: list views, one targeted case per kind of change;
+//!   `gateway_lists_random.rs`: random changes on two tables while sessions come and go.
 
 pub mod gateway;
+pub mod list_check;
 pub mod stream_check;
 
 use futures::StreamExt;

@@ -2,6 +2,7 @@
 //! the gateway's LISTEN connection is killed.
 
 use pgplace_tests::connect;
+use pgplace_tests::gateway::kill_listen_backend;
 use pgplace_tests::stream_check::{run, Scenario};
 use std::time::Duration;
 
@@ -32,26 +33,4 @@ async fn the_guarantee_holds_when_the_listen_connection_is_killed() {
         }
     })
     .await;
-}
-
-/// Terminates the gateway's LISTEN connection; returns how many backends were killed.
-async fn kill_listen_backend(admin: &tokio_postgres::Client) -> i64 {
-    // The listener may be between connections: wait for it to be back first.
-    for _ in 0..100 {
-        let killed: i64 = admin
-            .query_one(
-                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
-                 WHERE application_name = 'pgplace-gateway' AND query LIKE 'LISTEN%' \
-                 AND datname = current_database()",
-                &[],
-            )
-            .await
-            .expect("pg_terminate_backend")
-            .get(0);
-        if killed > 0 {
-            return killed;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    0
 }

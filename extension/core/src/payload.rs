@@ -4,6 +4,9 @@
 //! {"type":"tiles","v":1,"board":1,"first":101,"last":102,"at":1764437000123456,"tiles":[[3,4,5,42],[0,0,15,7]]}
 //! {"type":"tiles","v":1,"board":1,"first":103,"last":9102}
 //! {"type":"board","v":1,"board":1,"seq":9102,"change":"settings"}
+//! {"type":"changes","v":1,"pos":17,"at":1764437000123456,"changes":[{"table":"streams","relid":16390,"action":"update","key":{"id":1},"obj":{"viewers":11},"old":{"viewers":10}}]}
+//! {"type":"changes","v":1,"pos":18,"at":1764437000123999,"relids":[16390]}
+//! {"type":"view","v":1,"name":"top_live","change":"delete"}
 //! ```
 //!
 //! A `tiles` payload covers the placements `first..=last` of one board, consecutive in seq.
@@ -13,6 +16,13 @@
 //! `place.placements`. A `board` payload says the board's settings changed (or the board
 //! was created or deleted) when its seq was `seq`. Every payload is shorter than the
 //! 8,000 bytes that NOTIFY accepts.
+//!
+//! A `changes` payload is one commit that changed watched tables (`place.watch`), at its
+//! position `pos` in the change log (gap-free, in commit order). It carries the changes
+//! when they fit; otherwise only the tables' oids (`relids`), and the changes are read
+//! with `place.changes_since`. A `view` payload says a list view was created (`insert`),
+//! defined anew (`update`) or dropped (`delete`). Both are written by SQL
+//! (`extension/sql/watch.sql`, `views.sql`); this crate only reads them.
 
 use serde::{Deserialize, Serialize};
 
@@ -37,6 +47,71 @@ pub const PG_EPOCH_OFFSET_US: i64 = 946_684_800_000_000;
 pub enum Payload {
     Tiles(TilesPayload),
     Board(BoardPayload),
+    Changes(ChangesPayload),
+    View(ViewPayload),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChangesPayload {
+    pub v: u32,
+    pub pos: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changes: Option<Vec<Change>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relids: Option<Vec<u32>>,
+}
+
+impl ChangesPayload {
+    /// The tables the commit changed (each once).
+    pub fn tables(&self) -> Vec<u32> {
+        let mut tables: Vec<u32> = match (&self.changes, &self.relids) {
+            (Some(changes), _) => changes.iter().map(|c| c.relid).collect(),
+            (None, Some(relids)) => relids.clone(),
+            (None, None) => Vec::new(),
+        };
+        tables.sort_unstable();
+        tables.dedup();
+        tables
+    }
+}
+
+/// One row's change: its key, and the watched columns after (`obj`) and before (`old`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Change {
+    pub table: String,
+    pub relid: u32,
+    pub action: ChangeAction,
+    pub key: serde_json::Value,
+    #[serde(default)]
+    pub obj: serde_json::Value,
+    #[serde(default)]
+    pub old: serde_json::Value,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChangeAction {
+    Insert,
+    Update,
+    Delete,
+    Truncate,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ViewPayload {
+    pub v: u32,
+    pub name: String,
+    pub change: ViewChange,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ViewChange {
+    Insert,
+    Update,
+    Delete,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -185,6 +260,36 @@ fn encode_run_inline(run: &[Placement], payloads: &mut Vec<String>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn changes_payloads_decode_in_both_forms() {
+        // As place._change_payload writes them (tests/regress/expected/watching.out).
+        let inline = r#"{"v": 1, "at": 1764437000123456, "pos": 17, "type": "changes", "changes": [{"key": {"id": 1}, "obj": {"viewers": 11}, "old": {"viewers": 10}, "relid": 16390, "table": "streams", "action": "update"}, {"key": {"id": 2}, "obj": null, "old": {"viewers": 3}, "relid": 16399, "table": "s2", "action": "delete"}]}"#;
+        let Payload::Changes(p) = Payload::decode(inline).unwrap() else {
+            panic!("a changes payload")
+        };
+        assert_eq!(p.pos, 17);
+        assert_eq!(p.tables(), [16390, 16399]);
+        let changes = p.changes.unwrap();
+        assert_eq!(changes[0].action, ChangeAction::Update);
+        assert_eq!(changes[0].old, serde_json::json!({"viewers": 10}));
+        assert_eq!(changes[1].obj, serde_json::Value::Null);
+        let reference =
+            r#"{"v": 1, "at": 1, "pos": 18, "type": "changes", "relids": [16390, 16390]}"#;
+        let Payload::Changes(p) = Payload::decode(reference).unwrap() else {
+            panic!("a changes payload")
+        };
+        assert_eq!((p.pos, p.tables()), (18, vec![16390]));
+        let view = r#"{"v": 1, "name": "top", "type": "view", "change": "delete"}"#;
+        assert_eq!(
+            Payload::decode(view).unwrap(),
+            Payload::View(ViewPayload {
+                v: 1,
+                name: "top".into(),
+                change: ViewChange::Delete
+            })
+        );
+    }
 
     fn row(seq: i64, at: i64) -> Placement {
         Placement {

@@ -1,0 +1,194 @@
+-- Named list views over watched tables (README, "List views"): the rows of a table that
+-- match a filter, in an order, at most a limit of them. The gateway serves them; this file
+-- keeps their definitions and runs their queries.
+
+CREATE TABLE place.views (
+    name       text PRIMARY KEY CHECK (length(name) BETWEEN 1 AND 64),
+    tbl        regclass NOT NULL REFERENCES place.watches (tbl),
+    order_by   text[] NOT NULL,
+    filter     text,
+    descending boolean NOT NULL,
+    max_limit  int NOT NULL CHECK (max_limit BETWEEN 1 AND 1000),
+    -- The SELECT that reads the view (made by place._prepare_view from the above; $1 is
+    -- the limit). Only the watched columns and the key are in it.
+    query      text NOT NULL,
+    created_at timestamptz NOT NULL DEFAULT now()
+);
+COMMENT ON TABLE place.views IS 'Named list views the gateway serves (place.create_view)';
+SELECT pg_catalog.pg_extension_config_dump('place.views', '');
+
+-- Checks a view's parts against the table as watched now and returns its query. Errors
+-- name the bad part: 42703 unknown or unwatched column, 22023 a filter that is not one
+-- boolean expression over the row, uses a subquery, or calls a function that is not
+-- immutable (its result could change without the row changing), 42883 an unknown function.
+CREATE FUNCTION place._prepare_view(name text, tbl regclass, order_by text[], filter text, descending boolean)
+RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+    w place.watches;
+    visible text[];
+    bad text;
+    obj text;
+    key text;
+    ordering text;
+    select_sql text;
+    dir text := CASE WHEN descending THEN ' DESC' ELSE '' END;
+BEGIN
+    SELECT * INTO w FROM place.watches x WHERE x.tbl = _prepare_view.tbl;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'table % is not watched', tbl
+            USING ERRCODE = '55000', HINT = 'SELECT place.watch(''...''::regclass) first: a view shows only watched columns.';
+    END IF;
+    -- What a view may show and use: the key and the watched columns.
+    IF w.columns IS NULL THEN
+        SELECT array_agg(a.attname::text ORDER BY a.attnum) INTO visible
+        FROM pg_catalog.pg_attribute a WHERE a.attrelid = tbl AND a.attnum > 0 AND NOT a.attisdropped;
+    ELSE
+        SELECT array_agg(DISTINCT c) INTO visible FROM unnest(w.key_columns || w.columns) c;
+    END IF;
+    SELECT string_agg(quote_literal(c), ', ') INTO bad FROM unnest(order_by) c WHERE NOT c = ANY (visible);
+    IF bad IS NOT NULL THEN
+        RAISE EXCEPTION 'order_by names %, which is not a watched column of % (watched: %)', bad, tbl, visible
+            USING ERRCODE = '42703';
+    END IF;
+    IF filter IS NOT NULL THEN
+        IF NOT place._is_one_expression(filter) THEN
+            RAISE EXCEPTION 'filter % is not one SQL expression', filter
+                USING ERRCODE = '22023', HINT = 'Write a boolean expression over the row''s columns, such as: status = ''live'' AND viewers > 10';
+        END IF;
+        -- A partial index's predicate must be an immutable boolean expression over the
+        -- row without subqueries: exactly what a view can keep incrementally. The check
+        -- runs on an empty copy of the visible columns, so others are unknown there.
+        EXECUTE format('CREATE TEMP TABLE pgplace_view_check ON COMMIT DROP AS SELECT %s FROM ONLY %s LIMIT 0',
+                       (SELECT string_agg(quote_ident(c), ', ') FROM unnest(visible) c), tbl);
+        BEGIN
+            EXECUTE format(E'CREATE INDEX ON pg_temp.pgplace_view_check ((1)) WHERE (\n%s\n)', filter);
+        EXCEPTION
+            WHEN undefined_column OR undefined_function OR syntax_error THEN
+                DROP TABLE pg_temp.pgplace_view_check;
+                RAISE EXCEPTION 'filter % of view %: %', filter, name, SQLERRM
+                    USING ERRCODE = SQLSTATE, HINT = format('A filter may use these columns of %s: %s', tbl, array_to_string(visible, ', '));
+            WHEN OTHERS THEN
+                DROP TABLE pg_temp.pgplace_view_check;
+                RAISE EXCEPTION 'filter % of view % is not an immutable boolean expression over the row: %', filter, name, SQLERRM
+                    USING ERRCODE = '22023', HINT = 'No subqueries, no volatile or stable functions (now(), random()): a view must change only when its rows change.';
+        END;
+        DROP TABLE pg_temp.pgplace_view_check;
+    END IF;
+    IF w.columns IS NULL THEN
+        obj := 'to_jsonb(t)';
+    ELSE
+        SELECT format('jsonb_build_object(%s)', string_agg(format('%L, t.%I', c, c), ', ')) INTO obj
+        FROM unnest(w.columns) c;
+    END IF;
+    IF cardinality(w.key_columns) = 1 THEN
+        key := format('to_jsonb(t.%I)', w.key_columns[1]);
+    ELSE
+        SELECT format('jsonb_build_object(%s)', string_agg(format('%L, t.%I', c, c), ', ')) INTO key
+        FROM unnest(w.key_columns) c;
+    END IF;
+    -- The key breaks ties, so that the window is the same on every read.
+    SELECT string_agg(format('t.%I%s', c, dir), ', ') INTO ordering
+    FROM unnest(order_by || w.key_columns) c;
+    select_sql := format(E'SELECT %s || jsonb_build_object(''id'', %s) FROM ONLY %s t WHERE (\n%s\n) ORDER BY %s LIMIT $1',
+                    obj, key, tbl, coalesce(filter, 'true'), ordering);
+    -- Types without an ordering (json, point ...) fail here, not at the first subscribe.
+    EXECUTE select_sql USING 0;
+    RETURN select_sql;
+END
+$$;
+
+CREATE FUNCTION place.create_view(name text, tbl regclass, order_by text, filter text DEFAULT NULL,
+                                  descending boolean DEFAULT true, max_limit int DEFAULT 100)
+RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    columns text[];
+BEGIN
+    IF name IS NULL OR tbl IS NULL OR order_by IS NULL OR descending IS NULL OR max_limit IS NULL THEN
+        RAISE EXCEPTION 'name, tbl, order_by, descending and max_limit must not be NULL' USING ERRCODE = '22004';
+    END IF;
+    IF length(name) NOT BETWEEN 1 AND 64 OR name ~ '[[:cntrl:]]' THEN
+        RAISE EXCEPTION 'a view name has 1 to 64 characters and no control characters, not %', quote_literal(name)
+            USING ERRCODE = '22023';
+    END IF;
+    IF name IN ('board', 'board_region', 'recent_placements', 'presence') THEN
+        RAISE EXCEPTION 'view name % is taken by the gateway''s own views', quote_literal(name)
+            USING ERRCODE = '22023';
+    END IF;
+    IF max_limit NOT BETWEEN 1 AND 1000 THEN
+        RAISE EXCEPTION 'max_limit must be between 1 and 1000, not %', max_limit USING ERRCODE = '22003';
+    END IF;
+    SELECT array_agg(btrim(c) ORDER BY i) INTO columns
+    FROM unnest(string_to_array(order_by, ',')) WITH ORDINALITY AS o(c, i);
+    IF coalesce(array_position(columns, ''), 0) > 0 OR columns IS NULL THEN
+        RAISE EXCEPTION 'order_by must name columns separated by commas, not %', quote_literal(order_by)
+            USING ERRCODE = '22023';
+    END IF;
+    IF EXISTS (SELECT FROM place.views v WHERE v.name = create_view.name) THEN
+        RAISE EXCEPTION 'a view named % exists already', quote_literal(name)
+            USING ERRCODE = '23505', HINT = 'Drop it first with place.drop_view.';
+    END IF;
+    INSERT INTO place.views (name, tbl, order_by, filter, descending, max_limit, query)
+    VALUES (name, tbl, columns, filter, descending, max_limit,
+            place._prepare_view(name, tbl, columns, filter, descending));
+END
+$$;
+
+CREATE FUNCTION place.drop_view(name text) RETURNS boolean
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF name IS NULL THEN
+        RAISE EXCEPTION 'name must not be NULL' USING ERRCODE = '22004';
+    END IF;
+    DELETE FROM place.views v WHERE v.name = drop_view.name;
+    RETURN FOUND;
+END
+$$;
+
+CREATE FUNCTION place.views()
+RETURNS TABLE (name text, tbl regclass, order_by text[], filter text, descending boolean, max_limit int, created_at timestamptz)
+LANGUAGE sql STABLE AS $$
+    SELECT v.name, v.tbl, v.order_by, v.filter, v.descending, v.max_limit, v.created_at
+    FROM place.views v ORDER BY v.name
+$$;
+
+-- The first `lim` rows of a view (NULL: max_limit), the change log position they reflect
+-- (read in one snapshot: the position counts exactly the commits the rows include), and
+-- the view's table.
+CREATE FUNCTION place.view_rows(view_name text, lim int DEFAULT NULL)
+RETURNS TABLE (pos bigint, max_limit int, relid oid, rows jsonb)
+LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    v place.views;
+BEGIN
+    IF view_name IS NULL THEN
+        RAISE EXCEPTION 'view_name must not be NULL' USING ERRCODE = '22004';
+    END IF;
+    SELECT * INTO v FROM place.views x WHERE x.name = view_name;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'no view named %', quote_literal(view_name) USING ERRCODE = '42704';
+    END IF;
+    IF coalesce(lim, v.max_limit) NOT BETWEEN 1 AND v.max_limit THEN
+        RAISE EXCEPTION 'limit must be between 1 and % for view %, not %', v.max_limit, quote_literal(view_name), lim
+            USING ERRCODE = '22003';
+    END IF;
+    RETURN QUERY EXECUTE format(
+        'SELECT (SELECT p.pos FROM place.change_position p), $2, $3, coalesce(jsonb_agg(q.r), ''[]''::jsonb) FROM (%s) q(r)',
+        v.query) USING coalesce(lim, v.max_limit), v.max_limit, v.tbl::oid;
+END
+$$;
+
+-- The gateway ends the subscriptions of a view that was dropped or defined anew.
+CREATE FUNCTION place._notify_view_change() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_catalog.pg_notify('pgplace', jsonb_build_object(
+        'type', 'view', 'v', 1, 'name', coalesce(OLD.name, NEW.name),
+        'change', lower(TG_OP))::text);
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER notify_view_change
+AFTER INSERT OR UPDATE OR DELETE ON place.views
+FOR EACH ROW EXECUTE FUNCTION place._notify_view_change();

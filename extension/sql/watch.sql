@@ -1,0 +1,410 @@
+-- Watching any table: every committed INSERT, UPDATE and DELETE of a watched table is
+-- written to a change log and announced on channel 'pgplace' (README, "Watching tables").
+--
+-- Why two steps. A statement-level trigger on the watched table stages the statement's
+-- changes (place.changes, one row per statement, keyed by transaction and statement
+-- number). At commit, a deferred constraint trigger gives the transaction its position
+-- (place.change_commits.pos) under the lock of place.change_position's one row, held
+-- until commit, and sends the notification. Positions are therefore gap-free and in commit
+-- order like a board's seq, yet writers of watched tables wait for each other only from
+-- their commit's start to its end - the window in which NOTIFY serializes them anyway -
+-- not from their first change on.
+
+-- Which tables are watched: their key columns and the columns that are announced.
+CREATE TABLE place.watches (
+    tbl         regclass PRIMARY KEY,
+    key_columns text[] NOT NULL,
+    -- NULL: every column.
+    columns     text[],
+    created_at  timestamptz NOT NULL DEFAULT now()
+);
+COMMENT ON TABLE place.watches IS 'Tables whose committed changes pgplace announces (place.watch)';
+
+-- The last position handed out; one row. Bumped at each commit that changed a watched
+-- table, under its row lock, which is held until that commit ends.
+CREATE TABLE place.change_position (
+    one boolean PRIMARY KEY DEFAULT true CHECK (one),
+    pos bigint NOT NULL DEFAULT 0 CHECK (pos >= 0),
+    -- Changes committed longer ago than this are removed from the log.
+    retention interval NOT NULL DEFAULT '1 day' CHECK (retention > interval '0'),
+    -- The log holds the positions after this one (older ones were removed).
+    kept_after bigint NOT NULL DEFAULT 0 CHECK (kept_after >= 0)
+) WITH (fillfactor = 50);
+INSERT INTO place.change_position DEFAULT VALUES;
+COMMENT ON TABLE place.change_position IS 'The change log''s newest position (one row) and its retention';
+
+-- The staged changes: one row per statement (or per 1,000 rows of one) on a watched table.
+-- rows: [[action, key, obj, old], ...] with action insert/update/delete/truncate.
+CREATE TABLE place.changes (
+    xid  xid8 NOT NULL,
+    n    int NOT NULL,
+    tbl  regclass NOT NULL,
+    rows jsonb NOT NULL,
+    PRIMARY KEY (xid, n)
+);
+COMMENT ON TABLE place.changes IS 'Changes of watched tables, per statement; place.change_commits says when each committed';
+
+-- One row per commit (or per flush, with SET CONSTRAINTS ALL IMMEDIATE) that changed a
+-- watched table: its position and the statements it covers.
+CREATE TABLE place.change_commits (
+    pos          bigint PRIMARY KEY,
+    xid          xid8 NOT NULL,
+    first_n      int NOT NULL,
+    last_n       int NOT NULL,
+    committed_at timestamptz NOT NULL
+);
+CREATE INDEX change_commits_committed_at_idx ON place.change_commits (committed_at);
+COMMENT ON TABLE place.change_commits IS 'The change log''s positions: gap-free, in commit order';
+
+SELECT pg_catalog.pg_extension_config_dump('place.watches', '');
+SELECT pg_catalog.pg_extension_config_dump('place.change_position', '');
+SELECT pg_catalog.pg_extension_config_dump('place.changes', '');
+SELECT pg_catalog.pg_extension_config_dump('place.change_commits', '');
+
+-- A row's columns as an object: all of them (cols NULL) or the named ones.
+CREATE FUNCTION place._pick(r jsonb, cols text[]) RETURNS jsonb
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT CASE WHEN cols IS NULL THEN r
+                ELSE (SELECT pg_catalog.jsonb_object_agg(c, r -> c) FROM pg_catalog.unnest(cols) AS c)
+           END
+$$;
+
+-- The next statement number of this transaction (set_config with is_local: forgotten at
+-- the transaction's end, and taken back with a rolled-back savepoint like the rows).
+CREATE FUNCTION place._next_change_n(count int) RETURNS int
+LANGUAGE plpgsql AS $$
+DECLARE
+    n int := coalesce(nullif(pg_catalog.current_setting('pgplace.change_n', true), '')::int, 0);
+BEGIN
+    PERFORM pg_catalog.set_config('pgplace.change_n', (n + count)::text, true);
+    RETURN n + 1;
+END
+$$;
+
+-- Stages one statement's changes. TG_ARGV: key columns, watched columns ('' = all).
+-- The statement's rows go in chunks of 1,000 so that no staged row grows without bound.
+CREATE FUNCTION place._capture_changes() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+    keys text[] := TG_ARGV[0]::text[];
+    cols text[] := nullif(TG_ARGV[1], '')::text[];
+    staged jsonb[];
+    first int;
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        SELECT array_agg(chunk) INTO staged FROM (
+            SELECT jsonb_agg(jsonb_build_array('insert', place._pick(r, keys), place._pick(r, cols), NULL)) AS chunk
+            FROM (SELECT to_jsonb(t) AS r, row_number() OVER () - 1 AS i FROM pgplace_new t) s
+            GROUP BY i / 1000) c;
+    ELSIF TG_OP = 'DELETE' THEN
+        SELECT array_agg(chunk) INTO staged FROM (
+            SELECT jsonb_agg(jsonb_build_array('delete', place._pick(r, keys), NULL, place._pick(r, cols))) AS chunk
+            FROM (SELECT to_jsonb(t) AS r, row_number() OVER () - 1 AS i FROM pgplace_old t) s
+            GROUP BY i / 1000) c;
+    ELSIF TG_OP = 'UPDATE' THEN
+        -- Old and new rows meet by key; a row whose key changed left under its old key and
+        -- came under its new one. Nothing watched changed: nothing to announce.
+        SELECT array_agg(chunk) INTO staged FROM (
+            SELECT jsonb_agg(jsonb_build_array(
+                       CASE WHEN o.k IS NULL THEN 'insert' WHEN nw.k IS NULL THEN 'delete' ELSE 'update' END,
+                       coalesce(nw.k, o.k), nw.obj, o.obj)) AS chunk
+            FROM (SELECT place._pick(r, keys) AS k, place._pick(r, cols) AS obj
+                  FROM (SELECT to_jsonb(t) AS r FROM pgplace_old t) s) o
+            FULL JOIN (SELECT place._pick(r, keys) AS k, place._pick(r, cols) AS obj,
+                              row_number() OVER () - 1 AS i
+                       FROM (SELECT to_jsonb(t) AS r FROM pgplace_new t) s) nw ON o.k = nw.k
+            WHERE o.obj IS DISTINCT FROM nw.obj OR o.k IS NULL OR nw.k IS NULL
+            GROUP BY coalesce(nw.i, -1) / 1000) c;
+    ELSE
+        staged := ARRAY['[["truncate", null, null, null]]'::jsonb];
+    END IF;
+    IF staged IS NULL THEN
+        RETURN NULL;
+    END IF;
+    first := place._next_change_n(pg_catalog.array_length(staged, 1));
+    INSERT INTO place.changes (xid, n, tbl, rows)
+    SELECT pg_catalog.pg_current_xact_id(), first + i - 1, TG_RELID, staged[i]
+    FROM pg_catalog.generate_subscripts(staged, 1) AS i;
+    RETURN NULL;
+END
+$$;
+
+-- The notifications of one commit: the changes themselves when they fit in one payload,
+-- else a reference that names the position and the tables (read them with
+-- place.changes_since).
+CREATE FUNCTION place._change_payload(p bigint, x xid8, first_n int, last_n int, at timestamptz)
+RETURNS text
+LANGUAGE sql STABLE AS $$
+    WITH c AS (
+        SELECT c.n, c.tbl, e.ord, e.change
+        FROM place.changes c, jsonb_array_elements(c.rows) WITH ORDINALITY AS e(change, ord)
+        WHERE c.xid = x AND c.n BETWEEN first_n AND last_n
+    ), full_payload AS (
+        SELECT jsonb_build_object(
+            'type', 'changes', 'v', 1, 'pos', p,
+            'at', (extract(epoch FROM at) * 1000000)::bigint,
+            'changes', jsonb_agg(jsonb_build_object(
+                'table', c.tbl::text, 'relid', c.tbl::oid::bigint, 'action', c.change ->> 0,
+                'key', c.change -> 1, 'obj', c.change -> 2, 'old', c.change -> 3)
+                ORDER BY c.n, c.ord))::text AS text
+        FROM c
+    )
+    SELECT CASE WHEN octet_length(f.text) < 7900 THEN f.text
+           ELSE jsonb_build_object(
+               'type', 'changes', 'v', 1, 'pos', p,
+               'at', (extract(epoch FROM at) * 1000000)::bigint,
+               'relids', (SELECT jsonb_agg(DISTINCT c.tbl::oid::bigint) FROM c))::text
+           END
+    FROM full_payload f
+$$;
+
+-- Fires at commit, once per staged row; the first one of a transaction does the work.
+CREATE FUNCTION place._commit_changes() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+    done int := coalesce(nullif(pg_catalog.current_setting('pgplace.change_flushed', true), '')::int, 0);
+    last int;
+    p bigint;
+    at timestamptz := pg_catalog.clock_timestamp();
+    x xid8 := pg_catalog.pg_current_xact_id();
+    state place.change_position;
+BEGIN
+    IF NEW.n <= done THEN
+        RETURN NULL;
+    END IF;
+    last := coalesce(nullif(pg_catalog.current_setting('pgplace.change_n', true), '')::int, NEW.n);
+    UPDATE place.change_position SET pos = pos + 1 RETURNING * INTO state;
+    p := state.pos;
+    INSERT INTO place.change_commits (pos, xid, first_n, last_n, committed_at)
+    VALUES (p, x, done + 1, last, at);
+    PERFORM pg_catalog.set_config('pgplace.change_flushed', last::text, true);
+    PERFORM pg_catalog.pg_notify('pgplace', place._change_payload(p, x, done + 1, last, at));
+    -- Keep the log bounded: every 1,000th commit removes what is past its retention.
+    IF p % 1000 = 0 THEN
+        PERFORM place._prune_changes(at - state.retention);
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+CREATE CONSTRAINT TRIGGER commit_changes
+AFTER INSERT ON place.changes
+DEFERRABLE INITIALLY DEFERRED
+FOR EACH ROW EXECUTE FUNCTION place._commit_changes();
+
+-- Removes the commits made before `before` (and their changes); returns how many.
+CREATE FUNCTION place._prune_changes(before timestamptz) RETURNS bigint
+LANGUAGE plpgsql AS $$
+DECLARE
+    newest bigint;
+    removed bigint;
+BEGIN
+    SELECT max(pos), count(*) INTO newest, removed FROM place.change_commits WHERE committed_at < before;
+    IF newest IS NULL THEN
+        RETURN 0;
+    END IF;
+    DELETE FROM place.changes c USING place.change_commits cc
+    WHERE cc.pos <= newest AND c.xid = cc.xid AND c.n BETWEEN cc.first_n AND cc.last_n;
+    DELETE FROM place.change_commits WHERE pos <= newest;
+    UPDATE place.change_position SET kept_after = greatest(kept_after, newest);
+    RETURN removed;
+END
+$$;
+
+-- The public API ------------------------------------------------------------------------
+
+CREATE FUNCTION place.watch(tbl regclass, columns text[] DEFAULT NULL) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    keys text[];
+    missing text;
+    wanted text[];
+    kind "char";
+BEGIN
+    IF tbl IS NULL THEN
+        RAISE EXCEPTION 'tbl must not be NULL' USING ERRCODE = '22004';
+    END IF;
+    SELECT c.relkind INTO kind FROM pg_catalog.pg_class c WHERE c.oid = tbl;
+    IF kind IS DISTINCT FROM 'r' THEN
+        RAISE EXCEPTION '% is not an ordinary table (only tables can be watched)', tbl
+            USING ERRCODE = '42809';
+    END IF;
+    IF (SELECT relnamespace FROM pg_catalog.pg_class WHERE oid = tbl) = 'place'::regnamespace THEN
+        RAISE EXCEPTION 'pgplace''s own table % cannot be watched (boards announce their placements already)', tbl
+            USING ERRCODE = '22023';
+    END IF;
+    SELECT array_agg(a.attname::text ORDER BY k.ord) INTO keys
+    FROM pg_catalog.pg_index i
+    CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord)
+    JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+    WHERE i.indrelid = tbl AND i.indisprimary;
+    IF keys IS NULL THEN
+        RAISE EXCEPTION 'table % has no primary key, so its rows cannot be named in announcements', tbl
+            USING ERRCODE = '55000', HINT = 'Add a primary key (ALTER TABLE ... ADD PRIMARY KEY), then watch it.';
+    END IF;
+    IF columns IS NOT NULL THEN
+        IF array_position(columns, NULL) IS NOT NULL THEN
+            RAISE EXCEPTION 'columns must not contain NULL' USING ERRCODE = '22004';
+        END IF;
+        IF cardinality(columns) = 0 THEN
+            RAISE EXCEPTION 'columns must name at least one column (NULL watches them all)'
+                USING ERRCODE = '22023';
+        END IF;
+        SELECT string_agg(quote_literal(c), ', ') INTO missing
+        FROM unnest(columns) AS c
+        WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_attribute a
+                          WHERE a.attrelid = tbl AND a.attname = c AND a.attnum > 0 AND NOT a.attisdropped);
+        IF missing IS NOT NULL THEN
+            RAISE EXCEPTION 'table % has no column %', tbl, missing USING ERRCODE = '42703';
+        END IF;
+        SELECT array_agg(DISTINCT c ORDER BY c) INTO wanted FROM unnest(columns) AS c;
+    END IF;
+    PERFORM place._drop_watch_triggers(tbl);
+    EXECUTE format('CREATE TRIGGER pgplace_watch_insert AFTER INSERT ON %s REFERENCING NEW TABLE AS pgplace_new '
+                   'FOR EACH STATEMENT EXECUTE FUNCTION place._capture_changes(%L, %L)',
+                   tbl, keys, coalesce(wanted::text, ''));
+    EXECUTE format('CREATE TRIGGER pgplace_watch_update AFTER UPDATE ON %s REFERENCING OLD TABLE AS pgplace_old NEW TABLE AS pgplace_new '
+                   'FOR EACH STATEMENT EXECUTE FUNCTION place._capture_changes(%L, %L)',
+                   tbl, keys, coalesce(wanted::text, ''));
+    EXECUTE format('CREATE TRIGGER pgplace_watch_delete AFTER DELETE ON %s REFERENCING OLD TABLE AS pgplace_old '
+                   'FOR EACH STATEMENT EXECUTE FUNCTION place._capture_changes(%L, %L)',
+                   tbl, keys, coalesce(wanted::text, ''));
+    EXECUTE format('CREATE TRIGGER pgplace_watch_truncate AFTER TRUNCATE ON %s '
+                   'FOR EACH STATEMENT EXECUTE FUNCTION place._capture_changes(%L, %L)',
+                   tbl, keys, coalesce(wanted::text, ''));
+    INSERT INTO place.watches (tbl, key_columns, columns) VALUES (tbl, keys, wanted)
+    ON CONFLICT ON CONSTRAINT watches_pkey
+    DO UPDATE SET key_columns = EXCLUDED.key_columns, columns = EXCLUDED.columns;
+    -- The views over the table must still hold with the new columns.
+    UPDATE place.views v SET query = place._prepare_view(v.name, v.tbl, v.order_by, v.filter, v.descending)
+    WHERE v.tbl = watch.tbl;
+END
+$$;
+
+CREATE FUNCTION place._drop_watch_triggers(tbl regclass) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    t name;
+BEGIN
+    FOR t IN SELECT tgname FROM pg_catalog.pg_trigger
+             WHERE tgrelid = tbl AND tgname IN ('pgplace_watch_insert', 'pgplace_watch_update',
+                                                'pgplace_watch_delete', 'pgplace_watch_truncate')
+    LOOP
+        EXECUTE format('DROP TRIGGER %I ON %s', t, tbl);
+    END LOOP;
+END
+$$;
+
+CREATE FUNCTION place.unwatch(tbl regclass) RETURNS boolean
+LANGUAGE plpgsql AS $$
+DECLARE
+    dependent text;
+BEGIN
+    IF tbl IS NULL THEN
+        RAISE EXCEPTION 'tbl must not be NULL' USING ERRCODE = '22004';
+    END IF;
+    SELECT string_agg(quote_literal(v.name), ', ' ORDER BY v.name) INTO dependent
+    FROM place.views v WHERE v.tbl = unwatch.tbl;
+    IF dependent IS NOT NULL THEN
+        RAISE EXCEPTION 'views % show table %: drop them first', dependent, tbl
+            USING ERRCODE = '2BP01', HINT = 'SELECT place.drop_view(name) for each of them.';
+    END IF;
+    IF EXISTS (SELECT FROM pg_catalog.pg_class WHERE oid = tbl) THEN
+        PERFORM place._drop_watch_triggers(tbl);
+    END IF;
+    DELETE FROM place.watches w WHERE w.tbl = unwatch.tbl;
+    RETURN FOUND;
+END
+$$;
+
+CREATE FUNCTION place.watched()
+RETURNS TABLE (tbl regclass, key_columns text[], columns text[], views text[], created_at timestamptz)
+LANGUAGE sql STABLE AS $$
+    SELECT w.tbl, w.key_columns, w.columns,
+           coalesce((SELECT array_agg(v.name ORDER BY v.name) FROM place.views v WHERE v.tbl = w.tbl), '{}'),
+           w.created_at
+    FROM place.watches w
+    ORDER BY w.tbl::text
+$$;
+
+CREATE FUNCTION place.kick(tbl regclass, pk jsonb) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    w place.watches;
+    cond text;
+    row_json jsonb;
+    key jsonb;
+    absent text;
+BEGIN
+    IF tbl IS NULL OR pk IS NULL THEN
+        RAISE EXCEPTION 'tbl and pk must not be NULL' USING ERRCODE = '22004';
+    END IF;
+    SELECT * INTO w FROM place.watches x WHERE x.tbl = kick.tbl;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'table % is not watched', tbl
+            USING ERRCODE = '55000', HINT = 'SELECT place.watch(''...''::regclass) first.';
+    END IF;
+    IF jsonb_typeof(pk) <> 'object' THEN
+        RAISE EXCEPTION 'pk must be a JSON object of the key columns %, not %', w.key_columns, pk
+            USING ERRCODE = '22023';
+    END IF;
+    SELECT string_agg(c, ', ') INTO absent FROM unnest(w.key_columns) c WHERE NOT pk ? c OR pk -> c = 'null';
+    IF absent IS NOT NULL THEN
+        RAISE EXCEPTION 'pk % lacks the key column(s) % of table %', pk, absent, tbl USING ERRCODE = '22023';
+    END IF;
+    SELECT string_agg(format('t.%I = ($1 ->> %L)::%s', c, c,
+                             format_type(a.atttypid, a.atttypmod)), ' AND ')
+    INTO cond
+    FROM unnest(w.key_columns) c
+    JOIN pg_catalog.pg_attribute a ON a.attrelid = tbl AND a.attname = c;
+    EXECUTE format('SELECT to_jsonb(t) FROM ONLY %s t WHERE %s', tbl, cond) INTO row_json USING pk;
+    IF row_json IS NULL THEN
+        RAISE EXCEPTION 'table % has no row with key %', tbl, pk USING ERRCODE = 'P0002';
+    END IF;
+    key := place._pick(row_json, w.key_columns);
+    INSERT INTO place.changes (xid, n, tbl, rows)
+    VALUES (pg_catalog.pg_current_xact_id(), place._next_change_n(1), tbl,
+            jsonb_build_array(jsonb_build_array('update', key, place._pick(row_json, w.columns),
+                                                place._pick(row_json, w.columns))));
+END
+$$;
+
+CREATE FUNCTION place.changes_since(after_pos bigint, lim int DEFAULT 1000)
+RETURNS TABLE (pos bigint, committed_at timestamptz, tbl regclass, action text, key jsonb, obj jsonb, old jsonb)
+LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    kept bigint;
+BEGIN
+    IF after_pos IS NULL OR lim IS NULL THEN
+        RAISE EXCEPTION 'after_pos and lim must not be NULL' USING ERRCODE = '22004';
+    END IF;
+    IF lim < 1 OR lim > 100000 THEN
+        RAISE EXCEPTION 'lim must be between 1 and 100000, not %', lim USING ERRCODE = '22003';
+    END IF;
+    SELECT kept_after INTO kept FROM place.change_position;
+    IF after_pos < kept THEN
+        RAISE EXCEPTION 'the change log no longer holds the positions after % (it keeps those after %)', after_pos, kept
+            USING ERRCODE = '55000', HINT = 'Read the tables afresh; place.change_position.retention sets how long changes are kept.';
+    END IF;
+    RETURN QUERY
+    SELECT cc.pos, cc.committed_at, c.tbl, e.change ->> 0, e.change -> 1, e.change -> 2, e.change -> 3
+    FROM (SELECT * FROM place.change_commits x WHERE x.pos > after_pos ORDER BY x.pos LIMIT lim) cc
+    JOIN place.changes c ON c.xid = cc.xid AND c.n BETWEEN cc.first_n AND cc.last_n
+    CROSS JOIN LATERAL jsonb_array_elements(c.rows) WITH ORDINALITY AS e(change, ord)
+    ORDER BY cc.pos, c.n, e.ord;
+END
+$$;
+
+CREATE FUNCTION place.set_change_retention(retention interval) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF retention IS NULL THEN
+        RAISE EXCEPTION 'retention must not be NULL' USING ERRCODE = '22004';
+    END IF;
+    IF retention <= interval '0' OR retention > interval '3660 days' THEN
+        RAISE EXCEPTION 'retention must be more than 0 and at most 3660 days, not %', retention
+            USING ERRCODE = '22003';
+    END IF;
+    UPDATE place.change_position SET retention = set_change_retention.retention;
+END
+$$;

@@ -1,0 +1,164 @@
+//! The events that turn one window of a list view into the next.
+
+use crate::events::{ClientEvent, Row};
+use std::collections::HashSet;
+
+/// Events that, applied in order to `old`, give `new`: first the rows that left (deleted,
+/// no longer matching, pushed past the limit), then, in the new order, rows that came in
+/// or moved up, and rows whose content changed.
+pub fn diff(old: &[Row], new: &[Row]) -> Vec<ClientEvent> {
+    let staying: HashSet<&str> = new.iter().map(|r| r.id.as_str()).collect();
+    let mut events = Vec::new();
+    let mut list: Vec<&Row> = Vec::with_capacity(old.len().max(new.len()));
+    for row in old {
+        if staying.contains(row.id.as_str()) {
+            list.push(row);
+        } else {
+            events.push(ClientEvent::Delete {
+                position: list.len(),
+                obj: row.value.clone(),
+            });
+        }
+    }
+    for (i, row) in new.iter().enumerate() {
+        if list.get(i).is_some_and(|r| r.id == row.id) {
+            if list[i].value != row.value {
+                events.push(ClientEvent::Update {
+                    position: i,
+                    from: None,
+                    obj: row.value.clone(),
+                    old: list[i].value.clone(),
+                });
+            }
+            list[i] = row;
+        } else if let Some(j) = list.iter().skip(i + 1).position(|r| r.id == row.id) {
+            let from = i + 1 + j;
+            let moved = list.remove(from);
+            events.push(ClientEvent::Update {
+                position: i,
+                from: Some(from),
+                obj: row.value.clone(),
+                old: moved.value.clone(),
+            });
+            list.insert(i, row);
+        } else {
+            events.push(ClientEvent::Insert {
+                position: i,
+                obj: row.value.clone(),
+            });
+            list.insert(i, row);
+        }
+    }
+    events
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{json, Value};
+
+    fn rows(items: &[(i64, i64)]) -> Vec<Row> {
+        items
+            .iter()
+            .map(|(id, v)| Row::new(json!({"id": id, "v": v})))
+            .collect()
+    }
+
+    /// Applies events the way the README tells clients to.
+    fn apply(list: &mut Vec<Value>, events: &[ClientEvent]) {
+        for event in events {
+            match event {
+                ClientEvent::Insert { position, obj } => list.insert(*position, obj.clone()),
+                ClientEvent::Update {
+                    position,
+                    from,
+                    obj,
+                    old,
+                } => {
+                    let at = from.unwrap_or(*position);
+                    assert_eq!(&list[at], old, "old is the row the client holds");
+                    list.remove(at);
+                    list.insert(*position, obj.clone());
+                }
+                ClientEvent::Delete { position, obj } => {
+                    assert_eq!(&list.remove(*position), obj);
+                }
+                ClientEvent::Ping | ClientEvent::Deleted => {}
+            }
+        }
+    }
+
+    fn check(old: &[(i64, i64)], new: &[(i64, i64)]) -> Vec<ClientEvent> {
+        let (old, new) = (rows(old), rows(new));
+        let events = diff(&old, &new);
+        let mut list: Vec<Value> = old.iter().map(|r| r.value.clone()).collect();
+        apply(&mut list, &events);
+        let want: Vec<Value> = new.iter().map(|r| r.value.clone()).collect();
+        assert_eq!(list, want, "{events:?}");
+        events
+    }
+
+    #[test]
+    fn each_kind_of_change_gives_its_event() {
+        assert!(check(&[(1, 1), (2, 2)], &[(1, 1), (2, 2)]).is_empty());
+        // A row enters at the top and pushes the last one out.
+        let e = check(&[(1, 9), (2, 8)], &[(3, 10), (1, 9)]);
+        assert!(matches!(
+            e[..],
+            [
+                ClientEvent::Delete { position: 1, .. },
+                ClientEvent::Insert { position: 0, .. }
+            ]
+        ));
+        // A row changes in place.
+        let e = check(&[(1, 9), (2, 8)], &[(1, 9), (2, 7)]);
+        assert!(matches!(
+            e[..],
+            [ClientEvent::Update {
+                position: 1,
+                from: None,
+                ..
+            }]
+        ));
+        // A row moves up.
+        let e = check(&[(1, 9), (2, 8), (3, 7)], &[(3, 10), (1, 9), (2, 8)]);
+        assert!(matches!(
+            e[..],
+            [ClientEvent::Update {
+                position: 0,
+                from: Some(2),
+                ..
+            }]
+        ));
+        // The list empties and fills.
+        assert_eq!(check(&[(1, 1), (2, 2)], &[]).len(), 2);
+        assert_eq!(check(&[], &[(1, 1), (2, 2)]).len(), 2);
+    }
+
+    #[test]
+    fn random_windows_are_reached_exactly() {
+        // A small linear congruential generator: the same cases on every run.
+        let mut seed: u64 = 42;
+        let mut next = |m: u64| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) % m
+        };
+        for _ in 0..2000 {
+            let pick = |next: &mut dyn FnMut(u64) -> u64| -> Vec<(i64, i64)> {
+                let n = next(8);
+                let mut ids: Vec<i64> = (0..12).collect();
+                let mut out = Vec::new();
+                for _ in 0..n {
+                    let id = ids.remove(next(ids.len() as u64) as usize);
+                    out.push((id, next(3) as i64));
+                }
+                out
+            };
+            let old = pick(&mut next);
+            let new = pick(&mut next);
+            check(&old, &new);
+        }
+    }
+}

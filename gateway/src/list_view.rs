@@ -1,0 +1,366 @@
+//! One list view instance: a named view (`place.create_view`) read at one limit, its
+//! current window of rows, and the log of events that took earlier windows to it.
+//!
+//! Every session on the instance reads the same log by cursor, as sessions on a board do:
+//! an event is serialized once, whatever the number of readers. A window is only ever
+//! replaced by one read from the database in one snapshot (`place.view_rows`), and the
+//! events are the difference between the two windows ([`crate::list_diff`]), so what a
+//! client holds is always a window the database really showed - never a half-applied one.
+
+use crate::board::Delivery;
+use crate::events::{ClientEvent, Row};
+use crate::fragments::{ArrayBuilder, Fragments};
+use crate::list_diff::diff;
+use bytes::Bytes;
+use serde_json::Value;
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, MutexGuard};
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+/// Where a session stands in an instance's log.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ListCursor {
+    epoch: u64,
+    /// The number of the next event to give.
+    next: u64,
+}
+
+pub struct ListView {
+    pub name: Arc<str>,
+    pub limit: i32,
+    /// The watched table the view reads (its oid).
+    pub relid: u32,
+    pub key: Arc<str>,
+    state: Mutex<State>,
+    /// Woken (all waiters) when the log grows, the window is replaced or the view ends.
+    pub changed: Notify,
+}
+
+struct State {
+    /// The change log position the window reflects.
+    pos: i64,
+    rows: Vec<Row>,
+    /// The window as clients get it (initial state, `reset`), made when first asked.
+    rows_json: Option<Bytes>,
+    /// Bumped when the window is replaced without events (the view was redefined).
+    epoch: u64,
+    log: VecDeque<Bytes>,
+    /// The number of `log[0]`.
+    first: u64,
+    capacity: usize,
+    dropped: bool,
+    last_event: Instant,
+    /// The newest position known to have changed the view's table.
+    wanted: i64,
+    /// A read is owed whatever the positions say (LISTEN was down, a gap, a redefinition).
+    forced: bool,
+    /// The window is replaced with a `reset` at the next read (the view was redefined).
+    reset_next: bool,
+    refreshing: bool,
+}
+
+impl ListView {
+    pub fn new(
+        name: &str,
+        limit: i32,
+        relid: u32,
+        pos: i64,
+        rows: Vec<Value>,
+        capacity: usize,
+    ) -> Self {
+        ListView {
+            name: name.into(),
+            limit,
+            relid,
+            key: format!("view/{name}/{limit}").into(),
+            state: Mutex::new(State {
+                pos,
+                rows: rows.into_iter().map(Row::new).collect(),
+                rows_json: None,
+                epoch: 0,
+                log: VecDeque::new(),
+                first: 0,
+                capacity: capacity.max(1),
+                dropped: false,
+                last_event: Instant::now(),
+                wanted: pos,
+                forced: false,
+                reset_next: false,
+                refreshing: false,
+            }),
+            changed: Notify::new(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn pos(&self) -> i64 {
+        self.lock().pos
+    }
+
+    /// The window (a JSON array of rows) and the cursor that continues exactly after it.
+    pub fn initial_state(&self) -> (ListCursor, Bytes) {
+        let mut s = self.lock();
+        let cursor = ListCursor {
+            epoch: s.epoch,
+            next: s.first + s.log.len() as u64,
+        };
+        (cursor, s.rows_json())
+    }
+
+    /// Replaces the window with one read at change log position `pos`, logging the events
+    /// between the two. A read older than the window is ignored.
+    pub fn replace(&self, pos: i64, rows: Vec<Value>) {
+        let mut s = self.lock();
+        if pos < s.pos || s.dropped {
+            return;
+        }
+        s.pos = pos;
+        let rows: Vec<Row> = rows.into_iter().map(Row::new).collect();
+        if std::mem::take(&mut s.reset_next) {
+            s.rows = rows;
+            s.rows_json = None;
+            s.epoch += 1;
+            s.first += s.log.len() as u64;
+            s.log.clear();
+            drop(s);
+            self.changed.notify_waiters();
+            return;
+        }
+        let events = diff(&s.rows, &rows);
+        if events.is_empty() {
+            return;
+        }
+        for event in &events {
+            let bytes = event.to_bytes(&self.key);
+            s.push(bytes);
+        }
+        s.rows = rows;
+        s.rows_json = None;
+        drop(s);
+        self.changed.notify_waiters();
+    }
+
+    /// Logs a `ping` when nothing was logged for `quiet` (Qik's "all is well").
+    pub fn ping_if_quiet(&self, now: Instant, quiet: std::time::Duration) {
+        let mut s = self.lock();
+        if s.dropped || now.duration_since(s.last_event) < quiet {
+            return;
+        }
+        let ping = ClientEvent::Ping.to_bytes(&self.key);
+        s.push(ping);
+        drop(s);
+        self.changed.notify_waiters();
+    }
+
+    /// The view was dropped: sessions get `deleted` and lose the subscription.
+    pub fn mark_dropped(&self) {
+        self.lock().dropped = true;
+        self.changed.notify_waiters();
+    }
+
+    pub fn is_dropped(&self) -> bool {
+        self.lock().dropped
+    }
+
+    /// Records that the view's table changed at `pos`. True when the caller must start a
+    /// read (none is running and the window is older than `pos`).
+    pub fn touched(&self, pos: i64) -> bool {
+        let mut s = self.lock();
+        s.wanted = s.wanted.max(pos);
+        s.start_refresh()
+    }
+
+    /// Owes a read whatever the positions say; `reset`: the view was redefined, so the
+    /// next window replaces the old one with a `reset` rather than events. True when the
+    /// caller must start the read.
+    pub fn force(&self, reset: bool) -> bool {
+        let mut s = self.lock();
+        s.forced = true;
+        s.reset_next |= reset;
+        s.start_refresh()
+    }
+
+    /// Called by the running read just before it queries: a force owed until now is paid
+    /// by this read.
+    pub fn begin_read(&self) {
+        self.lock().forced = false;
+    }
+
+    /// Called by the running read after each window: whether another read is owed. When
+    /// not, the read is over (the next `touched` or `force` starts one).
+    pub fn refresh_owed(&self) -> bool {
+        let mut s = self.lock();
+        let owed = !s.dropped && (s.forced || s.wanted > s.pos);
+        if !owed {
+            s.refreshing = false;
+        }
+        owed
+    }
+
+    /// After a failed read: the read is owed still. True when the running read must try
+    /// again; false when the view is gone (the read is over).
+    pub fn refresh_failed(&self) -> bool {
+        let mut s = self.lock();
+        s.forced = true;
+        if s.dropped {
+            s.refreshing = false;
+        }
+        !s.dropped
+    }
+
+    /// Adds the events after `cursor` to `out` and moves the cursor past them.
+    pub fn collect(&self, cursor: &mut ListCursor, out: &mut ArrayBuilder) -> Delivery {
+        let mut s = self.lock();
+        if s.dropped {
+            out.push(ClientEvent::Deleted.to_bytes(&self.key).into());
+            return Delivery::Ended;
+        }
+        let end = s.first + s.log.len() as u64;
+        if cursor.epoch != s.epoch || cursor.next < s.first || cursor.next > end {
+            let rows = s.rows_json();
+            let mut event = Fragments::new();
+            event.push(ClientEvent::reset_prefix(&self.key));
+            event.push(rows);
+            event.push_static("}");
+            out.push(event);
+            *cursor = ListCursor {
+                epoch: s.epoch,
+                next: end,
+            };
+            return Delivery::Continues;
+        }
+        let skip = (cursor.next - s.first) as usize;
+        for event in s.log.range(skip..) {
+            out.push(event.clone().into());
+        }
+        cursor.next = end;
+        Delivery::Continues
+    }
+}
+
+impl State {
+    fn push(&mut self, event: Bytes) {
+        self.log.push_back(event);
+        self.last_event = Instant::now();
+        while self.log.len() > self.capacity {
+            self.log.pop_front();
+            self.first += 1;
+        }
+    }
+
+    fn rows_json(&mut self) -> Bytes {
+        if let Some(json) = &self.rows_json {
+            return json.clone();
+        }
+        let values: Vec<&Value> = self.rows.iter().map(|r| &r.value).collect();
+        let json = Bytes::from(serde_json::to_vec(&values).expect("rows are JSON values"));
+        self.rows_json = Some(json.clone());
+        json
+    }
+
+    fn start_refresh(&mut self) -> bool {
+        let owed = !self.dropped && (self.forced || self.wanted > self.pos);
+        if owed && !self.refreshing {
+            self.refreshing = true;
+            return true;
+        }
+        false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn events(view: &ListView, cursor: &mut ListCursor) -> Vec<Value> {
+        let mut out = ArrayBuilder::new();
+        view.collect(cursor, &mut out);
+        serde_json::from_slice(&out.finish().to_vec()).unwrap()
+    }
+
+    fn rows(ids: &[i64]) -> Vec<Value> {
+        ids.iter()
+            .map(|id| json!({"id": id, "v": id * 10}))
+            .collect()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn sessions_read_the_events_between_windows_then_a_reset_when_left_behind() {
+        let view = ListView::new("v", 3, 1, 5, rows(&[1, 2, 3]), 2);
+        let (mut keeping_up, state) = view.initial_state();
+        let mut slow = keeping_up;
+        assert_eq!(serde_json::from_slice::<Value>(&state).unwrap()[2]["id"], 3);
+        view.replace(6, rows(&[1, 3, 4]));
+        let got = events(&view, &mut keeping_up);
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert_eq!(
+            (got[0]["action"].as_str(), got[0]["position"].as_i64()),
+            (Some("delete"), Some(1))
+        );
+        assert_eq!(
+            (got[1]["action"].as_str(), got[1]["position"].as_i64()),
+            (Some("insert"), Some(2))
+        );
+        assert_eq!(got[1]["key"], "view/v/3");
+        // An older read changes nothing.
+        view.replace(5, rows(&[9]));
+        assert!(events(&view, &mut keeping_up).is_empty());
+        view.replace(7, rows(&[4, 1, 3]));
+        // The log holds two events: the slow session lost some and starts over.
+        let got = events(&view, &mut slow);
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0]["action"], "reset");
+        assert_eq!(got[0]["obj"], json!(rows(&[4, 1, 3])));
+        assert!(events(&view, &mut slow).is_empty());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_redefined_view_resets_and_a_dropped_one_ends() {
+        let view = ListView::new("v", 3, 1, 5, rows(&[1]), 10);
+        let (mut cursor, _) = view.initial_state();
+        assert!(view.force(true), "a read starts");
+        assert!(!view.force(true), "one read at a time");
+        view.begin_read();
+        view.replace(5, rows(&[2]));
+        assert!(!view.refresh_owed());
+        let got = events(&view, &mut cursor);
+        assert_eq!((got.len(), got[0]["action"].as_str()), (1, Some("reset")));
+        view.mark_dropped();
+        let mut out = ArrayBuilder::new();
+        assert_eq!(view.collect(&mut cursor, &mut out), Delivery::Ended);
+        assert!(String::from_utf8(out.finish().to_vec())
+            .unwrap()
+            .contains("\"deleted\""));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn reads_are_owed_only_for_newer_positions_and_pings_fill_quiet_time() {
+        let view = ListView::new("v", 3, 1, 5, rows(&[1]), 10);
+        assert!(!view.touched(5), "the window has position 5 already");
+        assert!(view.touched(6));
+        assert!(!view.touched(7), "a read is running");
+        view.begin_read();
+        view.replace(6, rows(&[1]));
+        assert!(view.refresh_owed(), "7 came after the read began");
+        view.begin_read();
+        view.replace(7, rows(&[1]));
+        assert!(!view.refresh_owed());
+        let (mut cursor, _) = view.initial_state();
+        view.ping_if_quiet(Instant::now(), std::time::Duration::from_secs(30));
+        assert!(
+            events(&view, &mut cursor).is_empty(),
+            "not quiet long enough"
+        );
+        tokio::time::advance(std::time::Duration::from_secs(31)).await;
+        view.ping_if_quiet(Instant::now(), std::time::Duration::from_secs(30));
+        assert_eq!(
+            events(&view, &mut cursor),
+            [json!({"key": "view/v/3", "action": "ping"})]
+        );
+    }
+}

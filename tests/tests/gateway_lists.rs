@@ -1,0 +1,234 @@
+//! List views over real HTTP: each kind of change reaches a session as the event the
+//! README promises, and the session's list equals the view in the database after each.
+
+use pgplace_tests::gateway::{start_gateway, Http};
+use pgplace_tests::list_check::ListModel;
+use pgplace_tests::{connect, fresh_database};
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
+
+/// The view's rows as the database has them now.
+async fn fresh_rows(sql: &tokio_postgres::Client, view: &str, limit: i32) -> Vec<Value> {
+    let rows: Value = sql
+        .query_one("SELECT rows FROM place.view_rows($1, $2)", &[&view, &limit])
+        .await
+        .expect("view_rows")
+        .get(0);
+    rows.as_array().unwrap().clone()
+}
+
+/// Applies the session's events for `key` until its list equals the database's (10 s at
+/// most); returns the events that came.
+async fn settle(
+    http: &Http,
+    sql: &tokio_postgres::Client,
+    session: &Value,
+    key: &str,
+    model: &mut ListModel,
+    view: &str,
+    limit: i32,
+) -> Vec<Value> {
+    let want = fresh_rows(sql, view, limit).await;
+    let started = Instant::now();
+    let mut seen = Vec::new();
+    while model.rows != want {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the list never reached {want:?}; holds {:?} after {seen:?}",
+            model.rows
+        );
+        let events = http.ok("session.get_events", json!([session, 1])).await;
+        for event in events.as_array().unwrap() {
+            assert_eq!(event["key"], key);
+            model.apply(event);
+            seen.push(event.clone());
+        }
+    }
+    seen
+}
+
+fn actions(events: &[Value]) -> Vec<(String, u64)> {
+    events
+        .iter()
+        .map(|e| {
+            (
+                e["action"].as_str().unwrap().to_string(),
+                e["position"].as_u64().unwrap_or(u64::MAX),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_change_reaches_the_list_as_its_event() {
+    let url = fresh_database("gw_lists").await;
+    let sql = connect(&url).await;
+    sql.batch_execute(
+        "CREATE TABLE items (id int PRIMARY KEY, title text NOT NULL, score int NOT NULL,
+                             live boolean NOT NULL, secret text);
+         INSERT INTO items VALUES (1, 'a', 10, true, 's'), (2, 'b', 20, true, 's'),
+                                  (3, 'c', 30, false, 's'), (4, 'd', 40, true, 's');
+         SELECT place.watch('items', ARRAY['title', 'score', 'live']);
+         SELECT place.create_view('top', 'items', 'score', 'live', max_limit => 5);",
+    )
+    .await
+    .unwrap();
+    let gw = start_gateway(&url, |_| {}).await;
+    let http = Http::new(gw.addr);
+    let session = http.ok("session.create", json!([])).await;
+    let reply = http
+        .ok("session.subscribe", json!([session, "top", {"limit": 3}]))
+        .await;
+    let key = reply[0].as_str().unwrap().to_string();
+    assert_eq!(key, "view/top/3");
+    let mut model = ListModel::new(&reply[1]);
+    assert_eq!(model.rows, fresh_rows(&sql, "top", 3).await);
+    assert_eq!(
+        model.rows[0],
+        json!({"id": 4, "title": "d", "score": 40, "live": true}),
+        "watched columns and the key only"
+    );
+    let step = |statement: &'static str| {
+        let sql = &sql;
+        async move { sql.batch_execute(statement).await.expect(statement) }
+    };
+
+    // A row enters at the top of a full window and pushes the last one out.
+    step("INSERT INTO items VALUES (5, 'e', 50, true, 's')").await;
+    let events = settle(&http, &sql, &session, &key, &mut model, "top", 3).await;
+    assert_eq!(
+        actions(&events),
+        [("delete".into(), 2), ("insert".into(), 0)]
+    );
+    // A row stops matching the filter: it leaves, and the next one comes up.
+    step("UPDATE items SET live = false WHERE id = 4").await;
+    let events = settle(&http, &sql, &session, &key, &mut model, "top", 3).await;
+    assert_eq!(
+        actions(&events),
+        [("delete".into(), 1), ("insert".into(), 2)]
+    );
+    // A row starts matching.
+    step("UPDATE items SET live = true WHERE id = 3").await;
+    let events = settle(&http, &sql, &session, &key, &mut model, "top", 3).await;
+    assert_eq!(
+        actions(&events),
+        [("delete".into(), 2), ("insert".into(), 1)]
+    );
+    // A row moves up: one update with where it came from.
+    step("UPDATE items SET score = 99 WHERE id = 2").await;
+    let events = settle(&http, &sql, &session, &key, &mut model, "top", 3).await;
+    assert_eq!(actions(&events), [("update".into(), 0)]);
+    assert_eq!(
+        (
+            events[0]["from"].as_u64(),
+            events[0]["old"]["score"].as_i64()
+        ),
+        (Some(2), Some(20))
+    );
+    // A row changes in place.
+    step("UPDATE items SET title = 'B' WHERE id = 2").await;
+    let events = settle(&http, &sql, &session, &key, &mut model, "top", 3).await;
+    assert_eq!(actions(&events), [("update".into(), 0)]);
+    assert!(events[0].get("from").is_none());
+    // A row is deleted: the window takes the next one.
+    step("DELETE FROM items WHERE id = 5").await;
+    let events = settle(&http, &sql, &session, &key, &mut model, "top", 3).await;
+    assert_eq!(
+        actions(&events),
+        [("delete".into(), 1), ("insert".into(), 2)]
+    );
+    // A row too large for one NOTIFY payload arrives whole.
+    step("INSERT INTO items VALUES (6, repeat('x', 10000), 1000, true, 's')").await;
+    let events = settle(&http, &sql, &session, &key, &mut model, "top", 3).await;
+    assert_eq!(
+        events[1]["obj"]["title"].as_str().map(str::len),
+        Some(10000)
+    );
+    // Unwatched columns and rolled-back changes: nothing.
+    step("UPDATE items SET secret = 'changed'").await;
+    step("BEGIN; UPDATE items SET score = 5000 WHERE id = 1; ROLLBACK").await;
+    let quiet = http.ok("session.get_events", json!([session, 1])).await;
+    assert_eq!(quiet, json!([]), "nothing watched changed");
+    assert_eq!(model.rows, fresh_rows(&sql, "top", 3).await);
+
+    // Bad subscriptions change nothing and say why.
+    for (view, params, code) in [
+        ("nope", json!({}), -32004),
+        ("top", json!({"limit": 6}), -32602),
+        ("top", json!({"limit": 0}), -32602),
+        ("top", json!({"limit": "3"}), -32602),
+        ("top", json!({"limit": 3, "colour": 1}), -32602),
+    ] {
+        let code_seen = http
+            .error_code("session.subscribe", json!([session, view, params]))
+            .await;
+        assert_eq!(code_seen, code, "{view} {params}");
+    }
+    // Without a limit: the view's max_limit, and a key of its own.
+    let whole = http.ok("session.subscribe", json!([session, "top"])).await;
+    assert_eq!(whole[0], "view/top/5");
+    assert_eq!(
+        whole[1].as_array().unwrap(),
+        &fresh_rows(&sql, "top", 5).await
+    );
+
+    // The view is dropped: both subscriptions end with `deleted`.
+    step("SELECT place.drop_view('top')").await;
+    let mut ended = Vec::new();
+    let started = Instant::now();
+    while ended.len() < 2 {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "ended: {ended:?}"
+        );
+        for event in http
+            .ok("session.get_events", json!([session, 1]))
+            .await
+            .as_array()
+            .unwrap()
+        {
+            if event["action"] == "deleted" {
+                ended.push(event["key"].as_str().unwrap().to_string());
+            }
+        }
+    }
+    ended.sort();
+    assert_eq!(ended, ["view/top/3", "view/top/5"]);
+    let code = http
+        .error_code("session.unsubscribe", json!([session, "view/top/3"]))
+        .await;
+    assert_eq!(code, -32004, "the subscription is gone");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quiet_list_gets_pings() {
+    let url = fresh_database("gw_lists_ping").await;
+    let sql = connect(&url).await;
+    sql.batch_execute(
+        "CREATE TABLE t (id int PRIMARY KEY, v int NOT NULL);
+         SELECT place.watch('t');
+         SELECT place.create_view('all_t', 't', 'v');",
+    )
+    .await
+    .unwrap();
+    let gw = start_gateway(&url, |c| c.list_ping_secs = 1).await;
+    let http = Http::new(gw.addr);
+    let session = http.ok("session.create", json!([])).await;
+    let reply = http
+        .ok("session.subscribe", json!([session, "all_t"]))
+        .await;
+    assert_eq!(reply[1], json!([]));
+    let started = Instant::now();
+    let events = http.ok("session.get_events", json!([session, 10])).await;
+    assert_eq!(events, json!([{"key": "view/all_t/100", "action": "ping"}]));
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "a ping after about a second"
+    );
+    // A change in between: its event, and the quiet time starts again.
+    sql.batch_execute("INSERT INTO t VALUES (1, 1)")
+        .await
+        .unwrap();
+    let events = http.ok("session.get_events", json!([session, 10])).await;
+    assert_eq!(events[0]["action"], "insert");
+}
