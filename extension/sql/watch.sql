@@ -20,8 +20,10 @@ CREATE TABLE place.watches (
 );
 COMMENT ON TABLE place.watches IS 'Tables whose committed changes pgplace announces (place.watch)';
 
--- The last position handed out; one row. Bumped at each commit that changed a watched
--- table, under its row lock, which is held until that commit ends.
+-- The last position handed out; one row, made by the first commit that needs it (not by
+-- this script: pg_dump keeps the row, and a restore must not find one there already).
+-- Bumped at each commit that changed a watched table, under its row lock, which is held
+-- until that commit ends.
 CREATE TABLE place.change_position (
     one boolean PRIMARY KEY DEFAULT true CHECK (one),
     pos bigint NOT NULL DEFAULT 0 CHECK (pos >= 0),
@@ -30,7 +32,6 @@ CREATE TABLE place.change_position (
     -- The log holds the positions after this one (older ones were removed).
     kept_after bigint NOT NULL DEFAULT 0 CHECK (kept_after >= 0)
 ) WITH (fillfactor = 50);
-INSERT INTO place.change_position DEFAULT VALUES;
 COMMENT ON TABLE place.change_position IS 'The change log''s newest position (one row) and its retention';
 
 -- The staged changes: one row per statement (or per 1,000 rows of one) on a watched table.
@@ -169,11 +170,15 @@ DECLARE
     x xid8 := pg_catalog.pg_current_xact_id();
     state place.change_position;
 BEGIN
-    IF NEW.n <= done THEN
+    -- Rows written by another transaction's capture (pg_restore loading the log) are
+    -- history, not news.
+    IF NEW.n <= done OR NEW.xid <> x THEN
         RETURN NULL;
     END IF;
     last := coalesce(nullif(pg_catalog.current_setting('pgplace.change_n', true), '')::int, NEW.n);
-    UPDATE place.change_position SET pos = pos + 1 RETURNING * INTO state;
+    INSERT INTO place.change_position AS c (one, pos) VALUES (true, 1)
+    ON CONFLICT (one) DO UPDATE SET pos = c.pos + 1
+    RETURNING * INTO state;
     p := state.pos;
     INSERT INTO place.change_commits (pos, xid, first_n, last_n, committed_at)
     VALUES (p, x, done + 1, last, at);
@@ -382,7 +387,7 @@ BEGIN
         RAISE EXCEPTION 'lim must be between 1 and 100000, not %', lim USING ERRCODE = '22003';
     END IF;
     SELECT kept_after INTO kept FROM place.change_position;
-    IF after_pos < kept THEN
+    IF after_pos < coalesce(kept, 0) THEN
         RAISE EXCEPTION 'the change log no longer holds the positions after % (it keeps those after %)', after_pos, kept
             USING ERRCODE = '55000', HINT = 'Read the tables afresh; place.change_position.retention sets how long changes are kept.';
     END IF;
@@ -405,6 +410,7 @@ BEGIN
         RAISE EXCEPTION 'retention must be more than 0 and at most 3660 days, not %', retention
             USING ERRCODE = '22003';
     END IF;
-    UPDATE place.change_position SET retention = set_change_retention.retention;
+    INSERT INTO place.change_position AS c (one, retention) VALUES (true, set_change_retention.retention)
+    ON CONFLICT (one) DO UPDATE SET retention = EXCLUDED.retention;
 END
 $$;

@@ -63,6 +63,16 @@ async fn pg_dump_and_restore_keep_the_boards_and_their_history() {
         ))
         .await
         .unwrap();
+    // A watched table with a list view, and its change log.
+    client
+        .batch_execute(
+            "CREATE TABLE streams (id int PRIMARY KEY, title text NOT NULL, viewers int NOT NULL); \
+             SELECT place.watch('streams', ARRAY['title', 'viewers']); \
+             SELECT place.create_view('top', 'streams', 'viewers', 'viewers > 0'); \
+             INSERT INTO streams VALUES (1, 'a', 5), (2, 'b', 0);",
+        )
+        .await
+        .unwrap();
     let before = (
         board_bits(&client, board).await,
         board_bits(&client, other).await,
@@ -125,6 +135,22 @@ async fn pg_dump_and_restore_keep_the_boards_and_their_history() {
         .unwrap()
         .get(0);
     assert_eq!(seq, Some(8));
+    // The watch and the view came back: a change is announced at the next position, and
+    // the view reads it.
+    restored
+        .batch_execute("UPDATE streams SET viewers = 9 WHERE id = 2")
+        .await
+        .unwrap();
+    let (pos, rows): (i64, serde_json::Value) = restored
+        .query_one("SELECT pos, rows FROM place.view_rows('top')", &[])
+        .await
+        .map(|r| (r.get(0), r.get(1)))
+        .unwrap();
+    assert_eq!(pos, 2, "one commit before the dump, one after");
+    assert_eq!(
+        rows,
+        serde_json::json!([{"id": 2, "title": "b", "viewers": 9}, {"id": 1, "title": "a", "viewers": 5}])
+    );
     let new_board = create_board(&restored, "new", (2, 2), 1, "0").await;
     assert!(new_board > other);
     std::fs::remove_file(dump).ok();
@@ -141,6 +167,11 @@ async fn table_fingerprints(client: &tokio_postgres::Client) -> Vec<(String, Str
         "cooldowns",
         "keyframes",
         "bans",
+        "watches",
+        "views",
+        "change_position",
+        "change_commits",
+        "changes",
     ];
     let mut out = Vec::new();
     for table in tables {
