@@ -142,8 +142,13 @@ async fn subscribe_list(
     name: &str,
     view_params: &Map<String, Value>,
 ) -> Result<Reply, RpcError> {
-    let vp = Params::new_from_map(view_params, &["limit"])?;
-    let limit = vp.optional::<i32>("limit")?;
+    // The view first: a client that names no view of ours hears that, whatever its params.
+    let only_limit: Map<String, Value> = view_params
+        .iter()
+        .filter(|(name, _)| *name == "limit")
+        .map(|(name, value)| (name.clone(), value.clone()))
+        .collect();
+    let limit = Params::new_from_map(&only_limit, &["limit"])?.optional::<i32>("limit")?;
     if let Some(limit) = limit {
         if limit < 1 {
             return Err(RpcError::invalid_params(format!(
@@ -152,6 +157,7 @@ async fn subscribe_list(
         }
     }
     let view = app.lists.get(name, limit).await?;
+    Params::new_from_map(view_params, &["limit"])?;
     let (cursor, rows) = view.initial_state();
     let key = view.key.clone();
     session.subscribe(
