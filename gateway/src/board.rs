@@ -10,6 +10,8 @@
 
 use crate::fragments::{ArrayBuilder, Fragments};
 use crate::freezing::Freezing;
+use crate::list_view::ListView;
+use crate::recent::{Recent, RecentViews};
 use base64::Engine;
 use bytes::Bytes;
 use pgplace_core::bits::TileWidth;
@@ -46,6 +48,8 @@ pub struct Snapshot {
     pub bits: Vec<u8>,
     /// Present when the board has freeze_after.
     pub freezing: Option<Freezing>,
+    /// The newest placements up to `seq` (at most `recent::MAX_RECENT`), oldest first.
+    pub recent: Vec<Placement>,
 }
 
 /// Why placements could not be applied in order: the caller must read them from the
@@ -85,6 +89,9 @@ pub struct Board {
     pub changed: Notify,
     /// Subscriptions to this board's views now (see [`Watcher`]).
     watchers: AtomicU64,
+    /// The `recent_placements` views of this board, fed after each change of the mirror.
+    recents: RecentViews,
+    log_capacity: u64,
 }
 
 /// Counts a subscription among its board's watchers for as long as it lives (sessions that
@@ -113,6 +120,7 @@ struct Mirror {
     epoch: u64,
     bits: Vec<u8>,
     freezing: Option<Freezing>,
+    recent: Recent,
     log: EventLog,
     deleted: bool,
     /// The number of watchers last told (initial states and `presence` events).
@@ -140,6 +148,7 @@ impl Board {
                 epoch: 0,
                 bits: snapshot.bits,
                 freezing: snapshot.freezing,
+                recent: Recent::new(snapshot.recent),
                 log: EventLog::new(snapshot.seq, log_capacity),
                 deleted: false,
                 watching: 0,
@@ -149,6 +158,8 @@ impl Board {
             }),
             changed: Notify::new(),
             watchers: AtomicU64::new(0),
+            recents: RecentViews::default(),
+            log_capacity,
         }
     }
 
@@ -201,13 +212,16 @@ impl Board {
                 freezing.changed(p.x, p.y, p.color, p.at);
             }
             entry.add(p, old);
+            m.recent.push(*p);
             applied += 1;
         }
         if applied > 0 {
             let entry = entry.finish();
             m.seq = entry.last;
             m.log.push(Entry::Tiles(entry));
+            let (seq, recent) = (m.seq, m.recent.clone());
             drop(m);
+            self.recents.update(seq, &recent, false);
             self.changed.notify_waiters();
         }
         result.map(|()| applied)
@@ -325,18 +339,29 @@ impl Board {
         m.seq = snapshot.seq;
         m.bits = snapshot.bits;
         m.freezing = snapshot.freezing;
+        m.recent = Recent::new(snapshot.recent);
         m.epoch += 1;
         m.log = EventLog::new(snapshot.seq, m.log.capacity);
         m.state_cache = None;
         m.bits_cache = None;
+        let (seq, recent) = (m.seq, m.recent.clone());
         drop(m);
+        self.recents.update(seq, &recent, true);
         self.changed.notify_waiters();
     }
 
     /// The board was deleted: sessions get a `deleted` event and lose the subscription.
     pub fn mark_deleted(&self) {
         self.lock().deleted = true;
+        self.recents.mark_dropped();
         self.changed.notify_waiters();
+    }
+
+    /// The board's `recent_placements` view showing `limit` placements.
+    pub fn recent_view(&self, limit: usize) -> Arc<ListView> {
+        let m = self.lock();
+        self.recents
+            .get(self.id, limit, m.seq, &m.recent, self.log_capacity as usize)
     }
 
     /// Whether new settings need a reload: they change the packed layout, or which
@@ -1017,6 +1042,7 @@ mod tests {
             seq: 7,
             bits: vec![0xff],
             freezing: None,
+            recent: Vec::new(),
         });
         let events = collect(&board, &mut cursor, true);
         assert_eq!(events.as_array().unwrap().len(), 1);

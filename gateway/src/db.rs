@@ -128,11 +128,14 @@ pub async fn snapshot(
             ))
         }
     };
+    // The history up to seq never changes (but for compaction, which only shortens it).
+    let recent = placements_up_to(client, id, seq, crate::recent::MAX_RECENT as i64).await?;
     Ok(Some(Snapshot {
         settings,
         seq,
         bits: row.get("bits"),
         freezing,
+        recent,
     }))
 }
 
@@ -219,20 +222,37 @@ pub async fn placements_after(
             &[&board, &after, &limit],
         )
         .await?;
-    Ok(rows
-        .iter()
-        .map(|row| Placement {
-            board,
-            seq: row.get(0),
-            x: row.get(1),
-            y: row.get(2),
-            color: row.get(3),
-            user: row.get(4),
-            at: row
-                .get::<_, chrono::DateTime<chrono::Utc>>(5)
-                .timestamp_micros(),
-        })
-        .collect())
+    Ok(rows.iter().map(|row| placement(board, row)).collect())
+}
+
+/// A row of (seq, x, y, color, user_id, placed_at).
+fn placement(board: i64, row: &Row) -> Placement {
+    Placement {
+        board,
+        seq: row.get(0),
+        x: row.get(1),
+        y: row.get(2),
+        color: row.get(3),
+        user: row.get(4),
+        at: row
+            .get::<_, chrono::DateTime<chrono::Utc>>(5)
+            .timestamp_micros(),
+    }
+}
+
+/// The newest `limit` placements with seq <= `seq`, oldest first.
+pub async fn placements_up_to(
+    client: &ClientWrapper,
+    board: i64,
+    seq: i64,
+    limit: i64,
+) -> Result<Vec<Placement>, tokio_postgres::Error> {
+    let sql = "SELECT seq, x, y, color, user_id, placed_at FROM place.placements \
+               WHERE board_id = $1 AND seq <= $2 ORDER BY seq DESC LIMIT $3";
+    let rows = client
+        .query(&client.prepare_cached(sql).await?, &[&board, &seq, &limit])
+        .await?;
+    Ok(rows.iter().rev().map(|row| placement(board, row)).collect())
 }
 
 /// The newest placements of tile (x, y), newest first.

@@ -8,7 +8,8 @@
 //!   `freezing`: which of a board's tiles are frozen, and when the others freeze.
 //! - `lists`: the list view instances (`place.create_view`) and when each is read again;
 //!   `list_view`: one instance, its window and event log; `list_diff`: the events between
-//!   two windows; `events`: list events as clients get them.
+//!   two windows; `events`: list events as clients get them; `recent`: a board's newest
+//!   placements as a list view (`recent_placements`), fed by the board's mirror.
 //! - `listener`: the LISTEN connection that keeps the mirrors and list views exact.
 //! - `sessions`: sessions, their subscriptions (a board view or a list view, each with
 //!   its cursor), long polls and expiry.
@@ -37,6 +38,7 @@ pub mod methods;
 pub mod params;
 pub mod placer;
 pub mod png_route;
+pub mod recent;
 pub mod sessions;
 
 pub use app::{start, Running};

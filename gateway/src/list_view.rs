@@ -69,11 +69,33 @@ impl ListView {
         rows: Vec<Value>,
         capacity: usize,
     ) -> Self {
+        let mut view = Self::with_key(
+            format!("view/{name}/{limit}"),
+            name,
+            limit,
+            pos,
+            rows,
+            capacity,
+        );
+        view.relid = relid;
+        view
+    }
+
+    /// An instance under a key of its own, fed by the caller rather than by reads of a
+    /// named view (`recent_placements`).
+    pub fn with_key(
+        key: String,
+        name: &str,
+        limit: i32,
+        pos: i64,
+        rows: Vec<Value>,
+        capacity: usize,
+    ) -> Self {
         ListView {
             name: name.into(),
             limit,
-            relid,
-            key: format!("view/{name}/{limit}").into(),
+            relid: 0,
+            key: key.into(),
             state: Mutex::new(State {
                 pos,
                 rows: rows.into_iter().map(Row::new).collect(),
@@ -142,6 +164,12 @@ impl ListView {
         s.rows_json = None;
         drop(s);
         self.changed.notify_waiters();
+    }
+
+    /// Replaces the window with a `reset` rather than events (the source was reloaded).
+    pub fn reset(&self, pos: i64, rows: Vec<Value>) {
+        self.lock().reset_next = true;
+        self.replace(pos, rows);
     }
 
     /// Logs a `ping` when nothing was logged for `quiet` (Qik's "all is well").

@@ -7,7 +7,9 @@ use crate::db::{self, BoardRef, PlaceItem};
 use crate::errors::{from_db, from_pool, RpcError, BOARD_NOT_OPEN, COOLDOWN, NOT_AUTHORIZED};
 use crate::fragments::Fragments;
 use crate::jsonrpc::Reply;
+use crate::list_view::ListView;
 use crate::params::{Params, Seconds};
+use crate::recent::MAX_RECENT;
 use crate::sessions::{Session, Subscription, User};
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
@@ -102,8 +104,12 @@ async fn subscribe(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
     let session = app.sessions.get(&p.required::<String>("session")?)?;
     let view = p.required::<String>("view")?;
     let view_params: Map<String, Value> = p.optional("params")?.unwrap_or_default();
-    if view != "board" {
-        return Box::pin(subscribe_list(app, &session, &view, &view_params)).await;
+    match view.as_str() {
+        "board" => {}
+        "recent_placements" => {
+            return Box::pin(subscribe_recent(app, &session, &view_params)).await;
+        }
+        _ => return Box::pin(subscribe_list(app, &session, &view, &view_params)).await,
     }
     let vp = Params::new_from_map(&view_params, &["board", "compact", "presence"])?;
     let board: BoardRef = vp.required("board")?;
@@ -135,6 +141,25 @@ async fn subscribe(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
     Ok(Reply::Raw(out))
 }
 
+/// A board's newest placements, newest first: `[key, rows]`.
+async fn subscribe_recent(
+    app: &App,
+    session: &Session,
+    view_params: &Map<String, Value>,
+) -> Result<Reply, RpcError> {
+    let vp = Params::new_from_map(view_params, &["board", "limit"])?;
+    let board: BoardRef = vp.required("board")?;
+    let limit = vp.optional::<i32>("limit")?.unwrap_or(MAX_RECENT as i32);
+    if !(1..=MAX_RECENT as i32).contains(&limit) {
+        return Err(RpcError::invalid_params(format!(
+            "`limit` must be between 1 and {MAX_RECENT}, not {limit}"
+        )));
+    }
+    let mirrored = app.boards.get(&board).await?;
+    let view = mirrored.board.recent_view(limit as usize);
+    list_reply(app, session, view)
+}
+
 /// A named list view (`place.create_view`): `[key, rows]`.
 async fn subscribe_list(
     app: &App,
@@ -158,6 +183,11 @@ async fn subscribe_list(
     }
     let view = app.lists.get(name, limit).await?;
     Params::new_from_map(view_params, &["limit"])?;
+    list_reply(app, session, view)
+}
+
+/// Subscribes the session to a list instance: `[key, rows]`.
+fn list_reply(app: &App, session: &Session, view: Arc<ListView>) -> Result<Reply, RpcError> {
     let (cursor, rows) = view.initial_state();
     let key = view.key.clone();
     session.subscribe(

@@ -389,6 +389,7 @@ mod tests {
                 seq: 0,
                 bits: vec![0; 4],
                 freezing: None,
+                recent: Vec::new(),
             },
             log_capacity,
         ))

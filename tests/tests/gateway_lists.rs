@@ -232,3 +232,84 @@ async fn a_quiet_list_gets_pings() {
     let events = http.ok("session.get_events", json!([session, 10])).await;
     assert_eq!(events[0]["action"], "insert");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recent_placements_enter_at_the_top_and_leave_at_the_bottom() {
+    let url = fresh_database("gw_recent").await;
+    let sql = connect(&url).await;
+    let board = pgplace_tests::create_board(&sql, "recent", (4, 4), 2, "0").await;
+    let user: i64 = sql
+        .query_one("SELECT user_id FROM place.create_user('r')", &[])
+        .await
+        .unwrap()
+        .get(0);
+    let place = |x: i32, color: i32| {
+        let sql = &sql;
+        async move {
+            sql.execute(
+                "SELECT place.place($1, $2, 0, $3, $4)",
+                &[&board, &x, &color, &user],
+            )
+            .await
+            .unwrap();
+        }
+    };
+    for x in 0..3 {
+        place(x, 1).await;
+    }
+    let gw = start_gateway(&url, |_| {}).await;
+    let http = Http::new(gw.addr);
+    let session = http.ok("session.create", json!([])).await;
+    let reply = http
+        .ok(
+            "session.subscribe",
+            json!([session, "recent_placements", {"board": board, "limit": 2}]),
+        )
+        .await;
+    assert_eq!(reply[0], format!("board/{board}/recent/2"));
+    let seqs = |rows: &[Value]| {
+        rows.iter()
+            .map(|r| r["seq"].as_i64().unwrap())
+            .collect::<Vec<_>>()
+    };
+    let mut model = ListModel::new(&reply[1]);
+    assert_eq!(seqs(&model.rows), [3, 2]);
+    assert_eq!(model.rows[0]["x"], 2);
+    assert_eq!(model.rows[0]["user"], user);
+    place(3, 2).await;
+    let mut events = Vec::new();
+    while seqs(&model.rows) != [4, 3] {
+        for event in http
+            .ok("session.get_events", json!([session, 5]))
+            .await
+            .as_array()
+            .unwrap()
+        {
+            model.apply(event);
+            events.push(event.clone());
+        }
+        assert!(events.len() <= 2, "{events:?}");
+    }
+    assert_eq!(
+        actions(&events),
+        [("delete".into(), 1), ("insert".into(), 0)]
+    );
+    assert_eq!(events[1]["obj"]["color"], 2);
+    for (params, code) in [
+        (json!({"board": board, "limit": 101}), -32602),
+        (json!({"board": board, "limit": 0}), -32602),
+        (json!({"limit": 5}), -32602),
+        (json!({"board": board, "colour": 1}), -32602),
+        (json!({"board": 4242}), -32005),
+    ] {
+        assert_eq!(
+            http.error_code(
+                "session.subscribe",
+                json!([session, "recent_placements", params.clone()])
+            )
+            .await,
+            code,
+            "{params}"
+        );
+    }
+}
