@@ -788,6 +788,7 @@ mod tests {
             seq,
             bits: vec![0],
             freezing: None,
+            recent: Vec::new(),
         };
         Board::new(snapshot, 100)
     }
@@ -903,6 +904,7 @@ mod tests {
             seq: 0,
             bits: vec![0],
             freezing: Some(freezing),
+            recent: Vec::new(),
         };
         Board::new(snapshot, capacity)
     }
