@@ -12,6 +12,7 @@ use crate::fragments::{ArrayBuilder, Fragments};
 use crate::freezing::Freezing;
 use crate::list_view::ListView;
 use crate::recent::{Recent, RecentViews};
+use crate::region::{Rect, Region, Regions};
 use base64::Engine;
 use bytes::Bytes;
 use pgplace_core::bits::TileWidth;
@@ -91,6 +92,8 @@ pub struct Board {
     watchers: AtomicU64,
     /// The `recent_placements` views of this board, fed after each change of the mirror.
     recents: RecentViews,
+    /// The `board_region` views of this board.
+    regions: Regions,
     log_capacity: u64,
 }
 
@@ -159,6 +162,7 @@ impl Board {
             changed: Notify::new(),
             watchers: AtomicU64::new(0),
             recents: RecentViews::default(),
+            regions: Regions::default(),
             log_capacity,
         }
     }
@@ -186,6 +190,9 @@ impl Board {
         let mut applied = 0;
         let mut entry = TilesBuilder::new(&self.qik_key);
         let mut result = Ok(());
+        // Placements with their old colours, for the regions (only when there are some).
+        let mut placed = Vec::new();
+        let feed_regions = !self.regions.is_empty();
         for p in placements {
             if p.seq <= m.seq + applied as i64 {
                 continue;
@@ -212,16 +219,21 @@ impl Board {
                 freezing.changed(p.x, p.y, p.color, p.at);
             }
             entry.add(p, old);
+            if feed_regions {
+                placed.push((*p, old));
+            }
             m.recent.push(*p);
             applied += 1;
         }
         if applied > 0 {
             let entry = entry.finish();
+            let first = entry.first;
             m.seq = entry.last;
             m.log.push(Entry::Tiles(entry));
             let (seq, recent) = (m.seq, m.recent.clone());
             drop(m);
             self.recents.update(seq, &recent, false);
+            self.regions.apply(first, seq, &placed);
             self.changed.notify_waiters();
         }
         result.map(|()| applied)
@@ -235,7 +247,9 @@ impl Board {
         }
         m.settings = Arc::new(settings);
         let obj = settings_json(&m.settings, m.seq);
+        let (settings, seq) = (m.settings.clone(), m.seq);
         self.notice(m, "settings", &obj, 1, false);
+        self.regions.set_settings(&settings, seq);
     }
 
     /// Tells sessions how many subscriptions watch the board, when that changed and the
@@ -345,8 +359,13 @@ impl Board {
         m.state_cache = None;
         m.bits_cache = None;
         let (seq, recent) = (m.seq, m.recent.clone());
+        let settings = m.settings.clone();
+        let bits = (!self.regions.is_empty()).then(|| m.bits.clone());
         drop(m);
         self.recents.update(seq, &recent, true);
+        if let Some(bits) = bits {
+            self.regions.reload(&settings, seq, &bits);
+        }
         self.changed.notify_waiters();
     }
 
@@ -354,7 +373,35 @@ impl Board {
     pub fn mark_deleted(&self) {
         self.lock().deleted = true;
         self.recents.mark_dropped();
+        self.regions.mark_deleted();
         self.changed.notify_waiters();
+    }
+
+    /// The board's `board_region` view of `rect` (which must lie inside the board).
+    pub fn region_view(&self, rect: Rect, compact: bool) -> Result<Arc<Region>, String> {
+        let m = self.lock();
+        let (width, height) = (m.settings.width, m.settings.height);
+        if rect.x < 0
+            || rect.y < 0
+            || rect.width < 1
+            || rect.height < 1
+            || rect.x as i64 + rect.width as i64 > width as i64
+            || rect.y as i64 + rect.height as i64 > height as i64
+        {
+            return Err(format!(
+                "the region {}x{} at ({}, {}) is not inside board {}, which is {width}x{height} \
+                 (x + width <= {width}, y + height <= {height}, width and height >= 1)",
+                rect.width, rect.height, rect.x, rect.y, m.settings.name
+            ));
+        }
+        Ok(self.regions.get(
+            &m.settings,
+            rect,
+            compact,
+            m.seq,
+            &m.bits,
+            self.log_capacity as usize,
+        ))
     }
 
     /// The board's `recent_placements` view showing `limit` placements.

@@ -1,6 +1,7 @@
-//! The events of list views as clients get them, serialized with serde in one place.
-//! (A board's events are written by `board.rs`, which serializes each tile once for every
-//! session in both forms.)
+//! The events of list views and board regions as clients get them, serialized with serde
+//! in one place. (A whole board's events are written by `board.rs`, which serializes each
+//! tile once for every session in both forms; they have the same shape as
+//! [`RegionEvent`]'s.)
 //!
 //! ```json
 //! {"key":"view/top/10","action":"insert","position":0,"obj":{"id":7,"title":"b","viewers":30}}
@@ -55,18 +56,67 @@ pub enum ClientEvent {
     Deleted,
 }
 
+/// What a region's client is told (the board's own events, cut to the rectangle).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "action", rename_all = "lowercase")]
+pub enum RegionEvent<'a> {
+    /// One tile, Qik's form: what it was and what it is.
+    Update {
+        old: OldTile,
+        obj: NewTile,
+    },
+    /// The tiles inside among placements `seq[0]..=seq[1]`, compact form.
+    Tiles {
+        seq: [i64; 2],
+        tiles: &'a [[i32; 3]],
+    },
+    /// The board's settings changed (`obj`: settings and seq).
+    Settings {
+        obj: &'a Value,
+    },
+    Deleted,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OldTile {
+    pub x: i32,
+    pub y: i32,
+    pub color: i32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NewTile {
+    pub x: i32,
+    pub y: i32,
+    pub color: i32,
+    pub user: i64,
+    pub seq: i64,
+    pub placed_at: String,
+}
+
 #[derive(Serialize)]
-struct Keyed<'a> {
+struct Keyed<'a, E: Serialize> {
     key: &'a str,
     #[serde(flatten)]
-    event: &'a ClientEvent,
+    event: &'a E,
+}
+
+/// `{"key": key, "action": …, …}`.
+pub fn keyed_bytes<E: Serialize>(key: &str, event: &E) -> Bytes {
+    serde_json::to_vec(&Keyed { key, event })
+        .expect("events are JSON values")
+        .into()
+}
+
+impl RegionEvent<'_> {
+    pub fn to_bytes(&self, key: &str) -> Bytes {
+        keyed_bytes(key, self)
+    }
 }
 
 impl ClientEvent {
     pub fn to_bytes(&self, key: &str) -> Bytes {
-        serde_json::to_vec(&Keyed { key, event: self })
-            .expect("events are JSON values")
-            .into()
+        keyed_bytes(key, self)
     }
 
     /// `{"key":…,"action":"reset","obj":` — the window follows, then `}`.

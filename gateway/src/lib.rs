@@ -9,13 +9,15 @@
 //! - `lists`: the list view instances (`place.create_view`) and when each is read again;
 //!   `list_view`: one instance, its window and event log; `list_diff`: the events between
 //!   two windows; `events`: list events as clients get them; `recent`: a board's newest
-//!   placements as a list view (`recent_placements`), fed by the board's mirror.
+//!   placements as a list view (`recent_placements`), fed by the board's mirror;
+//!   `region`: a rectangle of a board (`board_region`), fed by the board's mirror.
 //! - `listener`: the LISTEN connection that keeps the mirrors and list views exact.
 //! - `sessions`: sessions, their subscriptions (a board view or a list view, each with
 //!   its cursor), long polls and expiry.
 //! - `placer`: group commit of placements through `place.place_many`.
 //! - `png_route`: `GET /boards/{id}.png`, a board drawn as a PNG.
 //! - `assets`: the embedded web page;
+//! - `shared_log`: events serialized once, read by many sessions by cursor.
 //! - `db`: every SQL statement; `fragments`: responses made of shared buffers.
 
 pub mod app;
@@ -39,7 +41,9 @@ pub mod params;
 pub mod placer;
 pub mod png_route;
 pub mod recent;
+pub mod region;
 pub mod sessions;
+pub mod shared_log;
 
 pub use app::{start, Running};
 pub use config::Config;

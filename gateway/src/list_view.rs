@@ -11,20 +11,15 @@ use crate::board::Delivery;
 use crate::events::{ClientEvent, Row};
 use crate::fragments::{ArrayBuilder, Fragments};
 use crate::list_diff::diff;
+use crate::shared_log::{LogCursor, SharedLog};
 use bytes::Bytes;
 use serde_json::Value;
-use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
 /// Where a session stands in an instance's log.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ListCursor {
-    epoch: u64,
-    /// The number of the next event to give.
-    next: u64,
-}
+pub type ListCursor = LogCursor;
 
 pub struct ListView {
     pub name: Arc<str>,
@@ -43,12 +38,8 @@ struct State {
     rows: Vec<Row>,
     /// The window as clients get it (initial state, `reset`), made when first asked.
     rows_json: Option<Bytes>,
-    /// Bumped when the window is replaced without events (the view was redefined).
-    epoch: u64,
-    log: VecDeque<Bytes>,
-    /// The number of `log[0]`.
-    first: u64,
-    capacity: usize,
+    /// Restarted when the window is replaced without events (the view was redefined).
+    log: SharedLog,
     dropped: bool,
     last_event: Instant,
     /// The newest position known to have changed the view's table.
@@ -100,10 +91,7 @@ impl ListView {
                 pos,
                 rows: rows.into_iter().map(Row::new).collect(),
                 rows_json: None,
-                epoch: 0,
-                log: VecDeque::new(),
-                first: 0,
-                capacity: capacity.max(1),
+                log: SharedLog::new(capacity),
                 dropped: false,
                 last_event: Instant::now(),
                 wanted: pos,
@@ -126,11 +114,7 @@ impl ListView {
     /// The window (a JSON array of rows) and the cursor that continues exactly after it.
     pub fn initial_state(&self) -> (ListCursor, Bytes) {
         let mut s = self.lock();
-        let cursor = ListCursor {
-            epoch: s.epoch,
-            next: s.first + s.log.len() as u64,
-        };
-        (cursor, s.rows_json())
+        (s.log.end(), s.rows_json())
     }
 
     /// Replaces the window with one read at change log position `pos`, logging the events
@@ -145,9 +129,7 @@ impl ListView {
         if std::mem::take(&mut s.reset_next) {
             s.rows = rows;
             s.rows_json = None;
-            s.epoch += 1;
-            s.first += s.log.len() as u64;
-            s.log.clear();
+            s.log.restart();
             drop(s);
             self.changed.notify_waiters();
             return;
@@ -247,37 +229,23 @@ impl ListView {
             out.push(ClientEvent::Deleted.to_bytes(&self.key).into());
             return Delivery::Ended;
         }
-        let end = s.first + s.log.len() as u64;
-        if cursor.epoch != s.epoch || cursor.next < s.first || cursor.next > end {
+        if !s.log.read(cursor, out) {
             let rows = s.rows_json();
             let mut event = Fragments::new();
             event.push(ClientEvent::reset_prefix(&self.key));
             event.push(rows);
             event.push_static("}");
             out.push(event);
-            *cursor = ListCursor {
-                epoch: s.epoch,
-                next: end,
-            };
-            return Delivery::Continues;
+            *cursor = s.log.end();
         }
-        let skip = (cursor.next - s.first) as usize;
-        for event in s.log.range(skip..) {
-            out.push(event.clone().into());
-        }
-        cursor.next = end;
         Delivery::Continues
     }
 }
 
 impl State {
     fn push(&mut self, event: Bytes) {
-        self.log.push_back(event);
+        self.log.push(event);
         self.last_event = Instant::now();
-        while self.log.len() > self.capacity {
-            self.log.pop_front();
-            self.first += 1;
-        }
     }
 
     fn rows_json(&mut self) -> Bytes {

@@ -10,7 +10,9 @@ use crate::jsonrpc::Reply;
 use crate::list_view::ListView;
 use crate::params::{Params, Seconds};
 use crate::recent::MAX_RECENT;
+use crate::region::Rect;
 use crate::sessions::{Session, Subscription, User};
+use bytes::Bytes;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 use std::time::Duration;
@@ -109,6 +111,9 @@ async fn subscribe(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
         "recent_placements" => {
             return Box::pin(subscribe_recent(app, &session, &view_params)).await;
         }
+        "board_region" => {
+            return Box::pin(subscribe_region(app, &session, &view_params)).await;
+        }
         _ => return Box::pin(subscribe_list(app, &session, &view, &view_params)).await,
     }
     let vp = Params::new_from_map(&view_params, &["board", "compact", "presence"])?;
@@ -139,6 +144,38 @@ async fn subscribe(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
     out.push(state);
     out.push_static("]");
     Ok(Reply::Raw(out))
+}
+
+/// A rectangle of a board: `[key, initial_state]`.
+async fn subscribe_region(
+    app: &App,
+    session: &Session,
+    view_params: &Map<String, Value>,
+) -> Result<Reply, RpcError> {
+    let vp = Params::new_from_map(
+        view_params,
+        &["board", "x", "y", "width", "height", "compact"],
+    )?;
+    let board: BoardRef = vp.required("board")?;
+    let rect = Rect {
+        x: vp.required("x")?,
+        y: vp.required("y")?,
+        width: vp.required("width")?,
+        height: vp.required("height")?,
+    };
+    let compact = vp.optional::<bool>("compact")?.unwrap_or(false);
+    let mirrored = app.boards.get(&board).await?;
+    let region = mirrored
+        .board
+        .region_view(rect, compact)
+        .map_err(RpcError::invalid_params)?;
+    let (cursor, state) = region.initial_state();
+    let key = region.key.clone();
+    session.subscribe(
+        Subscription::region(&mirrored.board, region, cursor),
+        app.config.max_subscriptions,
+    )?;
+    Ok(keyed_reply(&key, state))
 }
 
 /// A board's newest placements, newest first: `[key, rows]`.
@@ -194,18 +231,20 @@ fn list_reply(app: &App, session: &Session, view: Arc<ListView>) -> Result<Reply
         Subscription::list(view, cursor),
         app.config.max_subscriptions,
     )?;
+    Ok(keyed_reply(&key, rows))
+}
+
+/// `[key, state]`, the state as it was serialized.
+fn keyed_reply(key: &str, state: Bytes) -> Reply {
     let mut out = Fragments::new();
     out.push(
-        format!(
-            "[{},",
-            serde_json::to_string(&*key).expect("keys serialize")
-        )
-        .into_bytes()
-        .into(),
+        format!("[{},", serde_json::to_string(key).expect("keys serialize"))
+            .into_bytes()
+            .into(),
     );
-    out.push(rows);
+    out.push(state);
     out.push_static("]");
-    Ok(Reply::Raw(out))
+    Reply::Raw(out)
 }
 
 async fn get_events(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {

@@ -7,6 +7,8 @@ use crate::board::{Board, Cursor, Delivery, Watcher};
 use crate::errors::{RpcError, TOO_MANY, UNKNOWN_VIEW};
 use crate::fragments::{ArrayBuilder, Fragments};
 use crate::list_view::{ListCursor, ListView};
+use crate::region::Region;
+use crate::shared_log::LogCursor;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -42,12 +44,18 @@ enum Source {
         view: Arc<ListView>,
         cursor: ListCursor,
     },
+    Region {
+        region: Arc<Region>,
+        cursor: LogCursor,
+        _watcher: Watcher,
+    },
 }
 
 /// What wakes a waiting `get_events` for one subscription.
 enum Waker {
     Board(Arc<Board>),
     List(Arc<ListView>),
+    Region(Arc<Region>),
 }
 
 impl Waker {
@@ -55,6 +63,7 @@ impl Waker {
         match self {
             Waker::Board(board) => &board.changed,
             Waker::List(view) => &view.changed,
+            Waker::Region(region) => &region.changed,
         }
     }
 }
@@ -81,6 +90,18 @@ impl Subscription {
         }
     }
 
+    /// A `board_region` subscription (it counts among the board's watchers).
+    pub fn region(board: &Arc<Board>, region: Arc<Region>, cursor: LogCursor) -> Self {
+        Subscription {
+            key: region.key.clone(),
+            source: Source::Region {
+                region,
+                cursor,
+                _watcher: Watcher::new(board),
+            },
+        }
+    }
+
     pub fn with_presence(mut self, asked: bool) -> Self {
         if let Source::Board { presence, .. } = &mut self.source {
             *presence = asked;
@@ -98,6 +119,7 @@ impl Subscription {
                 ..
             } => board.collect(cursor, *compact, *presence, out),
             Source::List { view, cursor } => view.collect(cursor, out),
+            Source::Region { region, cursor, .. } => region.collect(cursor, out),
         }
     }
 
@@ -105,6 +127,7 @@ impl Subscription {
         match &self.source {
             Source::Board { board, .. } => Waker::Board(board.clone()),
             Source::List { view, .. } => Waker::List(view.clone()),
+            Source::Region { region, .. } => Waker::Region(region.clone()),
         }
     }
 }

@@ -1,0 +1,414 @@
+//! `board_region`: one rectangle of a board, for a client that shows only part of it (a
+//! phone on one corner of a 4096×4096 board). Its initial state is the packed rectangle
+//! and the board's seq; its events are the board's, cut to the rectangle. One instance per
+//! (board, rectangle, form), shared by every session on it, with its own copy of the
+//! rectangle's bits and its own log: a placement outside costs a region nothing but one
+//! look-up in the board's grid of regions ([`Regions`]), and sessions read only the
+//! rectangle's events.
+
+use crate::board::{timestamp, Delivery, Settings};
+use crate::events::{NewTile, OldTile, RegionEvent};
+use crate::fragments::{ArrayBuilder, Fragments};
+use crate::shared_log::{LogCursor, SharedLog};
+use base64::Engine;
+use bytes::Bytes;
+use pgplace_core::bits::TileWidth;
+use pgplace_core::payload::Placement;
+use serde::Serialize;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use tokio::sync::Notify;
+
+/// A rectangle of tiles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub struct Rect {
+    pub x: i32,
+    pub y: i32,
+    pub width: i32,
+    pub height: i32,
+}
+
+impl Rect {
+    fn contains(&self, x: i32, y: i32) -> bool {
+        x >= self.x && y >= self.y && x - self.x < self.width && y - self.y < self.height
+    }
+
+    /// The part inside a board of `width` × `height` (empty when none is).
+    fn clip(&self, width: i32, height: i32) -> Rect {
+        Rect {
+            x: self.x,
+            y: self.y,
+            width: (width - self.x).clamp(0, self.width),
+            height: (height - self.y).clamp(0, self.height),
+        }
+    }
+}
+
+pub struct Region {
+    pub key: Arc<str>,
+    /// The rectangle asked for (the board may have shrunk below it since).
+    rect: Rect,
+    compact: bool,
+    state: Mutex<State>,
+    /// The board's seq up to which every region has been handed its placements (shared
+    /// by the board's regions): a region with no tile since is exact up to it too.
+    fed: Arc<AtomicI64>,
+    /// Woken (all waiters) when the log grows, restarts, or the board is deleted.
+    pub changed: Notify,
+}
+
+struct State {
+    settings: Arc<Settings>,
+    /// `rect` cut to the board.
+    clipped: Rect,
+    tile: TileWidth,
+    seq: i64,
+    /// The rectangle packed like a board `clipped.width` wide.
+    bits: Vec<u8>,
+    log: SharedLog,
+    deleted: bool,
+    state_json: Option<Bytes>,
+}
+
+#[derive(Serialize)]
+struct RegionState<'a> {
+    #[serde(flatten)]
+    settings: &'a Settings,
+    seq: i64,
+    region: Rect,
+    bits: String,
+}
+
+#[derive(Serialize)]
+struct SettingsAt<'a> {
+    #[serde(flatten)]
+    settings: &'a Settings,
+    seq: i64,
+}
+
+/// The rectangle `rect` of a board's packed `bits`, packed on its own.
+fn cut(bits: &[u8], board_width: i32, tile: TileWidth, rect: Rect) -> Vec<u8> {
+    let tiles = rect.width as i64 * rect.height as i64;
+    let mut out = vec![0u8; (tiles * tile.bits() as i64 + 7) as usize / 8];
+    for row in 0..rect.height {
+        for col in 0..rect.width {
+            let n = (rect.x + col) as i64 + board_width as i64 * (rect.y + row) as i64;
+            let color = tile.get(bits, n).unwrap_or(0);
+            let m = col as i64 + rect.width as i64 * row as i64;
+            tile.set(&mut out, m, color.into())
+                .expect("the rectangle's buffer holds its tiles");
+        }
+    }
+    out
+}
+
+impl Region {
+    pub fn key_for(board: i64, rect: Rect, compact: bool) -> String {
+        let form = if compact { "/compact" } else { "" };
+        format!(
+            "board/{board}/region/{},{},{},{}{form}",
+            rect.x, rect.y, rect.width, rect.height
+        )
+    }
+
+    /// A region read from the board's copy (`bits` at `seq`).
+    fn new(
+        settings: Arc<Settings>,
+        rect: Rect,
+        compact: bool,
+        seq: i64,
+        bits: &[u8],
+        capacity: usize,
+        fed: Arc<AtomicI64>,
+    ) -> Self {
+        let tile = TileWidth::new(settings.bits_per_tile.into())
+            .expect("the database holds valid tile widths");
+        let clipped = rect.clip(settings.width, settings.height);
+        Region {
+            key: Self::key_for(settings.id, rect, compact).into(),
+            rect,
+            compact,
+            state: Mutex::new(State {
+                bits: cut(bits, settings.width, tile, clipped),
+                settings,
+                clipped,
+                tile,
+                seq,
+                log: SharedLog::new(capacity),
+                deleted: false,
+                state_json: None,
+            }),
+            fed,
+            changed: Notify::new(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Applies the placements `first..=last` of the board (those inside, with their old
+    /// colours); placements at or below the region's seq are in it already.
+    fn apply(&self, first: i64, last: i64, inside: &[(Placement, u8)]) {
+        let mut s = self.lock();
+        if last <= s.seq {
+            return;
+        }
+        let from = s.seq;
+        s.seq = last;
+        let mut tiles = Vec::new();
+        for (p, old) in inside.iter().filter(|(p, _)| p.seq > from) {
+            let c = s.clipped;
+            if !c.contains(p.x, p.y) {
+                continue;
+            }
+            let m = (p.x - c.x) as i64 + c.width as i64 * (p.y - c.y) as i64;
+            let tile = s.tile;
+            tile.set(&mut s.bits, m, p.color.into())
+                .expect("a tile inside the rectangle");
+            if self.compact {
+                tiles.push([p.x, p.y, p.color]);
+            } else {
+                let event = RegionEvent::Update {
+                    old: OldTile {
+                        x: p.x,
+                        y: p.y,
+                        color: (*old).into(),
+                    },
+                    obj: NewTile {
+                        x: p.x,
+                        y: p.y,
+                        color: p.color,
+                        user: p.user,
+                        seq: p.seq,
+                        placed_at: timestamp(p.at),
+                    },
+                };
+                s.log.push(event.to_bytes(&self.key));
+            }
+        }
+        if !tiles.is_empty() {
+            let seq = [first.max(from + 1), last];
+            let event = RegionEvent::Tiles { seq, tiles: &tiles };
+            s.log.push(event.to_bytes(&self.key));
+        }
+        s.state_json = None;
+        drop(s);
+        self.changed.notify_waiters();
+    }
+
+    /// The board was read afresh (`bits` at `seq`): sessions get a `reset`.
+    fn reload(&self, settings: Arc<Settings>, seq: i64, bits: &[u8]) {
+        let mut s = self.lock();
+        s.tile = TileWidth::new(settings.bits_per_tile.into())
+            .expect("the database holds valid tile widths");
+        s.clipped = self.rect.clip(settings.width, settings.height);
+        s.bits = cut(bits, settings.width, s.tile, s.clipped);
+        s.settings = settings;
+        s.seq = seq;
+        s.log.restart();
+        s.state_json = None;
+        drop(s);
+        self.changed.notify_waiters();
+    }
+
+    fn set_settings(&self, settings: Arc<Settings>, seq: i64) {
+        let mut s = self.lock();
+        let obj = serde_json::to_value(SettingsAt {
+            settings: &settings,
+            seq,
+        })
+        .expect("settings serialize");
+        s.log
+            .push(RegionEvent::Settings { obj: &obj }.to_bytes(&self.key));
+        s.settings = settings;
+        s.state_json = None;
+        drop(s);
+        self.changed.notify_waiters();
+    }
+
+    fn mark_deleted(&self) {
+        self.lock().deleted = true;
+        self.changed.notify_waiters();
+    }
+
+    /// The settings, seq, rectangle and its packed bits (base64), and the cursor that
+    /// continues exactly after them.
+    pub fn initial_state(&self) -> (LogCursor, Bytes) {
+        let mut s = self.lock();
+        s.catch_up(self.fed.load(Ordering::SeqCst));
+        (s.log.end(), s.state_json())
+    }
+
+    /// Adds the events after `cursor` to `out` and moves the cursor past them.
+    pub fn collect(&self, cursor: &mut LogCursor, out: &mut ArrayBuilder) -> Delivery {
+        let mut s = self.lock();
+        if s.deleted {
+            out.push(RegionEvent::Deleted.to_bytes(&self.key).into());
+            return Delivery::Ended;
+        }
+        if !s.log.read(cursor, out) {
+            s.catch_up(self.fed.load(Ordering::SeqCst));
+            let mut event = Fragments::new();
+            event.push(crate::events::ClientEvent::reset_prefix(&self.key));
+            event.push(s.state_json());
+            event.push_static("}");
+            out.push(event);
+            *cursor = s.log.end();
+        }
+        Delivery::Continues
+    }
+}
+
+impl State {
+    /// Every placement up to `fed` was handed to the region: none since its seq was inside.
+    fn catch_up(&mut self, fed: i64) {
+        if fed > self.seq {
+            self.seq = fed;
+            self.state_json = None;
+        }
+    }
+
+    fn state_json(&mut self) -> Bytes {
+        if let Some(json) = &self.state_json {
+            return json.clone();
+        }
+        let json: Bytes = serde_json::to_vec(&RegionState {
+            settings: &self.settings,
+            seq: self.seq,
+            region: self.clipped,
+            bits: base64::engine::general_purpose::STANDARD.encode(&self.bits),
+        })
+        .expect("states serialize")
+        .into();
+        self.state_json = Some(json.clone());
+        json
+    }
+}
+
+/// Grid cells are this many tiles a side: a placement looks only at the regions that
+/// overlap its cell.
+const CELL: i32 = 64;
+
+/// A board's regions, found by the grid cells they overlap.
+#[derive(Default)]
+pub struct Regions {
+    inner: Mutex<Index>,
+    fed: Arc<AtomicI64>,
+}
+
+#[derive(Default)]
+struct Index {
+    by_key: HashMap<Arc<str>, Weak<Region>>,
+    cells: HashMap<(i32, i32), Vec<Weak<Region>>>,
+}
+
+impl Regions {
+    fn lock(&self) -> MutexGuard<'_, Index> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.lock().by_key.is_empty()
+    }
+
+    /// The region for `rect` (form `compact`), cut from the board's `bits` at `seq` if no
+    /// session holds one. Called under the board's lock, so that no placement is applied
+    /// to the board between the cut and the region's registration.
+    #[allow(clippy::too_many_arguments)]
+    pub fn get(
+        &self,
+        settings: &Arc<Settings>,
+        rect: Rect,
+        compact: bool,
+        seq: i64,
+        bits: &[u8],
+        capacity: usize,
+    ) -> Arc<Region> {
+        let key = Region::key_for(settings.id, rect, compact);
+        let mut index = self.lock();
+        if let Some(region) = index.by_key.get(key.as_str()).and_then(Weak::upgrade) {
+            return region;
+        }
+        let region = Arc::new(Region::new(
+            settings.clone(),
+            rect,
+            compact,
+            seq,
+            bits,
+            capacity,
+            self.fed.clone(),
+        ));
+        index
+            .by_key
+            .insert(region.key.clone(), Arc::downgrade(&region));
+        for cx in rect.x / CELL..=(rect.x + rect.width - 1) / CELL {
+            for cy in rect.y / CELL..=(rect.y + rect.height - 1) / CELL {
+                index
+                    .cells
+                    .entry((cx, cy))
+                    .or_default()
+                    .push(Arc::downgrade(&region));
+            }
+        }
+        region
+    }
+
+    fn live(&self) -> Vec<Arc<Region>> {
+        let mut index = self.lock();
+        index.by_key.retain(|_, r| r.strong_count() > 0);
+        index.by_key.values().filter_map(Weak::upgrade).collect()
+    }
+
+    /// Hands each region the placements `first..=last` that fall inside it.
+    pub fn apply(&self, first: i64, last: i64, placed: &[(Placement, u8)]) {
+        let mut batches: HashMap<*const Region, (Arc<Region>, Vec<(Placement, u8)>)> =
+            HashMap::new();
+        {
+            let mut index = self.lock();
+            index.cells.retain(|_, regions| {
+                regions.retain(|r| r.strong_count() > 0);
+                !regions.is_empty()
+            });
+            for (p, old) in placed {
+                let Some(regions) = index.cells.get(&(p.x / CELL, p.y / CELL)) else {
+                    continue;
+                };
+                for region in regions.iter().filter_map(Weak::upgrade) {
+                    if region.rect.contains(p.x, p.y) {
+                        batches
+                            .entry(Arc::as_ptr(&region))
+                            .or_insert_with(|| (region.clone(), Vec::new()))
+                            .1
+                            .push((*p, *old));
+                    }
+                }
+            }
+        }
+        for (region, inside) in batches.into_values() {
+            region.apply(first, last, &inside);
+        }
+        // The regions without a tile in the batch are exact up to `last` as they are.
+        self.fed.fetch_max(last, Ordering::SeqCst);
+    }
+
+    pub fn reload(&self, settings: &Arc<Settings>, seq: i64, bits: &[u8]) {
+        self.fed.store(seq, Ordering::SeqCst);
+        for region in self.live() {
+            region.reload(settings.clone(), seq, bits);
+        }
+    }
+
+    pub fn set_settings(&self, settings: &Arc<Settings>, seq: i64) {
+        for region in self.live() {
+            region.set_settings(settings.clone(), seq);
+        }
+    }
+
+    pub fn mark_deleted(&self) {
+        for region in self.live() {
+            region.mark_deleted();
+        }
+    }
+}

@@ -1,0 +1,74 @@
+//! A log of serialized events that many sessions read by cursor: each event is serialized
+//! once, whatever the number of readers. Bounded: a reader that falls behind by more than
+//! the capacity, or whose log was restarted (the source was reloaded), must start over
+//! from a fresh initial state.
+
+use crate::fragments::ArrayBuilder;
+use bytes::Bytes;
+use std::collections::VecDeque;
+
+/// Where a reader stands in a [`SharedLog`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LogCursor {
+    epoch: u64,
+    /// The number of the next event to give.
+    next: u64,
+}
+
+pub struct SharedLog {
+    /// Bumped by [`SharedLog::restart`].
+    epoch: u64,
+    /// The number of `events[0]`.
+    first: u64,
+    events: VecDeque<Bytes>,
+    capacity: usize,
+}
+
+impl SharedLog {
+    pub fn new(capacity: usize) -> Self {
+        SharedLog {
+            epoch: 0,
+            first: 0,
+            events: VecDeque::new(),
+            capacity: capacity.max(1),
+        }
+    }
+
+    pub fn push(&mut self, event: Bytes) {
+        self.events.push_back(event);
+        while self.events.len() > self.capacity {
+            self.events.pop_front();
+            self.first += 1;
+        }
+    }
+
+    /// Forgets every event: every reader starts over.
+    pub fn restart(&mut self) {
+        self.epoch += 1;
+        self.first += self.events.len() as u64;
+        self.events.clear();
+    }
+
+    /// The cursor just after the newest event.
+    pub fn end(&self) -> LogCursor {
+        LogCursor {
+            epoch: self.epoch,
+            next: self.first + self.events.len() as u64,
+        }
+    }
+
+    /// Adds the events after `cursor` to `out` and moves it past them; false (nothing
+    /// added) when the reader must start over.
+    pub fn read(&self, cursor: &mut LogCursor, out: &mut ArrayBuilder) -> bool {
+        let end = self.end();
+        if cursor.epoch != self.epoch || cursor.next < self.first || cursor.next > end.next {
+            return false;
+        }
+        let skip = (cursor.next - self.first) as usize;
+        for event in self.events.range(skip..) {
+            out.push(event.clone().into());
+        }
+        *cursor = end;
+        true
+    }
+}
