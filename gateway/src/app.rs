@@ -3,6 +3,7 @@
 use crate::board::Board;
 use crate::boards::Boards;
 use crate::config::Config;
+use crate::cursors::TELL_CURSORS_EVERY;
 use crate::db;
 use crate::http;
 use crate::listener::Listener;
@@ -132,7 +133,8 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
 }
 
 /// What sessions learn with no change in the database to bring it, a few times a second:
-/// how many watch each board (`presence`), and tiles that froze.
+/// how many watch each board (`presence`), where their cursors are (`cursors`), and tiles
+/// that froze.
 ///
 /// Tiles freeze as time passes: each mirror with freeze_after logs the tiles whose moment
 /// came (a board with nothing due costs one comparison). Before it does, every placement checked before the moment must
@@ -148,9 +150,9 @@ async fn announce_over_time(boards: Arc<Boards>, pool: Pool, listening: Arc<Atom
     loop {
         tick.tick().await;
         for mirrored in boards.all() {
-            mirrored
-                .board
-                .tell_watching(std::time::Instant::now(), TELL_WATCHING_EVERY);
+            let now = std::time::Instant::now();
+            mirrored.board.tell_watching(now, TELL_WATCHING_EVERY);
+            mirrored.board.tell_cursors(now, TELL_CURSORS_EVERY);
         }
         if !listening.load(Ordering::SeqCst) {
             continue;

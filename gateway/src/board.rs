@@ -8,6 +8,7 @@
 //! stopped polling while more than `session_buffer` tiles arrived) or whose board was
 //! reloaded from the database (`epoch` changed) gets a `reset` with a fresh initial state.
 
+use crate::cursors::Cursors;
 use crate::fragments::{ArrayBuilder, Fragments};
 use crate::freezing::Freezing;
 use crate::list_view::ListView;
@@ -94,6 +95,8 @@ pub struct Board {
     recents: RecentViews,
     /// The `board_region` views of this board.
     regions: Regions,
+    /// Where the people watching point (`session.set_presence`).
+    pub cursors: Cursors,
     log_capacity: u64,
 }
 
@@ -163,6 +166,7 @@ impl Board {
             watchers: AtomicU64::new(0),
             recents: RecentViews::default(),
             regions: Regions::default(),
+            cursors: Cursors::default(),
             log_capacity,
         }
     }
@@ -267,6 +271,14 @@ impl Board {
         m.watching_told_at = Some(now);
         let obj = format!("{{\"watching\":{live}}}");
         self.notice(m, "presence", &obj, 1, true);
+    }
+
+    /// Tells the views that asked for `presence` where the others' cursors are, when they
+    /// moved and the last time was at least `every` ago.
+    pub fn tell_cursors(&self, now: Instant, every: Duration) {
+        if let Some(obj) = self.cursors.due(now, every) {
+            self.notice(self.lock(), "cursors", &obj, 1, true);
+        }
     }
 
     /// Logs a notice (an event that takes no seq) of `weight` tiles' worth of log space;

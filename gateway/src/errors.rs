@@ -28,6 +28,28 @@ pub const TOO_MANY: i64 = -32007;
 pub const RETRY: i64 = -32008;
 pub const UNAVAILABLE: i64 = -32009;
 pub const FROZEN_TILE: i64 = -32010;
+pub const TOO_FAST: i64 = -32011;
+
+/// Every code above: the page (`assets/js/api.js`) and the README must know each (a unit
+/// test below checks both).
+pub const ALL_CODES: [i64; 16] = [
+    PARSE_ERROR,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    INVALID_PARAMS,
+    INTERNAL_ERROR,
+    UNKNOWN_SESSION,
+    NOT_AUTHORIZED,
+    COOLDOWN,
+    UNKNOWN_VIEW,
+    UNKNOWN_BOARD,
+    BOARD_NOT_OPEN,
+    TOO_MANY,
+    RETRY,
+    UNAVAILABLE,
+    FROZEN_TILE,
+    TOO_FAST,
+];
 
 impl RpcError {
     pub fn new(code: i64, message: impl Into<String>) -> Self {
@@ -137,4 +159,37 @@ pub fn from_db(error: &tokio_postgres::Error) -> RpcError {
 pub fn from_pool(error: deadpool_postgres::PoolError) -> RpcError {
     tracing::warn!("database pool: {error}");
     RpcError::unavailable()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_page_and_the_readme_know_every_code() {
+        let api = include_str!("../assets/js/api.js");
+        let start = api
+            .find("export const CODES = {")
+            .expect("the page lists CODES");
+        let end = start + api[start..].find("};").expect("CODES ends");
+        let mut page: Vec<i64> = api[start..end]
+            .lines()
+            .filter_map(|line| line.split(':').nth(1))
+            .filter_map(|value| value.trim().trim_end_matches(',').parse().ok())
+            .filter(|code| *code != 0)
+            .collect();
+        page.sort_unstable();
+        let mut ours = ALL_CODES.to_vec();
+        ours.sort_unstable();
+        assert_eq!(page, ours, "assets/js/api.js CODES and errors.rs disagree");
+        let readme = include_str!("../../README.md");
+        for code in ALL_CODES {
+            // The README writes a minus sign, as in "−32001".
+            let written = format!("\u{2212}{}", -code);
+            assert!(
+                readme.contains(&written),
+                "the README does not explain {code}"
+            );
+        }
+    }
 }

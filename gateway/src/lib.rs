@@ -11,6 +11,7 @@
 //!   two windows; `events`: list events as clients get them; `recent`: a board's newest
 //!   placements as a list view (`recent_placements`), fed by the board's mirror;
 //!   `region`: a rectangle of a board (`board_region`), fed by the board's mirror.
+//! - `cursors`: where the people watching a board point (`session.set_presence`).
 //! - `listener`: the LISTEN connection that keeps the mirrors and list views exact.
 //! - `sessions`: sessions, their subscriptions (a board view or a list view, each with
 //!   its cursor), long polls and expiry.
@@ -25,6 +26,7 @@ pub mod assets;
 pub mod board;
 pub mod boards;
 pub mod config;
+pub mod cursors;
 pub mod db;
 pub mod errors;
 pub mod events;

@@ -40,6 +40,10 @@ pub async fn call(app: &App, method: &str, params: Option<&Value>) -> Result<Rep
             ))
             .await
         }
+        "session.set_presence" => {
+            let p = Params::new(params, &["session", "board", "position"])?;
+            Box::pin(set_presence(app, p)).await
+        }
         "session.unsubscribe" => {
             let p = Params::new(params, &["session", "key"])?;
             let session = app.sessions.get(&p.required::<String>("session")?)?;
@@ -253,6 +257,18 @@ async fn get_events(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
     // Capped before converting: a Duration cannot hold 1e300 seconds.
     let timeout = Duration::from_secs_f64(timeout.min(app.config.max_poll().as_secs_f64()));
     Ok(Reply::Raw(session.get_events(timeout).await))
+}
+
+async fn set_presence(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
+    let session = app.sessions.get(&p.required::<String>("session")?)?;
+    let board: BoardRef = p.required("board")?;
+    let position: Map<String, Value> = p.required("position")?;
+    let pp = Params::new_from_map(&position, &["x", "y"])?;
+    let (x, y): (i32, i32) = (pp.required("x")?, pp.required("y")?);
+    let mirrored = app.boards.get(&board).await?;
+    check_inside(&mirrored.board.settings(), x, y)?;
+    session.set_presence(&mirrored.board, x, y)?;
+    Ok(Reply::Value(json!(true)))
 }
 
 /// The most a tile_history call returns.

@@ -4,7 +4,8 @@
 //! events themselves live once, in the logs of the views (a board's, a list view's).
 
 use crate::board::{Board, Cursor, Delivery, Watcher};
-use crate::errors::{RpcError, TOO_MANY, UNKNOWN_VIEW};
+use crate::cursors::MIN_PRESENCE_INTERVAL;
+use crate::errors::{RpcError, TOO_FAST, TOO_MANY, UNKNOWN_VIEW};
 use crate::fragments::{ArrayBuilder, Fragments};
 use crate::list_view::{ListCursor, ListView};
 use crate::region::Region;
@@ -138,6 +139,8 @@ pub struct Session {
     /// Wakes this session's waiting `get_events` (a newer one came, or it was destroyed).
     wake: Notify,
     polls: AtomicU64,
+    /// Names this session's cursor to others (not its id, which is a secret).
+    cursor_id: u64,
 }
 
 struct State {
@@ -146,6 +149,21 @@ struct State {
     last_seen: Instant,
     waiting: usize,
     destroyed: bool,
+    /// The boards this session shows its cursor on (removed with the session).
+    cursors: Vec<CursorGuard>,
+    last_presence: Option<Instant>,
+}
+
+/// A session's cursor on a board, for as long as the session lives.
+struct CursorGuard {
+    board: Arc<Board>,
+    id: u64,
+}
+
+impl Drop for CursorGuard {
+    fn drop(&mut self) {
+        self.board.cursors.remove(self.id);
+    }
 }
 
 impl Session {
@@ -158,10 +176,46 @@ impl Session {
                 last_seen: Instant::now(),
                 waiting: 0,
                 destroyed: false,
+                cursors: Vec::new(),
+                last_presence: None,
             }),
             wake: Notify::new(),
             polls: AtomicU64::new(0),
+            cursor_id: random_u64(),
         }
+    }
+
+    /// Shows this session's cursor at (x, y) on `board` to the views that asked for
+    /// `presence`; at most one call per [`MIN_PRESENCE_INTERVAL`].
+    pub fn set_presence(&self, board: &Arc<Board>, x: i32, y: i32) -> Result<(), RpcError> {
+        let now = Instant::now();
+        let mut state = self.lock();
+        if let Some(last) = state.last_presence {
+            let next = last + MIN_PRESENCE_INTERVAL;
+            if now < next {
+                let wait = (next - now).as_millis() as u64;
+                return Err(RpcError::new(
+                    TOO_FAST,
+                    format!(
+                        "presence may be set at most every {} ms; retry in {wait} ms",
+                        MIN_PRESENCE_INTERVAL.as_millis()
+                    ),
+                )
+                .with_data(serde_json::json!({ "retry_after_ms": wait })));
+            }
+        }
+        state.last_presence = Some(now);
+        let name = state.user.as_ref().map(|u| u.name.clone());
+        if !state.cursors.iter().any(|g| g.board.id == board.id) {
+            state.cursors.push(CursorGuard {
+                board: board.clone(),
+                id: self.cursor_id,
+            });
+        }
+        board
+            .cursors
+            .set(self.cursor_id, x, y, name, std::time::Instant::now());
+        Ok(())
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -335,7 +389,10 @@ impl Sessions {
             .lock()
             .remove(id)
             .ok_or_else(RpcError::unknown_session)?;
-        session.lock().destroyed = true;
+        let mut state = session.lock();
+        state.destroyed = true;
+        state.cursors.clear();
+        drop(state);
         session.wake.notify_waiters();
         Ok(())
     }
@@ -359,6 +416,7 @@ impl Sessions {
             if !keep {
                 // A get_events that found the session just before may be about to wait.
                 state.destroyed = true;
+                state.cursors.clear();
                 drop(state);
                 session.wake.notify_waiters();
             }
@@ -378,6 +436,12 @@ impl Sessions {
             }
         }
     }
+}
+
+fn random_u64() -> u64 {
+    let mut bytes = [0u8; 8];
+    getrandom::fill(&mut bytes).expect("the operating system's random source works");
+    u64::from_le_bytes(bytes)
 }
 
 /// 128 random bits from the operating system, in hex: unguessable.

@@ -87,3 +87,110 @@ async fn watching_follows_sessions_coming_and_going() {
         "a presence event reached a view that did not ask"
     );
 }
+
+/// The cursors a session hears next (polling up to 10 s for a `cursors` event).
+async fn next_cursors(http: &Http, session: &Value) -> Value {
+    let started = Instant::now();
+    loop {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "no cursors event"
+        );
+        let events = http.ok("session.get_events", json!([session, 2])).await;
+        if let Some(e) = events
+            .as_array()
+            .unwrap()
+            .iter()
+            .rev()
+            .find(|e| e["action"] == "cursors")
+        {
+            return e["obj"].clone();
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cursors_are_shared_with_the_views_that_ask_and_leave_with_their_session() {
+    let url = fresh_database("gw_cursors").await;
+    let sql = connect(&url).await;
+    let board = create_board(&sql, "cursors", (8, 8), 2, "0").await;
+    let token: String = sql
+        .query_one("SELECT token FROM place.create_user('ann')", &[])
+        .await
+        .unwrap()
+        .get(0);
+    let gw = start_gateway(&url, |_| {}).await;
+    let http = Http::new(gw.addr);
+    let (ann, _) = http
+        .signed_in_view(&token, json!({"board": board, "presence": true}))
+        .await;
+    let watcher = http.ok("session.create", json!([])).await;
+    http.ok(
+        "session.subscribe",
+        json!([watcher, "board", {"board": board, "presence": true}]),
+    )
+    .await;
+    let legacy = http.ok("session.create", json!([])).await;
+    http.ok(
+        "session.subscribe",
+        json!([legacy, "board", {"board": board}]),
+    )
+    .await;
+
+    assert_eq!(
+        http.ok(
+            "session.set_presence",
+            json!([ann, board, {"x": 3, "y": 4}])
+        )
+        .await,
+        json!(true)
+    );
+    // Too soon after the last one: refused with the wait.
+    let error = http
+        .call(
+            "session.set_presence",
+            json!([ann, board, {"x": 3, "y": 5}]),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(error["code"], -32011);
+    assert!(error["data"]["retry_after_ms"].as_u64().unwrap() <= 50);
+    let told = next_cursors(&http, &watcher).await;
+    assert_eq!(told["total"], 1);
+    assert_eq!(told["cursors"][0]["x"], 3);
+    assert_eq!(told["cursors"][0]["y"], 4);
+    assert_eq!(told["cursors"][0]["name"], "ann");
+    let id = told["cursors"][0]["id"].clone();
+    assert!(
+        id.as_str()
+            .is_some_and(|id| !ann.as_str().unwrap().contains(id)),
+        "not the session id"
+    );
+
+    for (params, code) in [
+        (json!([ann, board, {"x": 8, "y": 0}]), -32602),
+        (json!([ann, board, {"x": 1}]), -32602),
+        (json!([ann, board, {"x": 1, "y": 1, "z": 1}]), -32602),
+        (json!([ann, 4242, {"x": 1, "y": 1}]), -32005),
+        (json!(["nope", board, {"x": 1, "y": 1}]), -32001),
+    ] {
+        tokio::time::sleep(Duration::from_millis(60)).await;
+        assert_eq!(
+            http.error_code("session.set_presence", params.clone())
+                .await,
+            code,
+            "{params}"
+        );
+    }
+
+    // Ann leaves: the others hear that nobody points any more.
+    http.ok("session.destroy", json!([ann])).await;
+    let told = next_cursors(&http, &watcher).await;
+    assert_eq!(told, json!({"cursors": [], "total": 0}));
+    let events = http.ok("session.get_events", json!([legacy, 1])).await;
+    assert_eq!(
+        events,
+        json!([]),
+        "a view that did not ask hears no cursors"
+    );
+}

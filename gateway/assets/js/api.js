@@ -12,6 +12,7 @@ export const CODES = {
   RETRY: -32008,
   UNAVAILABLE: -32009,
   FROZEN: -32010,
+  TOO_FAST: -32011,
   PARSE_ERROR: -32700,
   INVALID_REQUEST: -32600,
   METHOD_NOT_FOUND: -32601,
@@ -76,6 +77,7 @@ export function describe(error) {
     case CODES.RETRY: return 'The board changed during the request; please try again.';
     case CODES.UNAVAILABLE: return 'The database is unavailable; retrying in a moment.';
     case CODES.FROZEN: return `${error.data ? `Tile (${error.data.x}, ${error.data.y})` : 'This tile'} is frozen: it has not changed for long enough that it can no longer change.`;
+    case CODES.TOO_FAST: return 'Too fast; slowing down.';
     case CODES.INVALID_PARAMS: return `The gateway refused the request: ${error.message}`;
     case CODES.METHOD_NOT_FOUND: return `This gateway does not offer that call (${error.message}).`;
     case CODES.PARSE_ERROR:
