@@ -140,33 +140,36 @@ BEGIN
 END
 $$;
 
--- The notifications of one commit: the changes themselves when they fit in one payload,
--- else a reference that names the position and the tables (read them with
--- place.changes_since).
-CREATE FUNCTION place._change_payload(p bigint, x xid8, first_n int, last_n int, at timestamptz)
+-- The body of one commit's notification (what follows its position): the changes
+-- themselves when they fit in one payload, else the tables' oids (a reference: the
+-- listener reads the changes with place.changes_since). Made before the commit takes its
+-- position, so that the part of the commit that writers of watched tables go through one
+-- at a time stays short.
+CREATE FUNCTION place._change_payload_body(x xid8, first_n int, last_n int)
 RETURNS text
 LANGUAGE sql STABLE AS $$
     WITH c AS (
         SELECT c.n, c.tbl, e.ord, e.change
         FROM place.changes c, jsonb_array_elements(c.rows) WITH ORDINALITY AS e(change, ord)
         WHERE c.xid = x AND c.n BETWEEN first_n AND last_n
-    ), full_payload AS (
-        SELECT jsonb_build_object(
-            'type', 'changes', 'v', 1, 'pos', p,
-            'at', (extract(epoch FROM at) * 1000000)::bigint,
-            'changes', jsonb_agg(jsonb_build_object(
-                'table', c.tbl::text, 'relid', c.tbl::oid::bigint, 'action', c.change ->> 0,
-                'key', c.change -> 1, 'obj', c.change -> 2, 'old', c.change -> 3)
-                ORDER BY c.n, c.ord))::text AS text
+    ), inline AS (
+        SELECT ',"changes":' || jsonb_agg(jsonb_build_object(
+                   'table', c.tbl::text, 'relid', c.tbl::oid::bigint, 'action', c.change ->> 0,
+                   'key', c.change -> 1, 'obj', c.change -> 2, 'old', c.change -> 3)
+                   ORDER BY c.n, c.ord)::text AS body
         FROM c
     )
-    SELECT CASE WHEN octet_length(f.text) < 7900 THEN f.text
-           ELSE jsonb_build_object(
-               'type', 'changes', 'v', 1, 'pos', p,
-               'at', (extract(epoch FROM at) * 1000000)::bigint,
-               'relids', (SELECT jsonb_agg(DISTINCT c.tbl::oid::bigint) FROM c))::text
+    SELECT CASE WHEN octet_length(i.body) < 7800 THEN i.body
+           ELSE ',"relids":' || (SELECT jsonb_agg(DISTINCT c.tbl::oid::bigint) FROM c)::text
            END
-    FROM full_payload f
+    FROM inline i
+$$;
+
+-- A commit's notification: {"type":"changes","v":1,"pos":…,"at":…} and its body.
+CREATE FUNCTION place._change_payload(p bigint, at timestamptz, body text) RETURNS text
+LANGUAGE sql IMMUTABLE AS $$
+    SELECT '{"type":"changes","v":1,"pos":' || p || ',"at":'
+           || (extract(epoch FROM at) * 1000000)::bigint || body || '}'
 $$;
 
 -- Fires at commit, once per staged row; the first one of a transaction does the work.
@@ -175,7 +178,7 @@ LANGUAGE plpgsql AS $$
 DECLARE
     done int := coalesce(nullif(pg_catalog.current_setting('pgplace.change_flushed', true), '')::int, 0);
     last int;
-    p bigint;
+    body text;
     at timestamptz := pg_catalog.clock_timestamp();
     x xid8 := pg_catalog.pg_current_xact_id();
     state place.change_position;
@@ -186,16 +189,20 @@ BEGIN
         RETURN NULL;
     END IF;
     last := coalesce(nullif(pg_catalog.current_setting('pgplace.change_n', true), '')::int, NEW.n);
-    INSERT INTO place.change_position AS c (one, pos) VALUES (true, 1)
-    ON CONFLICT (one) DO UPDATE SET pos = c.pos + 1
-    RETURNING * INTO state;
-    p := state.pos;
-    INSERT INTO place.change_commits (pos, xid, first_n, last_n, committed_at)
-    VALUES (p, x, done + 1, last, at);
     PERFORM pg_catalog.set_config('pgplace.change_flushed', last::text, true);
-    PERFORM pg_catalog.pg_notify('pgplace', place._change_payload(p, x, done + 1, last, at));
+    body := place._change_payload_body(x, done + 1, last);
+    -- From here to the end of the commit, writers of watched tables go one at a time.
+    UPDATE place.change_position SET pos = pos + 1 RETURNING * INTO state;
+    IF NOT FOUND THEN
+        INSERT INTO place.change_position AS c (one, pos) VALUES (true, 1)
+        ON CONFLICT (one) DO UPDATE SET pos = c.pos + 1
+        RETURNING * INTO state;
+    END IF;
+    INSERT INTO place.change_commits (pos, xid, first_n, last_n, committed_at)
+    VALUES (state.pos, x, done + 1, last, at);
+    PERFORM pg_catalog.pg_notify('pgplace', place._change_payload(state.pos, at, body));
     -- Keep the log bounded: every 1,000th commit removes what is past its retention.
-    IF p % 1000 = 0 THEN
+    IF state.pos % 1000 = 0 THEN
         PERFORM place._prune_changes(at - state.retention);
     END IF;
     RETURN NULL;

@@ -44,6 +44,14 @@ drop_db
 psql_admin -c "CREATE DATABASE $DB"
 psql_bench -c "CREATE EXTENSION pgplace" \
     -c "CREATE TABLE bench_baseline (id bigserial PRIMARY KEY, x int, y int, c int, at timestamptz DEFAULT now())"
+# What watching costs a writer: the same table, once plain and once watched (place.watch).
+for t in plain watched; do
+    psql_bench -c "CREATE TABLE bench_$t (id bigserial PRIMARY KEY, v int NOT NULL, note text NOT NULL)" \
+        -c "INSERT INTO bench_$t (v, note) SELECT g, 'row ' || g FROM generate_series(1, 100000) g"
+    printf '%s\n' '\set v random(1, 1000000)' "INSERT INTO bench_$t (v, note) VALUES (:v, 'new row');" >"$TMP/insert_$t.sql"
+    printf '%s\n' '\set id random(1, 100000)' "UPDATE bench_$t SET v = v + 1 WHERE id = :id;" >"$TMP/update_$t.sql"
+done
+psql_bench -c "SELECT place.watch('bench_watched')" >/dev/null
 BOARD=$(psql_bench -c "SELECT place.create_board('bench', 1000, 1000, 4, '0')")
 # The same board with freeze_after: what checking each tile's last change costs.
 FREEZING=$(psql_bench -c "SELECT place.create_board('bench-freezing', 1000, 1000, 4, '0')")
@@ -78,6 +86,17 @@ bench place_many -c 2 -j 2 -T "$SECONDS_PER_PHASE" -D board="$BOARD" -D ubase="$
 seq2=$(board_seq)
 expect_placed $(($(xacts place_many) * 100)) $((seq2 - seq1))
 
+# Plain and watched alternate, twice, so that both see the same machine.
+for round in 1 2; do
+    for t in plain watched; do
+        bench "insert_${t}_$round" -c 8 -j 8 -T "$SECONDS_PER_PHASE" -f "$TMP/insert_$t.sql"
+        bench "update_${t}_$round" -c 8 -j 8 -T "$SECONDS_PER_PHASE" -f "$TMP/update_$t.sql"
+    done
+done
+commits=$(psql_bench -c "SELECT coalesce((SELECT pos FROM place.change_position), 0)")
+watched_xacts=$(($(xacts insert_watched_1) + $(xacts insert_watched_2) + $(xacts update_watched_1) + $(xacts update_watched_2)))
+((commits == watched_xacts)) || { echo "expected $watched_xacts announced commits, the change log has $commits" >&2; exit 1; }
+
 # Per-transaction log: the 3rd column is the latency in µs.
 bench board_bits -c 1 -t 300 -D board="$BOARD" -l --log-prefix="$TMP/bits" -f "$HERE/board_bits.sql"
 read -r bits_median bits_p99 < <(cat "$TMP"/bits.* | awk '{print $3}' | sort -n | awk '
@@ -99,3 +118,10 @@ row "place(), same, board with freeze_after" \
 row "place_many(), 100/batch, 2 clients" \
     "$(awk -v t="$many_tps" 'BEGIN { printf "%.0f placements/s (%.1f batches/s)", t * 100, t }')" "≥ 25,000/s"
 row "board_bits() 1000x1000x4, median / p99" "$bits_median / $bits_p99 ms" "median ≤ 5 ms"
+for op in insert update; do
+    for round in 1 2; do
+        p=$(tps "${op}_plain_$round") w=$(tps "${op}_watched_$round")
+        row "$op 1 row/tx, 8 clients, round $round" \
+            "$(awk -v p="$p" -v w="$w" 'BEGIN { printf "%.0f plain, %.0f watched (%.2fx)", p, w, w / p }')" ""
+    done
+done

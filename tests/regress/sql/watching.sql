@@ -66,12 +66,15 @@ WHERE c.pos > :p0 AND c.pos = (SELECT count(*) FROM place.change_commits d WHERE
 -- A row too large for one NOTIFY payload: the log has it whole, the payload refers to it.
 INSERT INTO streams (id, title) VALUES (30, repeat('x', 10000));
 SELECT length(obj ->> 'title') AS title_length FROM place.changes_since(:p0 + 6);
-SELECT octet_length(place._change_payload(c.pos, c.xid, c.first_n, c.last_n, c.committed_at)) < 8000 AS fits,
-       place._change_payload(c.pos, c.xid, c.first_n, c.last_n, c.committed_at)::jsonb - 'at' - 'pos' - 'relids' AS reference,
-       jsonb_array_length(place._change_payload(c.pos, c.xid, c.first_n, c.last_n, c.committed_at)::jsonb -> 'relids') AS tables
-FROM place.change_commits c WHERE c.pos = :p0 + 7;
-SELECT (place._change_payload(c.pos, c.xid, c.first_n, c.last_n, c.committed_at)::jsonb #> '{changes,0}') - 'relid' AS inline
-FROM place.change_commits c WHERE c.pos = :p0 + 6;
+CREATE FUNCTION payload_of(p bigint) RETURNS text LANGUAGE sql AS $$
+    SELECT place._change_payload(c.pos, c.committed_at, place._change_payload_body(c.xid, c.first_n, c.last_n))
+    FROM place.change_commits c WHERE c.pos = p
+$$;
+SELECT octet_length(payload_of(:p0 + 7)) < 8000 AS fits,
+       payload_of(:p0 + 7)::jsonb - 'at' - 'pos' - 'relids' AS reference,
+       jsonb_array_length(payload_of(:p0 + 7)::jsonb -> 'relids') AS tables;
+SELECT (payload_of(:p0 + 6)::jsonb #> '{changes,0}') - 'relid' AS inline,
+       (payload_of(:p0 + 6)::jsonb ->> 'pos')::bigint - :p0 AS pos;
 
 -- One statement over many rows: staged in chunks of 1,000, announced as one commit.
 INSERT INTO streams (id, title) SELECT g, 'bulk' FROM generate_series(1000, 3499) g;
