@@ -110,6 +110,8 @@ COMMENT ON FUNCTION place.drop_view(text) IS
     'Drops a list view; its subscribers get a deleted event. False when there was none.';
 COMMENT ON FUNCTION place.views() IS
     'The list views.';
+COMMENT ON FUNCTION place.views_touched(text[], jsonb) IS
+    'Which of the views (of one table) a change of the given rows may touch: those whose filter one of them matches.';
 COMMENT ON FUNCTION place.view_rows(text, int) IS
     'The first lim rows (NULL: max_limit) of a list view as a JSON array, the change log position they reflect, and the view''s table.';
 
@@ -178,6 +180,8 @@ ALTER FUNCTION place.create_view(text, regclass, text, text, boolean, int)
 ALTER FUNCTION place.drop_view(text)
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION place.view_rows(text, int)
+    SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION place.views_touched(text[], jsonb)
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION place._capture_changes()
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;

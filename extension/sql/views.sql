@@ -192,3 +192,39 @@ $$;
 CREATE TRIGGER notify_view_change
 AFTER INSERT OR UPDATE OR DELETE ON place.views
 FOR EACH ROW EXECUTE FUNCTION place._notify_view_change();
+
+-- Which of the views `view_names` (all over one table) a change of rows `changed` (a JSON
+-- array of rows: key and watched columns, new and old versions) may touch: those whose
+-- filter at least one of the rows matches (a view without a filter always). A row that
+-- matches a view's filter neither before nor after its change was never in the view and
+-- is not now: the gateway need not read that view again. One statement for all the views.
+CREATE FUNCTION place.views_touched(view_names text[], changed jsonb) RETURNS text[]
+LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    t regclass;
+    tables int;
+    tests text;
+    hits text[];
+BEGIN
+    IF view_names IS NULL OR changed IS NULL THEN
+        RAISE EXCEPTION 'view_names and changed must not be NULL' USING ERRCODE = '22004';
+    END IF;
+    IF jsonb_typeof(changed) <> 'array' THEN
+        RAISE EXCEPTION 'changed must be a JSON array of rows, not %', jsonb_typeof(changed) USING ERRCODE = '22023';
+    END IF;
+    SELECT min(v.tbl::oid)::regclass, count(DISTINCT v.tbl),
+           string_agg(format('CASE WHEN bool_or(%s) THEN %L END', coalesce(E'(\n' || v.filter || E'\n)', 'true'), v.name), ', ')
+    INTO t, tables, tests
+    FROM place.views v WHERE v.name = ANY (view_names);
+    IF tables = 0 THEN
+        RETURN '{}';
+    END IF;
+    IF tables > 1 THEN
+        RAISE EXCEPTION 'views_touched takes views of one table' USING ERRCODE = '22023';
+    END IF;
+    EXECUTE format('SELECT array_remove(ARRAY[%s], NULL) FROM jsonb_populate_recordset(NULL::%s, $1) AS r',
+                   tests, t)
+    INTO hits USING changed;
+    RETURN coalesce(hits, '{}');
+END
+$$;

@@ -403,3 +403,15 @@ pub async fn view_rows(
         rows,
     })
 }
+
+/// The names among `views` (all over one table) whose filter one of `rows` matches.
+pub async fn views_touched(
+    client: &ClientWrapper,
+    views: &[String],
+    rows: &serde_json::Value,
+) -> Result<Vec<String>, tokio_postgres::Error> {
+    let statement = client
+        .prepare_cached("SELECT place.views_touched($1, $2)")
+        .await?;
+    Ok(client.query_one(&statement, &[&views, rows]).await?.get(0))
+}

@@ -1,13 +1,20 @@
 //! The events that turn one window of a list view into the next.
 
 use crate::events::{ClientEvent, Row};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 /// Events that, applied in order to `old`, give `new`: first the rows that left (deleted,
-/// no longer matching, pushed past the limit), then, in the new order, rows that came in
-/// or moved up, and rows whose content changed.
+/// no longer matching, pushed past the limit), then, in the new order, rows that came in,
+/// moved, or whose content changed. A row that changed and moved down is moved itself,
+/// rather than every unchanged row it passed being moved up: the events name the rows
+/// that really changed.
 pub fn diff(old: &[Row], new: &[Row]) -> Vec<ClientEvent> {
     let staying: HashSet<&str> = new.iter().map(|r| r.id.as_str()).collect();
+    let new_index: HashMap<&str, usize> = new
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (r.id.as_str(), i))
+        .collect();
     let mut events = Vec::new();
     let mut list: Vec<&Row> = Vec::with_capacity(old.len().max(new.len()));
     for row in old {
@@ -20,7 +27,10 @@ pub fn diff(old: &[Row], new: &[Row]) -> Vec<ClientEvent> {
             });
         }
     }
-    for (i, row) in new.iter().enumerate() {
+    // list[..i] equals new[..i].
+    let mut i = 0;
+    while i < new.len() {
+        let row = &new[i];
         if list.get(i).is_some_and(|r| r.id == row.id) {
             if list[i].value != row.value {
                 events.push(ClientEvent::Update {
@@ -31,23 +41,50 @@ pub fn diff(old: &[Row], new: &[Row]) -> Vec<ClientEvent> {
                 });
             }
             list[i] = row;
-        } else if let Some(j) = list.iter().skip(i + 1).position(|r| r.id == row.id) {
-            let from = i + 1 + j;
-            let moved = list.remove(from);
-            events.push(ClientEvent::Update {
-                position: i,
-                from: Some(from),
-                obj: row.value.clone(),
-                old: moved.value.clone(),
-            });
-            list.insert(i, row);
-        } else {
-            events.push(ClientEvent::Insert {
-                position: i,
-                obj: row.value.clone(),
-            });
-            list.insert(i, row);
+            i += 1;
+            continue;
         }
+        let later = list
+            .iter()
+            .skip(i + 1)
+            .position(|r| r.id == row.id)
+            .map(|j| i + 1 + j);
+        // The row in the way belongs further down; when it changed and `row` did not, it
+        // is the one that moved.
+        if let (Some(j), Some(here)) = (later, list.get(i)) {
+            let target = new_index[here.id.as_str()];
+            let (in_way_changed, row_unchanged) =
+                (here.value != new[target].value, list[j].value == row.value);
+            if in_way_changed && row_unchanged {
+                let moved = list.remove(i);
+                let position = target.min(list.len());
+                events.push(ClientEvent::Update {
+                    position,
+                    from: Some(i),
+                    obj: new[target].value.clone(),
+                    old: moved.value.clone(),
+                });
+                list.insert(position, &new[target]);
+                continue;
+            }
+        }
+        match later {
+            Some(from) => {
+                let moved = list.remove(from);
+                events.push(ClientEvent::Update {
+                    position: i,
+                    from: Some(from),
+                    obj: row.value.clone(),
+                    old: moved.value.clone(),
+                });
+            }
+            None => events.push(ClientEvent::Insert {
+                position: i,
+                obj: row.value.clone(),
+            }),
+        }
+        list.insert(i, row);
+        i += 1;
     }
     events
 }

@@ -139,7 +139,7 @@ impl Listener {
                     self.lists.all_stale();
                 }
                 self.change_pos = Some(self.change_pos.map_or(p.pos, |last| last.max(p.pos)));
-                self.lists.on_changes(p.pos, &p.tables());
+                self.lists.on_changes(&p);
                 Ok(())
             }
             Payload::View(p) => {

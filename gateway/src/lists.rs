@@ -1,15 +1,20 @@
 //! The list view instances the gateway serves: one per (view, limit) that sessions
 //! subscribed to, whatever the number of sessions. Each is read from the database when
-//! first asked for, and again after commits that changed its table (the listener calls
+//! first asked for, and again after commits that may have changed it (the listener calls
 //! [`Lists::on_changes`]) — at most one read in flight per instance and at most one per
-//! `refresh_gap`, so a burst of commits costs one read, not one per commit. Database work
-//! grows with the number of distinct instances and of changes, never with sessions.
+//! `refresh_gap`, so a burst of commits costs one read, not one per commit. Which views a
+//! commit may have changed: when its notification carries the rows, one query
+//! (`place.views_touched`) tells which views' filters the rows match before or after the
+//! change — a row that matches neither was never in the view and is not now; otherwise
+//! every view of the table. Database work grows with the number of distinct instances and
+//! of changes, never with sessions.
 
 use crate::db;
 use crate::errors::{from_db, from_pool, RpcError, UNKNOWN_VIEW};
 use crate::list_view::ListView;
 use deadpool_postgres::Pool;
-use pgplace_core::payload::ViewChange;
+use pgplace_core::payload::{ChangeAction, ChangesPayload, ViewChange};
+use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -133,11 +138,13 @@ impl Lists {
         Ok((view, read.max_limit))
     }
 
-    /// A commit at change log position `pos` changed `tables`.
-    pub fn on_changes(self: &Arc<Self>, pos: i64, tables: &[u32]) {
-        let touched: Vec<Arc<ListView>> = {
+    /// A commit at change log position `pos` changed watched tables.
+    pub fn on_changes(self: &Arc<Self>, payload: &ChangesPayload) {
+        let pos = payload.pos;
+        let tables = payload.tables();
+        let affected: Vec<Arc<ListView>> = {
             let mut state = self.lock();
-            for table in tables {
+            for table in &tables {
                 let newest = state.newest.entry(*table).or_insert(pos);
                 *newest = (*newest).max(pos);
             }
@@ -149,11 +156,51 @@ impl Lists {
                 .cloned()
                 .collect()
         };
-        for view in touched {
+        if affected.is_empty() {
+            return;
+        }
+        for table in tables {
+            let views: Vec<Arc<ListView>> = affected
+                .iter()
+                .filter(|v| v.relid == table)
+                .cloned()
+                .collect();
+            match changed_rows(payload, table) {
+                Some(rows) => {
+                    let lists = self.clone();
+                    tokio::spawn(async move { lists.touch_matching(pos, views, rows).await });
+                }
+                None => self.touch(pos, views),
+            }
+        }
+    }
+
+    fn touch(self: &Arc<Self>, pos: i64, views: Vec<Arc<ListView>>) {
+        for view in views {
             if view.touched(pos) {
                 self.spawn_refresh(view);
             }
         }
+    }
+
+    /// Touches the views whose filter one of `rows` matches (all of them if the database
+    /// cannot say).
+    async fn touch_matching(self: Arc<Self>, pos: i64, views: Vec<Arc<ListView>>, rows: Value) {
+        let mut names: Vec<String> = views.iter().map(|v| v.name.to_string()).collect();
+        names.sort();
+        names.dedup();
+        let hits = match self.pool.get().await {
+            Ok(client) => db::views_touched(&client, &names, &rows).await.ok(),
+            Err(_) => None,
+        };
+        let views = match hits {
+            Some(hits) => views
+                .into_iter()
+                .filter(|v| hits.iter().any(|h| **h == *v.name))
+                .collect(),
+            None => views,
+        };
+        self.touch(pos, views);
     }
 
     /// Changes may have gone by unseen (LISTEN was down, a position was skipped): every
@@ -271,4 +318,25 @@ impl Lists {
                 .retain(|_, cell| cell.get().is_none_or(|view| Arc::strong_count(view) > 1));
         }
     }
+}
+
+/// The rows of `table` that a commit changed, each version (after and before) with its
+/// key, as a JSON array; None when the payload does not carry them (a reference) or the
+/// table was truncated (every view of it changed).
+fn changed_rows(payload: &ChangesPayload, table: u32) -> Option<Value> {
+    let changes = payload.changes.as_ref()?;
+    let mut rows = Vec::new();
+    for change in changes.iter().filter(|c| c.relid == table) {
+        if change.action == ChangeAction::Truncate {
+            return None;
+        }
+        for version in [&change.obj, &change.old] {
+            if let (Value::Object(columns), Value::Object(key)) = (version, &change.key) {
+                let mut row: Map<String, Value> = columns.clone();
+                row.extend(key.clone());
+                rows.push(Value::Object(row));
+            }
+        }
+    }
+    Some(Value::Array(rows))
 }

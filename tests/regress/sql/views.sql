@@ -55,6 +55,14 @@ SELECT jsonb_array_length(rows) AS n FROM place.view_rows('parenthesized', 100);
 SELECT place.create_view('commented', 'shows', 'viewers', E'live -- only live shows');
 SELECT jsonb_array_length(rows) AS n FROM place.view_rows('commented', 100);
 
+-- Which views a change may touch: those whose filter a version of a changed row matches.
+SELECT place.views_touched(ARRAY['top_live', 'oldest', 'nope'], '[{"id": 1, "live": false, "viewers": 50}]');
+SELECT place.views_touched(ARRAY['top_live', 'oldest'], '[{"id": 1, "live": false, "viewers": 50}, {"id": 1, "live": true, "viewers": 50}]');
+SELECT place.views_touched(ARRAY['top_live'], '[]');
+SELECT place.views_touched(ARRAY['nope'], '[{"id": 1}]');
+SELECT expect_error('SELECT place.views_touched(ARRAY[''top_live''], ''{"id": 1}'')');
+SELECT expect_error('SELECT place.views_touched(NULL, ''[]'')');
+
 -- Reading: a limit within 1..max_limit, a known view.
 SELECT expect_error('SELECT * FROM place.view_rows(''oldest'', 6)');
 SELECT expect_error('SELECT * FROM place.view_rows(''oldest'', 0)');

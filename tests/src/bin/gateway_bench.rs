@@ -9,7 +9,7 @@
 //! - `gateway_bench/process.rs`: starting, watching (/proc) and stopping the gateway.
 //! - `gateway_bench/client.rs`: one keep-alive HTTP/1.1 connection and JSON-RPC over it.
 //! - `gateway_bench/report.rs`: percentiles, CPU clocks, the table and the machine.
-//! - `gateway_bench/{place,delivery,waiting,bits}.rs`: one file per scenario.
+//! - `gateway_bench/{place,delivery,waiting,bits,lists,regions}.rs`: one file per scenario.
 
 // A binary's root looks for modules beside itself (src/bin/): point it at its folder.
 #[path = "gateway_bench/bits.rs"]
@@ -18,6 +18,8 @@ mod bits;
 mod client;
 #[path = "gateway_bench/delivery.rs"]
 mod delivery;
+#[path = "gateway_bench/lists.rs"]
+mod lists;
 #[path = "gateway_bench/place.rs"]
 mod place;
 #[path = "gateway_bench/process.rs"]
@@ -70,6 +72,7 @@ enum Scenario {
     Delivery,
     Waiting,
     Bits,
+    Lists,
 }
 
 /// What the scenarios share: the scratch database and its fixtures.
@@ -155,6 +158,9 @@ async fn run_scenarios(setup: &Setup, table: &mut Table) {
     }
     if chosen(Scenario::Bits) {
         guarded(table, "bits", setup.phase(), bits::run(setup)).await;
+    }
+    if chosen(Scenario::Lists) {
+        guarded(table, "lists", setup.phase() * 2, lists::run(setup)).await;
     }
 }
 
