@@ -24,6 +24,8 @@ mod lists;
 mod place;
 #[path = "gateway_bench/process.rs"]
 mod process;
+#[path = "gateway_bench/regions.rs"]
+mod regions;
 #[path = "gateway_bench/report.rs"]
 mod report;
 #[path = "gateway_bench/waiting.rs"]
@@ -73,6 +75,7 @@ enum Scenario {
     Waiting,
     Bits,
     Lists,
+    Regions,
 }
 
 /// What the scenarios share: the scratch database and its fixtures.
@@ -161,6 +164,9 @@ async fn run_scenarios(setup: &Setup, table: &mut Table) {
     }
     if chosen(Scenario::Lists) {
         guarded(table, "lists", setup.phase() * 2, lists::run(setup)).await;
+    }
+    if chosen(Scenario::Regions) {
+        guarded(table, "regions", setup.phase() * 2, regions::run(setup)).await;
     }
 }
 
