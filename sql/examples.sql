@@ -38,8 +38,9 @@ WHERE b.id = :board;
 
 -- What a user did: their last placements on the board.
 SELECT seq, x, y, color, placed_at
-FROM place.user_history(:board, (SELECT user_id FROM place.placements WHERE board_id = :board
-                                 ORDER BY seq DESC LIMIT 1), NULL, 5);
+FROM place.user_history(:board, coalesce((SELECT user_id FROM place.placements WHERE board_id = :board
+                                          ORDER BY seq DESC LIMIT 1),
+                                         (SELECT id FROM place.users ORDER BY id LIMIT 1)), NULL, 5);
 
 -- The board as a picture, 2 pixels per tile (a PNG is bytea; from a shell:
 --   psql -At -d pgplace -c "SELECT encode(place.render_png(1, scale => 2), 'base64')" | base64 -d > board.png
@@ -52,3 +53,19 @@ SELECT count(*) AS frozen_now FROM place.frozen_tiles(:board);
 SELECT x, y, color, frozen_at
 FROM place.frozen_tiles(:board, now() + interval '1 hour')
 WHERE frozen_at > now() ORDER BY frozen_at LIMIT 10;
+
+-- Watching a table of your own (as a pgplace_admin): a live "top streams" list that the
+-- gateway serves as view "top_live" (session.subscribe(session, "top_live", {"limit": 10})).
+-- Run in a transaction that is rolled back, so that this file leaves nothing behind.
+BEGIN;
+CREATE TABLE example_streams (id serial PRIMARY KEY, title text NOT NULL, viewers int NOT NULL,
+                              live boolean NOT NULL DEFAULT true, stream_key text);
+SELECT place.watch('example_streams', ARRAY['title', 'viewers', 'live']);  -- never the key
+SELECT place.create_view('example_top_live', 'example_streams', 'viewers', 'live AND viewers > 0', max_limit => 50);
+INSERT INTO example_streams (title, viewers, stream_key) VALUES ('chess', 40, 's1'), ('music', 70, 's2');
+-- The view's rows, as the gateway reads them, and what was announced (the change log).
+SELECT rows FROM place.view_rows('example_top_live', 10);
+SELECT tbl, key_columns, columns, views FROM place.watched();
+ROLLBACK;
+-- After a commit, each change is in the log with its position, in commit order:
+SELECT pos, committed_at, tbl, action, key, obj, old FROM place.changes_since(0, 10) LIMIT 10;

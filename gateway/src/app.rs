@@ -1,4 +1,5 @@
-//! Starting the gateway: the pool, the LISTEN connection, sessions, and the HTTP server.
+//! Starting the gateway: the pool, the LISTEN connection, sessions, the background tasks
+//! and the HTTP server (which hands requests to `http`, with the state in `state`).
 
 use crate::board::Board;
 use crate::boards::Boards;
@@ -9,6 +10,7 @@ use crate::http;
 use crate::listener::Listener;
 use crate::lists::Lists;
 use crate::sessions::Sessions;
+pub use crate::state::App;
 use deadpool_postgres::Pool;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
@@ -20,16 +22,6 @@ use std::time::Duration;
 use tokio::net::{TcpListener, TcpSocket};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
-
-/// What every request handler shares.
-pub struct App {
-    pub config: Config,
-    pub pool: Pool,
-    pub boards: Arc<Boards>,
-    pub lists: Arc<Lists>,
-    pub sessions: Arc<Sessions>,
-    pub listening: Arc<AtomicBool>,
-}
 
 /// A started gateway.
 pub struct Running {

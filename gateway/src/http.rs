@@ -1,6 +1,5 @@
 //! HTTP routes: POST /jsonrpc, GET /boards/{id}/bits, GET /healthz.
 
-use crate::app::App;
 use crate::assets;
 use crate::db::BoardRef;
 use crate::errors::RpcError;
@@ -8,6 +7,8 @@ use crate::fragments::Fragments;
 use crate::jsonrpc::{self, Body};
 use crate::methods;
 use crate::png_route;
+use crate::responses::not_modified;
+use crate::state::App;
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 use hyper::header::{self, HeaderValue};
@@ -274,17 +275,4 @@ async fn bits(app: &App, req: &Request<Incoming>, id: &str) -> Response<Fragment
         }
     }
     response
-}
-
-/// Whether the request's If-None-Match names `etag`, compared weakly (RFC 9110): proxies
-/// that compress send back W/"…".
-pub fn not_modified(req: &Request<Incoming>, etag: &str) -> bool {
-    req.headers()
-        .get(header::IF_NONE_MATCH)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| {
-            v.split(',')
-                .map(|t| t.trim())
-                .any(|t| t == "*" || t.strip_prefix("W/").unwrap_or(t) == etag)
-        })
 }

@@ -2,8 +2,10 @@
 //!
 //! # Layout
 //! - `config`: flags and environment.
-//! - `app`: starting everything; `http`: routes; `jsonrpc`: envelopes; `params`: method
-//!   params; `methods`: the methods; `errors`: error codes.
+//! - `app`: starting everything (pool, listener, background tasks, HTTP server); `state`:
+//!   what every handler shares; `http`: routes; `responses`: conditional responses;
+//!   `jsonrpc`: envelopes; `params`: method params; `methods`: the methods; `errors`:
+//!   error codes (one list, checked against the page's and the README's).
 //! - `board`: one mirrored board and its event log; `boards`: the mirrored boards;
 //!   `freezing`: which of a board's tiles are frozen, and when the others freeze.
 //! - `lists`: the list view instances (`place.create_view`) and when each is read again;
@@ -44,8 +46,10 @@ pub mod placer;
 pub mod png_route;
 pub mod recent;
 pub mod region;
+pub mod responses;
 pub mod sessions;
 pub mod shared_log;
+pub mod state;
 
 pub use app::{start, Running};
 pub use config::Config;

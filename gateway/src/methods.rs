@@ -1,6 +1,5 @@
 //! The JSON-RPC methods (names, params and results are documented in the README).
 
-use crate::app::App;
 use crate::board::{timestamp, Settings};
 use crate::boards::Mirrored;
 use crate::db::{self, BoardRef, PlaceItem};
@@ -12,6 +11,7 @@ use crate::params::{Params, Seconds};
 use crate::recent::MAX_RECENT;
 use crate::region::Rect;
 use crate::sessions::{Session, Subscription, User};
+use crate::state::App;
 use bytes::Bytes;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;

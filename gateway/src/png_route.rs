@@ -12,11 +12,11 @@
 //! change repaints the picture without a new seq) and the rectangle and scale drawn, so a
 //! 304 needs no drawing at all.
 
-use crate::app::App;
 use crate::db::{self, BoardRef};
 use crate::errors::UNKNOWN_BOARD;
 use crate::fragments::Fragments;
-use crate::http::not_modified;
+use crate::responses::not_modified;
+use crate::state::App;
 use bytes::Bytes;
 use hyper::body::Incoming;
 use hyper::header::{self, HeaderValue};
