@@ -2,7 +2,7 @@
 # pgplace gateway benchmark: run by hand (`./pgplace.sh bench-gateway`), not part of the
 # test suite. Needs PGPLACE_ADMIN_URL (a superuser URL ending in /<database>), PG_BIN and
 # GATEWAY_BIN (a built pgplace-gateway). Arguments go to the benchmark binary:
-# `--only place|delivery|waiting|bits` (or PGPLACE_BENCH_ONLY), `--seconds N` (or
+# `--only place|delivery|waiting|bits|lists|regions` (or PGPLACE_BENCH_ONLY), `--seconds N` (or
 # PGPLACE_BENCH_SECONDS; default 15).
 set -euo pipefail
 
