@@ -19,6 +19,11 @@ pub const FILES: &[(&str, &str, &[u8])] = &[
         include_bytes!("../assets/js/cooldown.js"),
     ),
     (
+        "/js/cursors.js",
+        JS,
+        include_bytes!("../assets/js/cursors.js"),
+    ),
+    (
         "/js/frozen.js",
         JS,
         include_bytes!("../assets/js/frozen.js"),

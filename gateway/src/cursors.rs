@@ -17,6 +17,11 @@ pub const TELL_CURSORS_EVERY: Duration = Duration::from_secs(1);
 /// The least time between two `set_presence` calls of one session.
 pub const MIN_PRESENCE_INTERVAL: Duration = Duration::from_millis(50);
 
+/// How a cursor is named to clients.
+pub fn public_id(id: u64) -> String {
+    format!("{id:x}")
+}
+
 #[derive(Default)]
 pub struct Cursors {
     inner: Mutex<Inner>,
@@ -100,7 +105,7 @@ impl Cursors {
                 .into_iter()
                 .take(MAX_CURSORS_TOLD)
                 .map(|(id, e)| Told {
-                    id: format!("{id:x}"),
+                    id: public_id(*id),
                     x: e.x,
                     y: e.y,
                     name: e.name.as_deref(),

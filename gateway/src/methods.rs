@@ -267,8 +267,8 @@ async fn set_presence(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
     let (x, y): (i32, i32) = (pp.required("x")?, pp.required("y")?);
     let mirrored = app.boards.get(&board).await?;
     check_inside(&mirrored.board.settings(), x, y)?;
-    session.set_presence(&mirrored.board, x, y)?;
-    Ok(Reply::Value(json!(true)))
+    let id = session.set_presence(&mirrored.board, x, y)?;
+    Ok(Reply::Value(json!({ "id": id })))
 }
 
 /// The most a tile_history call returns.

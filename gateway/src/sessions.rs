@@ -187,7 +187,8 @@ impl Session {
 
     /// Shows this session's cursor at (x, y) on `board` to the views that asked for
     /// `presence`; at most one call per [`MIN_PRESENCE_INTERVAL`].
-    pub fn set_presence(&self, board: &Arc<Board>, x: i32, y: i32) -> Result<(), RpcError> {
+    /// Returns the cursor's public id (the one others see).
+    pub fn set_presence(&self, board: &Arc<Board>, x: i32, y: i32) -> Result<String, RpcError> {
         let now = Instant::now();
         let mut state = self.lock();
         if let Some(last) = state.last_presence {
@@ -215,7 +216,7 @@ impl Session {
         board
             .cursors
             .set(self.cursor_id, x, y, name, std::time::Instant::now());
-        Ok(())
+        Ok(crate::cursors::public_id(self.cursor_id))
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {

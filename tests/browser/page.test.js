@@ -562,3 +562,35 @@ test('frozen tiles: marked, refused without asking the gateway, thawed by a mode
   await page.context().close();
   assertNoPageErrors();
 });
+
+test('other people\'s cursors: a page shows where another points, by name, and never its own', async () => {
+  const hash = 'board=art&x=8.0&y=8.0&zoom=16';
+  const pointer = await open(hash);
+  await waitBoard(pointer, ART);
+  await signIn(pointer, 'bob');
+  const watcher = await open(hash);
+  await waitBoard(watcher, ART);
+  const [x, y] = [6, 9];
+  const p = await pointer.evaluate(([x, y]) => window.pgplace.view.toClient(x + 0.5, y + 0.5), [x, y]);
+  await pointer.mouse.move(p.x - 3, p.y - 3);
+  await pointer.mouse.move(p.x, p.y);
+  const shownAfter = Date.now();
+  await watcher.waitForFunction(([x, y]) => {
+    const { cursors } = window.pgplace;
+    return cursors.drawn > 0 && cursors.others.some((c) => c.x === x && c.y === y && c.name === 'bob');
+  }, [x, y], { timeout: 10000 });
+  console.log(`# the other page drew the cursor ${Date.now() - shownAfter} ms after the mouse moved`);
+  await screenshot(watcher, 'cursor-of-another');
+  // The pointing page hears the same event and leaves its own cursor out.
+  await pointer.waitForFunction(() => window.pgplace.cursors.own !== null);
+  await sleep(1500);
+  const own = await pointer.evaluate(() => {
+    const { cursors } = window.pgplace;
+    return cursors.others.filter((c) => c.id === cursors.own).length;
+  });
+  assert.equal(own, 0, 'a page does not draw its own cursor');
+  // Zoomed out, no cursor is drawn over the picture.
+  await watcher.evaluate(() => { window.pgplace.view.set(8, 8, 1); });
+  await watcher.waitForFunction(() => window.pgplace.cursors.drawn === 0);
+  assertNoPageErrors();
+});

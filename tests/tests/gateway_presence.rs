@@ -137,14 +137,13 @@ async fn cursors_are_shared_with_the_views_that_ask_and_leave_with_their_session
     )
     .await;
 
-    assert_eq!(
-        http.ok(
+    let own = http
+        .ok(
             "session.set_presence",
-            json!([ann, board, {"x": 3, "y": 4}])
+            json!([ann, board, {"x": 3, "y": 4}]),
         )
-        .await,
-        json!(true)
-    );
+        .await["id"]
+        .clone();
     // Too soon after the last one: refused with the wait.
     let error = http
         .call(
@@ -161,6 +160,10 @@ async fn cursors_are_shared_with_the_views_that_ask_and_leave_with_their_session
     assert_eq!(told["cursors"][0]["y"], 4);
     assert_eq!(told["cursors"][0]["name"], "ann");
     let id = told["cursors"][0]["id"].clone();
+    assert_eq!(
+        id, own,
+        "set_presence names the cursor as the others see it"
+    );
     assert!(
         id.as_str()
             .is_some_and(|id| !ann.as_str().unwrap().contains(id)),

@@ -93,6 +93,7 @@ export const api = {
   authorize: (session, token) => call('session.authorize', { session, token }),
   subscribe: (session, board) => call('session.subscribe', { session, view: 'board', params: { board, compact: true, presence: true } }),
   unsubscribe: (session, key) => call('session.unsubscribe', { session, key }),
+  setPresence: (session, board, x, y) => call('session.set_presence', { session, board, position: { x, y } }),
   getEvents: (session, timeout, signal) => call('session.get_events', { session, timeout }, { signal }),
   destroy: (session) => call('session.destroy', { session }),
   listBoards: () => call('board.list', []),

@@ -11,12 +11,14 @@
 //   cooldown.js     the countdown to next_allowed_at / retry_at
 //   history.js      who placed a tile (board.tile_history), cached
 //   frozen.js       frozen tiles: which ones (kept in stream order) and their marks on the view
+//   cursors.js      other people's cursors on the view, and telling the gateway where ours is
 //   hash.js         board, position and zoom in the URL hash
 
 import { api, CODES, describe, RpcError } from './api.js';
 import { BoardImage } from './board-image.js';
 import { Countdown, describeCooldown } from './cooldown.js';
 import { describeFreezeAfter, FrozenTiles, frozenMessage, MARK_MIN_ZOOM } from './frozen.js';
+import { Cursors } from './cursors.js';
 import { readHash, writeHash } from './hash.js';
 import { TileHistory } from './history.js';
 import { Live } from './live.js';
@@ -39,6 +41,9 @@ const view = new View(els.canvas, board);
 const tileHistory = new TileHistory();
 const frozen = new FrozenTiles();
 view.overlays.push(frozen);
+const cursors = new Cursors();
+view.overlays.push(cursors);
+cursors.onChange = () => view.invalidate();
 const countdown = new Countdown(els.cooldown);
 let token = localStorage.getItem(TOKEN_KEY);
 let color = null; // the chosen palette index
@@ -63,6 +68,7 @@ const live = new Live({
     else if (state.cooldown !== board.settings.cooldown) countdown.cooldownChanged(state.cooldown);
     board.load(state);
     frozen.load(state);
+    if (another) cursors.clear();
     showWatching(state.watching);
     tileHistory.clear();
     if (another) {
@@ -92,6 +98,9 @@ const live = new Live({
   },
   watching(count) {
     showWatching(count);
+  },
+  cursors(list) {
+    cursors.set(list);
   },
   settings(settings) {
     if (settings.cooldown !== board.settings.cooldown) countdown.cooldownChanged(settings.cooldown);
@@ -388,6 +397,7 @@ function showCoords(tile) {
 
 view.onHover = (tile, clientX, clientY) => {
   showCoords(tile);
+  cursors.pointAt(tile, (x, y) => live.setPresence(x, y));
   hideTooltip();
   if (tile) hoverTimer = setTimeout(() => showWhoPlaced(tile, clientX, clientY), 300);
 };
@@ -410,7 +420,7 @@ view.onMove = saveHash;
 // ---- start -----------------------------------------------------------------------------------
 
 // For tests and for measuring in the console.
-window.pgplace = { board, view, live, frames, tileHistory, frozen };
+window.pgplace = { board, view, live, frames, tileHistory, frozen, cursors };
 
 live.on.user(null);
 els.canvas.focus();

@@ -20,6 +20,7 @@ export class Live {
   /**
    * handlers: state(state) (a whole board: draw it instead of anything shown),
    * tiles([[x, y, color], ...]), frozen([[x, y], ...]) (frozen from now on), watching(n),
+   * cursors([{id, x, y, name}]) (where the others point),
    * settings(settings), deleted(), status(name, error), user({user_id, name} | null),
    * authFailed(error).
    */
@@ -209,6 +210,9 @@ export class Live {
         case 'presence':
           this.on.watching(event.obj.watching);
           break;
+        case 'cursors':
+          this.on.cursors(event.obj.cursors);
+          break;
         case 'deleted':
           this.key = null;
           this.on.deleted();
@@ -225,6 +229,18 @@ export class Live {
       const timer = setTimeout(() => reject(new RpcError(CODES.NETWORK, 'not connected; try again in a moment')), ms);
       this.liveWaiters.push(() => { clearTimeout(timer); resolve(); });
     });
+  }
+
+  /** Tells the gateway where this page points; its cursor's id, or null (not connected,
+   * or too soon: the next move tells it). */
+  async setPresence(x, y) {
+    if (!this.session || !this.key) return null;
+    try {
+      const { id } = await api.setPresence(this.session, this.boardId, x, y);
+      return id;
+    } catch {
+      return null;
+    }
   }
 
   /** board.place on the shown board; a lost session is replaced once, then retried. */
