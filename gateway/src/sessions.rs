@@ -611,6 +611,34 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
+    async fn a_cursor_leaves_with_its_session_when_it_is_destroyed_or_expires() {
+        let sessions = Arc::new(Sessions::new(10, Duration::from_secs(120)));
+        let b = board(100);
+        let total = |b: &Board| -> Option<Value> {
+            b.cursors
+                .due(std::time::Instant::now(), Duration::ZERO)
+                .map(|obj| serde_json::from_str::<Value>(&obj).unwrap()["total"].clone())
+        };
+        let idle = sessions.create().unwrap();
+        let leaving = sessions.create().unwrap();
+        idle.set_presence(&b, 1, 0).unwrap();
+        leaving.set_presence(&b, 2, 1).unwrap();
+        assert_eq!(total(&b), Some(serde_json::json!(2)));
+        assert_eq!(
+            leaving.set_presence(&b, 3, 1).err().map(|e| e.code),
+            Some(TOO_FAST),
+            "again within 50 ms"
+        );
+        sessions.destroy(&leaving.id).unwrap();
+        assert_eq!(total(&b), Some(serde_json::json!(1)));
+        assert_eq!(total(&b), None, "unchanged since: nothing to tell");
+        tokio::spawn(sessions.clone().run_expiry());
+        tokio::time::sleep(Duration::from_secs(130)).await;
+        assert!(sessions.get(&idle.id).is_err(), "expired");
+        assert_eq!(total(&b), Some(serde_json::json!(0)));
+    }
+
+    #[tokio::test(start_paused = true)]
     async fn the_number_of_sessions_is_bounded() {
         let sessions = Sessions::new(2, Duration::from_secs(120));
         sessions.create().unwrap();

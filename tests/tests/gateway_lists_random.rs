@@ -93,6 +93,25 @@ struct Subscribed {
     model: ListModel,
 }
 
+/// Subscribes `session` to `view` at `limit`, keeping the initial rows under its key.
+async fn subscribe(
+    http: &Http,
+    session: &Value,
+    view: &'static str,
+    limit: i32,
+    subs: &mut HashMap<String, Subscribed>,
+) {
+    let reply = http
+        .ok(
+            "session.subscribe",
+            json!([session, view, {"limit": limit}]),
+        )
+        .await;
+    let key = reply[0].as_str().unwrap().to_string();
+    let model = ListModel::new(&reply[1]);
+    subs.insert(key, Subscribed { view, limit, model });
+}
+
 /// Polls one session until `done` carries the final windows and the session's lists equal
 /// them; subscribes to views at random moments before that.
 async fn session_life(
@@ -110,21 +129,7 @@ async fn session_life(
         if subs.len() < wants && started.elapsed() < WRITE_FOR && rng.random_bool(0.3) {
             let (view, limits) = VIEWS[rng.random_range(0..VIEWS.len())];
             let limit = limits[rng.random_range(0..limits.len())];
-            let reply = http
-                .ok(
-                    "session.subscribe",
-                    json!([session, view, {"limit": limit}]),
-                )
-                .await;
-            let key = reply[0].as_str().unwrap().to_string();
-            subs.insert(
-                key,
-                Subscribed {
-                    view,
-                    limit,
-                    model: ListModel::new(&reply[1]),
-                },
-            );
+            subscribe(&http, &session, view, limit, &mut subs).await;
         }
         let events = http.ok("session.get_events", json!([session, 1])).await;
         for event in events.as_array().unwrap() {
@@ -140,21 +145,7 @@ async fn session_life(
             if subs.is_empty() {
                 // Subscribe now, so that every session checks at least one view.
                 let (view, limits) = VIEWS[seed as usize % VIEWS.len()];
-                let reply = http
-                    .ok(
-                        "session.subscribe",
-                        json!([session, view, {"limit": limits[0]}]),
-                    )
-                    .await;
-                let key = reply[0].as_str().unwrap().to_string();
-                subs.insert(
-                    key,
-                    Subscribed {
-                        view,
-                        limit: limits[0],
-                        model: ListModel::new(&reply[1]),
-                    },
-                );
+                subscribe(&http, &session, view, limits[0], &mut subs).await;
                 continue;
             }
             let all_equal = subs

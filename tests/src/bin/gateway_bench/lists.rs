@@ -152,20 +152,7 @@ async fn phase(setup: &Setup, sessions: usize) -> Result<Table> {
         format!("{:.0} ({VIEWS} views)", rate(gateway_xacts as usize, phase)),
     );
     t.info(&name, "CPU during the phase", cpu);
-    t.target(
-        &name,
-        "resets / errors",
-        format!(
-            "{resets} / {}{}",
-            errors.len(),
-            errors
-                .first()
-                .map(|e| format!(" ({e})"))
-                .unwrap_or_default()
-        ),
-        "0 / 0",
-        resets == 0 && errors.is_empty(),
-    );
+    t.resets_and_errors(&name, resets, &errors);
     Ok(t)
 }
 

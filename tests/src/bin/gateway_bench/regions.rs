@@ -96,20 +96,7 @@ async fn phase(
         "gateway CPU per delivered tile / per placement",
         format!("{:.1} µs / {:.1} µs", per(tiles), per(placed)),
     );
-    t.target(
-        &name,
-        "resets / errors",
-        format!(
-            "{resets} / {}{}",
-            errors.len(),
-            errors
-                .first()
-                .map(|e| format!(" ({e})"))
-                .unwrap_or_default()
-        ),
-        "0 / 0",
-        resets == 0 && errors.is_empty(),
-    );
+    t.resets_and_errors(&name, resets, &errors);
     Ok(t)
 }
 

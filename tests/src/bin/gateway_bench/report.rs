@@ -124,6 +124,25 @@ impl Table {
         );
     }
 
+    /// The row every view scenario ends with: sessions that fell behind (`reset`) and
+    /// sessions whose polls failed (the first error shown), both expected to be none.
+    pub fn resets_and_errors(&mut self, scenario: &str, resets: usize, errors: &[&String]) {
+        self.target(
+            scenario,
+            "resets / errors",
+            format!(
+                "{resets} / {}{}",
+                errors.len(),
+                errors
+                    .first()
+                    .map(|e| format!(" ({e})"))
+                    .unwrap_or_default()
+            ),
+            "0 / 0",
+            resets == 0 && errors.is_empty(),
+        );
+    }
+
     pub fn failed(&mut self, scenario: &str, error: &str) {
         self.push(scenario, "scenario failed", error.to_string(), "", "FAILED");
     }
