@@ -102,6 +102,8 @@ COMMENT ON FUNCTION place.kick(regclass, jsonb) IS
     'Announces one row of a watched table again, as an update of itself (pk: its key columns as a JSON object).';
 COMMENT ON FUNCTION place.changes_since(bigint, int) IS
     'The announced changes after a change log position, whole commits in commit order (at most lim commits).';
+COMMENT ON FUNCTION place.change_pos() IS
+    'The newest change log position committed as this snapshot sees it (0 before any).';
 COMMENT ON FUNCTION place.set_change_retention(interval) IS
     'How long the change log keeps changes (default 1 day).';
 COMMENT ON FUNCTION place.create_view(text, regclass, text, text, boolean, int) IS

@@ -174,7 +174,7 @@ BEGIN
             USING ERRCODE = '22003';
     END IF;
     RETURN QUERY EXECUTE format(
-        'SELECT coalesce((SELECT p.pos FROM place.change_position p), 0), $2, $3, coalesce(jsonb_agg(q.r), ''[]''::jsonb) FROM (%s) q(r)',
+        'SELECT place.change_pos(), $2, $3, coalesce(jsonb_agg(q.r), ''[]''::jsonb) FROM (%s) q(r)',
         v.query) USING coalesce(lim, v.max_limit), v.max_limit, v.tbl::oid;
 END
 $$;

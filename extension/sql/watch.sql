@@ -4,11 +4,15 @@
 -- Why two steps. A statement-level trigger on the watched table stages the statement's
 -- changes (place.changes, one row per statement, keyed by transaction and statement
 -- number). At commit, a deferred constraint trigger gives the transaction its position
--- (place.change_commits.pos) under the lock of place.change_position's one row, held
--- until commit, and sends the notification. Positions are therefore gap-free and in commit
--- order like a board's seq, yet writers of watched tables wait for each other only from
--- their commit's start to its end - the window in which NOTIFY serializes them anyway -
--- not from their first change on.
+-- (place.change_commits.pos, from place.change_pos_seq) under an advisory lock held until
+-- the commit ends, and sends the notification. Positions therefore grow in commit order
+-- (a transaction sees the commits with smaller positions as soon as it sees its own), yet
+-- writers of watched tables wait for each other only from their commit's start to its
+-- end - the window in which NOTIFY serializes them anyway - not from their first change
+-- on. An advisory lock and a sequence, not a counter row: updating one row from every
+-- commit would fail concurrent REPEATABLE READ and SERIALIZABLE writers with 40001. A
+-- position is skipped only when a transaction fails after taking it (a serialization
+-- failure at commit): readers treat a skipped position as "read everything again".
 
 -- Which tables are watched: their key columns and the columns that are announced.
 CREATE TABLE place.watches (
@@ -20,19 +24,19 @@ CREATE TABLE place.watches (
 );
 COMMENT ON TABLE place.watches IS 'Tables whose committed changes pgplace announces (place.watch)';
 
--- The last position handed out; one row, made by the first commit that needs it (not by
--- this script: pg_dump keeps the row, and a restore must not find one there already).
--- Bumped at each commit that changed a watched table, under its row lock, which is held
--- until that commit ends.
-CREATE TABLE place.change_position (
+-- The positions handed out (taken only under the commit lock, see above).
+CREATE SEQUENCE place.change_pos_seq;
+
+-- The log's settings: one row, made when first needed (not by this script: pg_dump keeps
+-- the row, and a restore must not find one there already).
+CREATE TABLE place.change_settings (
     one boolean PRIMARY KEY DEFAULT true CHECK (one),
-    pos bigint NOT NULL DEFAULT 0 CHECK (pos >= 0),
     -- Changes committed longer ago than this are removed from the log.
     retention interval NOT NULL DEFAULT '1 day' CHECK (retention > interval '0'),
     -- The log holds the positions after this one (older ones were removed).
     kept_after bigint NOT NULL DEFAULT 0 CHECK (kept_after >= 0)
-) WITH (fillfactor = 50);
-COMMENT ON TABLE place.change_position IS 'The change log''s newest position (one row) and its retention';
+);
+COMMENT ON TABLE place.change_settings IS 'The change log''s retention, and the positions it still holds';
 
 -- The staged changes: one row per statement (or per 1,000 rows of one) on a watched table.
 -- rows: [[action, key, obj, old], ...] with action insert/update/delete/truncate.
@@ -58,7 +62,8 @@ CREATE INDEX change_commits_committed_at_idx ON place.change_commits (committed_
 COMMENT ON TABLE place.change_commits IS 'The change log''s positions: gap-free, in commit order';
 
 SELECT pg_catalog.pg_extension_config_dump('place.watches', '');
-SELECT pg_catalog.pg_extension_config_dump('place.change_position', '');
+SELECT pg_catalog.pg_extension_config_dump('place.change_settings', '');
+SELECT pg_catalog.pg_extension_config_dump('place.change_pos_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('place.changes', '');
 SELECT pg_catalog.pg_extension_config_dump('place.change_commits', '');
 
@@ -171,7 +176,8 @@ DECLARE
     body text;
     at timestamptz := pg_catalog.clock_timestamp();
     x xid8 := pg_catalog.pg_current_xact_id();
-    state place.change_position;
+    pos bigint;
+    retention interval;
 BEGIN
     -- Rows written by another transaction's capture (pg_restore loading the log) are
     -- history, not news.
@@ -181,19 +187,17 @@ BEGIN
     last := coalesce(nullif(pg_catalog.current_setting('pgplace.change_n', true), '')::int, NEW.n);
     PERFORM pg_catalog.set_config('pgplace.change_flushed', last::text, true);
     body := place._change_payload_body(x, done + 1, last);
-    -- From here to the end of the commit, writers of watched tables go one at a time.
-    UPDATE place.change_position SET pos = pos + 1 RETURNING * INTO state;
-    IF NOT FOUND THEN
-        INSERT INTO place.change_position AS c (one, pos) VALUES (true, 1)
-        ON CONFLICT (one) DO UPDATE SET pos = c.pos + 1
-        RETURNING * INTO state;
-    END IF;
+    -- From here to the end of the commit, writers of watched tables go one at a time (the
+    -- key is pgplace's own, beside the one storage.rs takes per board).
+    PERFORM pg_catalog.pg_advisory_xact_lock(1885826147, -1);
+    pos := pg_catalog.nextval('place.change_pos_seq');
     INSERT INTO place.change_commits (pos, xid, first_n, last_n, committed_at)
-    VALUES (state.pos, x, done + 1, last, at);
-    PERFORM pg_catalog.pg_notify('pgplace', place._change_payload(state.pos, at, body));
+    VALUES (pos, x, done + 1, last, at);
+    PERFORM pg_catalog.pg_notify('pgplace', place._change_payload(pos, at, body));
     -- Keep the log bounded: every 1,000th commit removes what is past its retention.
-    IF state.pos % 1000 = 0 THEN
-        PERFORM place._prune_changes(at - state.retention);
+    IF pos % 1000 = 0 THEN
+        SELECT s.retention INTO retention FROM place.change_settings s;
+        PERFORM place._prune_changes(at - coalesce(retention, interval '1 day'));
     END IF;
     RETURN NULL;
 END
@@ -218,7 +222,8 @@ BEGIN
     DELETE FROM place.changes c USING place.change_commits cc
     WHERE cc.pos <= newest AND c.xid = cc.xid AND c.n BETWEEN cc.first_n AND cc.last_n;
     DELETE FROM place.change_commits WHERE pos <= newest;
-    UPDATE place.change_position SET kept_after = greatest(kept_after, newest);
+    INSERT INTO place.change_settings AS s (one, kept_after) VALUES (true, newest)
+    ON CONFLICT (one) DO UPDATE SET kept_after = greatest(s.kept_after, EXCLUDED.kept_after);
     RETURN removed;
 END
 $$;
@@ -393,10 +398,10 @@ BEGIN
     IF lim < 1 OR lim > 100000 THEN
         RAISE EXCEPTION 'lim must be between 1 and 100000, not %', lim USING ERRCODE = '22003';
     END IF;
-    SELECT kept_after INTO kept FROM place.change_position;
+    SELECT s.kept_after INTO kept FROM place.change_settings s;
     IF after_pos < coalesce(kept, 0) THEN
         RAISE EXCEPTION 'the change log no longer holds the positions after % (it keeps those after %)', after_pos, kept
-            USING ERRCODE = '55000', HINT = 'Read the tables afresh; place.change_position.retention sets how long changes are kept.';
+            USING ERRCODE = '55000', HINT = 'Read the tables afresh; place.set_change_retention sets how long changes are kept.';
     END IF;
     RETURN QUERY
     SELECT cc.pos, cc.committed_at, c.tbl, e.change ->> 0, e.change -> 1, e.change -> 2, e.change -> 3
@@ -405,6 +410,14 @@ BEGIN
     CROSS JOIN LATERAL jsonb_array_elements(c.rows) WITH ORDINALITY AS e(change, ord)
     ORDER BY cc.pos, c.n, e.ord;
 END
+$$;
+
+-- The newest position this snapshot sees committed: every commit up to it is visible,
+-- none after it (positions are taken and committed one at a time).
+CREATE FUNCTION place.change_pos() RETURNS bigint
+LANGUAGE sql STABLE AS $$
+    SELECT coalesce((SELECT max(c.pos) FROM place.change_commits c),
+                    (SELECT s.kept_after FROM place.change_settings s), 0)
 $$;
 
 CREATE FUNCTION place.set_change_retention(retention interval) RETURNS void
@@ -417,7 +430,7 @@ BEGIN
         RAISE EXCEPTION 'retention must be more than 0 and at most 3660 days, not %', retention
             USING ERRCODE = '22003';
     END IF;
-    INSERT INTO place.change_position AS c (one, retention) VALUES (true, set_change_retention.retention)
+    INSERT INTO place.change_settings AS c (one, retention) VALUES (true, set_change_retention.retention)
     ON CONFLICT (one) DO UPDATE SET retention = EXCLUDED.retention;
 END
 $$;

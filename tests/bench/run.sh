@@ -93,7 +93,7 @@ for round in 1 2; do
         bench "update_${t}_$round" -c 8 -j 8 -T "$SECONDS_PER_PHASE" -f "$TMP/update_$t.sql"
     done
 done
-commits=$(psql_bench -c "SELECT coalesce((SELECT pos FROM place.change_position), 0)")
+commits=$(psql_bench -c "SELECT place.change_pos()")
 watched_xacts=$(($(xacts insert_watched_1) + $(xacts insert_watched_2) + $(xacts update_watched_1) + $(xacts update_watched_2)))
 ((commits == watched_xacts)) || { echo "expected $watched_xacts announced commits, the change log has $commits" >&2; exit 1; }
 

@@ -169,7 +169,7 @@ async fn table_fingerprints(client: &tokio_postgres::Client) -> Vec<(String, Str
         "bans",
         "watches",
         "views",
-        "change_position",
+        "change_settings",
         "change_commits",
         "changes",
     ];

@@ -233,7 +233,7 @@ async fn every_session_ends_equal_to_its_view() {
             .expect("every session's lists equal its views");
     }
     let commits: i64 = sql
-        .query_one("SELECT pos FROM place.change_position", &[])
+        .query_one("SELECT place.change_pos()", &[])
         .await
         .unwrap()
         .get(0);

@@ -12,7 +12,7 @@ SELECT place.create_view(name => 'newest', tbl => 'shows', order_by => 'started,
 SELECT place.create_view('oldest', 'shows', 'started', NULL, false, 5);
 SELECT name, tbl, order_by, filter, descending, max_limit FROM place.views();
 
-SELECT pos = (SELECT pos FROM place.change_position) AS current_pos, max_limit,
+SELECT pos = place.change_pos() AS current_pos, max_limit,
        jsonb_array_length(rows) AS n, rows -> 0 AS first, rows -> 4 AS fifth
 FROM place.view_rows('top_live', 5);
 SELECT jsonb_path_query_array(rows, '$[*].id') AS ids FROM place.view_rows('oldest', 5);

@@ -21,9 +21,9 @@ SELECT count(*) AS watches FROM place.watches;
 SELECT place.watch('streams', ARRAY['title', 'viewers', 'live']);
 SELECT place.watch('stream_tags');
 SELECT tbl, key_columns, columns, views FROM place.watched();
--- No commit has taken a position yet: the row is made by the first one.
-SELECT count(*) AS position_rows FROM place.change_position;
-SELECT 0 AS p0 \gset
+-- No commit has taken a position yet.
+SELECT place.change_pos() AS p0 \gset
+SELECT :p0 AS no_position_yet;
 
 INSERT INTO streams (title, viewers, secret) VALUES ('a', 10, 's1'), ('b', 20, 's2');
 SELECT pos - :p0 AS pos, tbl, action, key, obj, old FROM place.changes_since(:p0);
@@ -31,7 +31,7 @@ SELECT pos - :p0 AS pos, tbl, action, key, obj, old FROM place.changes_since(:p0
 -- Only unwatched columns changed: nothing announced, no position taken.
 UPDATE streams SET secret = 'changed';
 UPDATE streams SET viewers = viewers WHERE id = 1;
-SELECT pos - :p0 AS newest FROM place.change_position;
+SELECT place.change_pos() - :p0 AS newest;
 
 -- A real change: old and new row.
 UPDATE streams SET viewers = 11, secret = 'x' WHERE id = 1;
@@ -59,7 +59,7 @@ BEGIN;
 INSERT INTO streams (id, title) VALUES (22, 'never');
 ROLLBACK;
 SELECT pos - :p0 AS pos, action, key, obj FROM place.changes_since(:p0 + 5);
-SELECT pos - :p0 AS newest FROM place.change_position;
+SELECT place.change_pos() - :p0 AS newest;
 SELECT count(*) AS commits_without_gaps FROM place.change_commits c
 WHERE c.pos > :p0 AND c.pos = (SELECT count(*) FROM place.change_commits d WHERE d.pos > :p0 AND d.pos <= c.pos) + :p0;
 
@@ -87,14 +87,14 @@ SELECT place.kick('streams', '{"id": 20}');
 SELECT pos - :p0 AS pos, action, key, obj, old FROM place.changes_since(:p0 + 9);
 SELECT place.kick('stream_tags', '{"stream_id": 7, "tag": "chess"}');
 SELECT action, key, obj FROM place.changes_since(:p0 + 10);
-SELECT pos AS before FROM place.change_position \gset
+SELECT place.change_pos() AS before \gset
 SELECT expect_error('SELECT place.kick(''streams'', ''{"id": 999}'')');
 SELECT expect_error('SELECT place.kick(''streams'', ''{"title": "a"}'')');
 SELECT expect_error('SELECT place.kick(''streams'', ''[20]'')');
 SELECT expect_error('SELECT place.kick(''stream_tags'', ''{"stream_id": 7}'')');
 SELECT expect_error('SELECT place.kick(''no_key'', ''{"a": 1}'')');
 SELECT expect_error('SELECT place.kick(''streams'', NULL)');
-SELECT pos = :before AS nothing_announced FROM place.change_position;
+SELECT place.change_pos() = :before AS nothing_announced;
 
 -- TRUNCATE is announced as such.
 CREATE TABLE scratch (k int PRIMARY KEY, v text);
@@ -108,19 +108,19 @@ SELECT expect_error('SELECT place.set_change_retention(''0'')');
 SELECT expect_error('SELECT place.set_change_retention(''-1 day'')');
 SELECT expect_error('SELECT place.set_change_retention(NULL)');
 SELECT place.set_change_retention('2 hours');
-SELECT retention FROM place.change_position;
+SELECT retention FROM place.change_settings;
 SELECT place._prune_changes(clock_timestamp()) > 0 AS pruned;
 SELECT count(*) AS left_in_log FROM place.change_commits;
-SELECT kept_after = pos AS kept_after_is_newest FROM place.change_position;
+SELECT kept_after = place.change_pos() AS kept_after_is_newest FROM place.change_settings;
 SELECT regexp_replace(expect_error(format('SELECT * FROM place.changes_since(%s)', :p0)), '(after|those after) \d+', '\1 N', 'g') AS too_old;
 SELECT expect_error('SELECT * FROM place.changes_since(0, 0)');
 INSERT INTO scratch VALUES (2, 'two');
-SELECT action, key FROM place.changes_since((SELECT kept_after FROM place.change_position));
+SELECT action, key FROM place.changes_since((SELECT kept_after FROM place.change_settings));
 
 -- unwatch: no more announcements.
 SELECT place.unwatch('scratch');
 SELECT place.unwatch('scratch');
-SELECT pos AS before FROM place.change_position \gset
+SELECT place.change_pos() AS before \gset
 INSERT INTO scratch VALUES (3, 'three');
-SELECT pos = :before AS nothing_announced FROM place.change_position;
+SELECT place.change_pos() = :before AS nothing_announced;
 SELECT count(*) AS triggers_left FROM pg_trigger WHERE tgrelid = 'scratch'::regclass;
