@@ -69,7 +69,7 @@ CREATE TABLE place.change_commits (
     committed_at timestamptz NOT NULL
 );
 CREATE INDEX change_commits_committed_at_idx ON place.change_commits (committed_at);
-COMMENT ON TABLE place.change_commits IS 'The change log''s positions: gap-free, in commit order';
+COMMENT ON TABLE place.change_commits IS 'The change log''s positions, in commit order';
 
 SELECT pg_catalog.pg_extension_config_dump('place.watches', '');
 SELECT pg_catalog.pg_extension_config_dump('place.change_settings', '');

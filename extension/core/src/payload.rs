@@ -18,7 +18,7 @@
 //! 8,000 bytes that NOTIFY accepts.
 //!
 //! A `changes` payload is one commit that changed watched tables (`place.watch`), at its
-//! position `pos` in the change log (gap-free, in commit order). It carries the changes
+//! position `pos` in the change log (in commit order). It carries the changes
 //! when they fit; otherwise only the tables' oids (`relids`), and the changes are read
 //! with `place.changes_since`. A `view` payload says a list view was created (`insert`),
 //! defined anew (`update`) or dropped (`delete`). Both are written by SQL
