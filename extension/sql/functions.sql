@@ -168,9 +168,11 @@ ALTER FUNCTION place.settled_seq(bigint)
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 -- Watching: the admin's functions, the gateway's reader of views (it reads the watched
 -- tables, which the gateway's role need not read), and the triggers that write the change
--- log for whichever role wrote the watched table.
+-- log for whichever role wrote the watched table. Filters are always read with standard
+-- strings (as they were checked), and a row's intervals are written the same way whatever
+-- the writer's session says (the gateway tests filters on them).
 ALTER FUNCTION place.watch(regclass, text[])
-    SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+    SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET standard_conforming_strings = on;
 ALTER FUNCTION place.unwatch(regclass)
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION place.kick(regclass, jsonb)
@@ -178,15 +180,16 @@ ALTER FUNCTION place.kick(regclass, jsonb)
 ALTER FUNCTION place.set_change_retention(interval)
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION place.create_view(text, regclass, text, text, boolean, int)
-    SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+    SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET standard_conforming_strings = on;
 ALTER FUNCTION place.drop_view(text)
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION place.view_rows(text, int)
-    SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+    SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET standard_conforming_strings = on;
 ALTER FUNCTION place.views_touched(text[], jsonb)
-    SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+    SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET standard_conforming_strings = on;
 ALTER FUNCTION place._capture_changes()
-    SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+    SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+    SET IntervalStyle = postgres;
 ALTER FUNCTION place._commit_changes()
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 REVOKE EXECUTE ON FUNCTION

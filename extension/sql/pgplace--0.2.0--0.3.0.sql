@@ -124,13 +124,15 @@ BEGIN
             SELECT jsonb_agg(jsonb_build_array(
                        CASE WHEN o.k IS NULL THEN 'insert' WHEN nw.k IS NULL THEN 'delete' ELSE 'update' END,
                        coalesce(nw.k, o.k), nw.obj, o.obj)) AS chunk
-            FROM (SELECT place._pick(r, keys) AS k, place._pick(r, cols) AS obj
+            FROM (SELECT place._pick(r, keys) AS k, place._pick(r, cols) AS obj,
+                         row_number() OVER () - 1 AS i
                   FROM (SELECT to_jsonb(t) AS r FROM pgplace_old t) s) o
             FULL JOIN (SELECT place._pick(r, keys) AS k, place._pick(r, cols) AS obj,
                               row_number() OVER () - 1 AS i
                        FROM (SELECT to_jsonb(t) AS r FROM pgplace_new t) s) nw ON o.k = nw.k
-            WHERE o.obj IS DISTINCT FROM nw.obj OR o.k IS NULL OR nw.k IS NULL
-            GROUP BY coalesce(nw.i, -1) / 1000) c;
+            -- As text: jsonb equality would call 1.0 and 1.000 the same number.
+            WHERE o.obj::text IS DISTINCT FROM nw.obj::text
+            GROUP BY coalesce(nw.i, o.i) / 1000) c;
     ELSE
         staged := ARRAY['[["truncate", null, null, null]]'::jsonb];
     END IF;
@@ -153,10 +155,17 @@ $$;
 CREATE FUNCTION place._change_payload_body(x xid8, first_n int, last_n int)
 RETURNS text
 LANGUAGE sql STABLE AS $$
-    WITH c AS (
-        SELECT c.n, c.tbl, e.ord, e.change
-        FROM place.changes c, jsonb_array_elements(c.rows) WITH ORDINALITY AS e(change, ord)
+    WITH staged AS (
+        SELECT c.n, c.tbl, c.rows FROM place.changes c
         WHERE c.xid = x AND c.n BETWEEN first_n AND last_n
+    ), small AS (
+        -- Measured before anything is put together: a transaction that changed a million
+        -- rows must not build them into one value to find out that they do not fit.
+        SELECT sum(octet_length(s.rows::text)) < 7000 AS fits FROM staged s
+    ), c AS (
+        SELECT s.n, s.tbl, e.ord, e.change
+        FROM staged s, small, jsonb_array_elements(s.rows) WITH ORDINALITY AS e(change, ord)
+        WHERE small.fits
     ), inline AS (
         SELECT ',"changes":' || jsonb_agg(jsonb_build_object(
                    'table', c.tbl::text, 'relid', c.tbl::oid::bigint, 'action', c.change ->> 0,
@@ -165,7 +174,7 @@ LANGUAGE sql STABLE AS $$
         FROM c
     )
     SELECT CASE WHEN octet_length(i.body) < 7800 THEN i.body
-           ELSE ',"relids":' || (SELECT jsonb_agg(DISTINCT c.tbl::oid::bigint) FROM c)::text
+           ELSE ',"relids":' || (SELECT jsonb_agg(DISTINCT s.tbl::oid::bigint) FROM staged s)::text
            END
     FROM inline i
 $$;
@@ -256,6 +265,12 @@ BEGIN
         RAISE EXCEPTION '% is not an ordinary table (only tables can be watched)', tbl
             USING ERRCODE = '42809';
     END IF;
+    IF (SELECT c.relispartition FROM pg_catalog.pg_class c WHERE c.oid = tbl)
+       OR EXISTS (SELECT FROM pg_catalog.pg_inherits i WHERE i.inhrelid = tbl) THEN
+        RAISE EXCEPTION '% is a partition or an inheritance child: changes made through its parent would not be announced', tbl
+            USING ERRCODE = '0A000', HINT = 'Watch ordinary tables that are written directly.';
+    END IF;
+    PERFORM place._check_may_read(tbl);
     IF (SELECT relnamespace FROM pg_catalog.pg_class WHERE oid = tbl) = 'place'::regnamespace THEN
         RAISE EXCEPTION 'pgplace''s own table % cannot be watched (boards announce their placements already)', tbl
             USING ERRCODE = '22023';
@@ -299,12 +314,31 @@ BEGIN
     EXECUTE format('CREATE TRIGGER pgplace_watch_truncate AFTER TRUNCATE ON %s '
                    'FOR EACH STATEMENT EXECUTE FUNCTION place._capture_changes(%L, %L)',
                    tbl, keys, coalesce(wanted::text, ''));
+    -- Changes applied by logical replication (session_replication_role = replica) too.
+    EXECUTE format('ALTER TABLE %s ENABLE ALWAYS TRIGGER pgplace_watch_insert, '
+                   'ENABLE ALWAYS TRIGGER pgplace_watch_update, ENABLE ALWAYS TRIGGER pgplace_watch_delete, '
+                   'ENABLE ALWAYS TRIGGER pgplace_watch_truncate', tbl);
     INSERT INTO place.watches (tbl, key_columns, columns) VALUES (tbl, keys, wanted)
     ON CONFLICT ON CONSTRAINT watches_pkey
     DO UPDATE SET key_columns = EXCLUDED.key_columns, columns = EXCLUDED.columns;
     -- The views over the table must still hold with the new columns.
-    UPDATE place.views v SET query = place._prepare_view(v.name, v.tbl, v.order_by, v.filter, v.descending)
+    UPDATE place.views v SET (query, touch_always) =
+        (SELECT p.select_sql, p.touch_always
+         FROM place._prepare_view(v.name, v.tbl, v.order_by, v.filter, v.descending) p)
     WHERE v.tbl = watch.tbl;
+END
+$$;
+
+-- The functions that watch a table or show its rows run as the extension's owner: the
+-- one who calls them (the login, session_user, whatever role it SET) must be able to read
+-- the table itself, or a view would hand them rows they may not see.
+CREATE FUNCTION place._check_may_read(tbl regclass) RETURNS void
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    IF NOT pg_catalog.has_table_privilege(session_user, tbl, 'SELECT') THEN
+        RAISE EXCEPTION 'permission denied: % may not read table %', session_user, tbl
+            USING ERRCODE = '42501', HINT = 'Only a role that may SELECT from a table can watch it or show it in a view.';
+    END IF;
 END
 $$;
 
@@ -367,7 +401,9 @@ BEGIN
         RAISE EXCEPTION 'tbl and pk must not be NULL' USING ERRCODE = '22004';
     END IF;
     SELECT * INTO w FROM place.watches x WHERE x.tbl = kick.tbl;
-    IF NOT FOUND THEN
+    IF FOUND THEN
+        PERFORM place._check_may_read(tbl);
+    ELSE
         RAISE EXCEPTION 'table % is not watched', tbl
             USING ERRCODE = '55000', HINT = 'SELECT place.watch(''...''::regclass) first.';
     END IF;
@@ -460,6 +496,10 @@ CREATE TABLE place.views (
     -- The SELECT that reads the view (made by place._prepare_view from the above; $1 is
     -- the limit). Only the watched columns and the key are in it.
     query      text NOT NULL,
+    -- The filter reads a float column: a change announced through jsonb (whose numbers
+    -- keep 15 digits of a float) cannot tell whether it matches, so every change of the
+    -- table may touch the view (place.views_touched).
+    touch_always boolean NOT NULL DEFAULT false,
     created_at timestamptz NOT NULL DEFAULT now()
 );
 COMMENT ON TABLE place.views IS 'Named list views the gateway serves (place.create_view)';
@@ -469,8 +509,8 @@ SELECT pg_catalog.pg_extension_config_dump('place.views', '');
 -- name the bad part: 42703 unknown or unwatched column, 22023 a filter that is not one
 -- boolean expression over the row, uses a subquery, or calls a function that is not
 -- immutable (its result could change without the row changing), 42883 an unknown function.
-CREATE FUNCTION place._prepare_view(name text, tbl regclass, order_by text[], filter text, descending boolean)
-RETURNS text
+CREATE FUNCTION place._prepare_view(name text, tbl regclass, order_by text[], filter text, descending boolean,
+                                    OUT select_sql text, OUT touch_always boolean)
 LANGUAGE plpgsql AS $$
 DECLARE
     w place.watches;
@@ -479,7 +519,6 @@ DECLARE
     obj text;
     key text;
     ordering text;
-    select_sql text;
     dir text := CASE WHEN descending THEN ' DESC' ELSE '' END;
 BEGIN
     SELECT * INTO w FROM place.watches x WHERE x.tbl = _prepare_view.tbl;
@@ -510,7 +549,7 @@ BEGIN
         EXECUTE format('CREATE TEMP TABLE pgplace_view_check ON COMMIT DROP AS SELECT %s FROM ONLY %s LIMIT 0',
                        (SELECT string_agg(quote_ident(c), ', ') FROM unnest(visible) c), tbl);
         BEGIN
-            EXECUTE format(E'CREATE INDEX ON pg_temp.pgplace_view_check ((1)) WHERE (\n%s\n)', filter);
+            EXECUTE format(E'CREATE INDEX pgplace_view_check_idx ON pg_temp.pgplace_view_check ((1)) WHERE (\n%s\n)', filter);
         EXCEPTION
             WHEN undefined_column OR undefined_function OR syntax_error THEN
                 DROP TABLE pg_temp.pgplace_view_check;
@@ -521,7 +560,31 @@ BEGIN
                 RAISE EXCEPTION 'filter % of view % is not an immutable boolean expression over the row: %', filter, name, SQLERRM
                     USING ERRCODE = '22023', HINT = 'No subqueries, no volatile or stable functions (now(), random()): a view must change only when its rows change.';
         END;
+        -- Views run as the extension's owner: a function that merely says it is immutable
+        -- could do anything with those rights. Only the built-in functions and operators.
+        SELECT string_agg(DISTINCT coalesce(p.oid::regprocedure::text, o.oid::regoperator::text), ', ')
+        INTO bad
+        FROM pg_catalog.pg_depend d
+        LEFT JOIN pg_catalog.pg_proc p ON d.refclassid = 'pg_catalog.pg_proc'::regclass AND p.oid = d.refobjid
+        LEFT JOIN pg_catalog.pg_operator o ON d.refclassid = 'pg_catalog.pg_operator'::regclass AND o.oid = d.refobjid
+        WHERE d.classid = 'pg_catalog.pg_class'::regclass
+          AND d.objid = 'pg_temp.pgplace_view_check_idx'::regclass
+          AND (p.pronamespace <> 'pg_catalog'::regnamespace OR o.oprnamespace <> 'pg_catalog'::regnamespace);
+        SELECT EXISTS (
+            SELECT FROM pg_catalog.pg_depend d
+            JOIN pg_catalog.pg_attribute a ON a.attrelid = d.refobjid AND a.attnum = d.refobjsubid
+            JOIN pg_catalog.pg_type t ON t.oid = a.atttypid
+            WHERE d.classid = 'pg_catalog.pg_class'::regclass
+              AND d.objid = 'pg_temp.pgplace_view_check_idx'::regclass
+              AND d.refclassid = 'pg_catalog.pg_class'::regclass
+              AND (t.oid IN ('float4'::regtype, 'float8'::regtype)
+                   OR t.typbasetype IN ('float4'::regtype, 'float8'::regtype)))
+        INTO touch_always;
         DROP TABLE pg_temp.pgplace_view_check;
+        IF bad IS NOT NULL THEN
+            RAISE EXCEPTION 'filter % of view % uses %, which is not built into PostgreSQL', filter, name, bad
+                USING ERRCODE = '42501', HINT = 'A filter may call only functions and operators of pg_catalog.';
+        END IF;
     END IF;
     IF w.columns IS NULL THEN
         obj := 'to_jsonb(t)';
@@ -542,7 +605,7 @@ BEGIN
                     obj, key, tbl, coalesce(filter, 'true'), ordering);
     -- Types without an ordering (json, point ...) fail here, not at the first subscribe.
     EXECUTE select_sql USING 0;
-    RETURN select_sql;
+    touch_always := coalesce(touch_always, false);
 END
 $$;
 
@@ -573,13 +636,14 @@ BEGIN
         RAISE EXCEPTION 'order_by must name columns separated by commas, not %', quote_literal(order_by)
             USING ERRCODE = '22023';
     END IF;
+    PERFORM place._check_may_read(tbl);
     IF EXISTS (SELECT FROM place.views v WHERE v.name = create_view.name) THEN
         RAISE EXCEPTION 'a view named % exists already', quote_literal(name)
             USING ERRCODE = '23505', HINT = 'Drop it first with place.drop_view.';
     END IF;
-    INSERT INTO place.views (name, tbl, order_by, filter, descending, max_limit, query)
-    VALUES (name, tbl, columns, filter, descending, max_limit,
-            place._prepare_view(name, tbl, columns, filter, descending));
+    INSERT INTO place.views (name, tbl, order_by, filter, descending, max_limit, query, touch_always)
+    SELECT name, tbl, columns, filter, descending, max_limit, p.select_sql, p.touch_always
+    FROM place._prepare_view(name, tbl, columns, filter, descending) p;
 END
 $$;
 
@@ -661,7 +725,9 @@ BEGIN
         RAISE EXCEPTION 'changed must be a JSON array of rows, not %', jsonb_typeof(changed) USING ERRCODE = '22023';
     END IF;
     SELECT min(v.tbl::oid)::regclass, count(DISTINCT v.tbl),
-           string_agg(format('CASE WHEN bool_or(%s) THEN %L END', coalesce(E'(\n' || v.filter || E'\n)', 'true'), v.name), ', ')
+           string_agg(format('CASE WHEN bool_or(%s) THEN %L END',
+                             CASE WHEN v.filter IS NULL OR v.touch_always THEN 'true'
+                                  ELSE E'(\n' || v.filter || E'\n)' END, v.name), ', ')
     INTO t, tables, tests
     FROM place.views v WHERE v.name = ANY (view_names);
     IF tables = 0 THEN
@@ -705,9 +771,11 @@ COMMENT ON FUNCTION place.view_rows(text, int) IS
 
 -- Watching: the admin's functions, the gateway's reader of views (it reads the watched
 -- tables, which the gateway's role need not read), and the triggers that write the change
--- log for whichever role wrote the watched table.
+-- log for whichever role wrote the watched table. Filters are always read with standard
+-- strings (as they were checked), and a row's intervals are written the same way whatever
+-- the writer's session says (the gateway tests filters on them).
 ALTER FUNCTION place.watch(regclass, text[])
-    SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+    SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET standard_conforming_strings = on;
 ALTER FUNCTION place.unwatch(regclass)
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION place.kick(regclass, jsonb)
@@ -715,15 +783,16 @@ ALTER FUNCTION place.kick(regclass, jsonb)
 ALTER FUNCTION place.set_change_retention(interval)
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION place.create_view(text, regclass, text, text, boolean, int)
-    SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+    SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET standard_conforming_strings = on;
 ALTER FUNCTION place.drop_view(text)
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION place.view_rows(text, int)
-    SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+    SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET standard_conforming_strings = on;
 ALTER FUNCTION place.views_touched(text[], jsonb)
-    SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+    SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET standard_conforming_strings = on;
 ALTER FUNCTION place._capture_changes()
-    SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+    SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+    SET IntervalStyle = postgres;
 ALTER FUNCTION place._commit_changes()
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 REVOKE EXECUTE ON FUNCTION

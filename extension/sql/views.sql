@@ -12,6 +12,10 @@ CREATE TABLE place.views (
     -- The SELECT that reads the view (made by place._prepare_view from the above; $1 is
     -- the limit). Only the watched columns and the key are in it.
     query      text NOT NULL,
+    -- The filter reads a float column: a change announced through jsonb (whose numbers
+    -- keep 15 digits of a float) cannot tell whether it matches, so every change of the
+    -- table may touch the view (place.views_touched).
+    touch_always boolean NOT NULL DEFAULT false,
     created_at timestamptz NOT NULL DEFAULT now()
 );
 COMMENT ON TABLE place.views IS 'Named list views the gateway serves (place.create_view)';
@@ -21,8 +25,8 @@ SELECT pg_catalog.pg_extension_config_dump('place.views', '');
 -- name the bad part: 42703 unknown or unwatched column, 22023 a filter that is not one
 -- boolean expression over the row, uses a subquery, or calls a function that is not
 -- immutable (its result could change without the row changing), 42883 an unknown function.
-CREATE FUNCTION place._prepare_view(name text, tbl regclass, order_by text[], filter text, descending boolean)
-RETURNS text
+CREATE FUNCTION place._prepare_view(name text, tbl regclass, order_by text[], filter text, descending boolean,
+                                    OUT select_sql text, OUT touch_always boolean)
 LANGUAGE plpgsql AS $$
 DECLARE
     w place.watches;
@@ -31,7 +35,6 @@ DECLARE
     obj text;
     key text;
     ordering text;
-    select_sql text;
     dir text := CASE WHEN descending THEN ' DESC' ELSE '' END;
 BEGIN
     SELECT * INTO w FROM place.watches x WHERE x.tbl = _prepare_view.tbl;
@@ -62,7 +65,7 @@ BEGIN
         EXECUTE format('CREATE TEMP TABLE pgplace_view_check ON COMMIT DROP AS SELECT %s FROM ONLY %s LIMIT 0',
                        (SELECT string_agg(quote_ident(c), ', ') FROM unnest(visible) c), tbl);
         BEGIN
-            EXECUTE format(E'CREATE INDEX ON pg_temp.pgplace_view_check ((1)) WHERE (\n%s\n)', filter);
+            EXECUTE format(E'CREATE INDEX pgplace_view_check_idx ON pg_temp.pgplace_view_check ((1)) WHERE (\n%s\n)', filter);
         EXCEPTION
             WHEN undefined_column OR undefined_function OR syntax_error THEN
                 DROP TABLE pg_temp.pgplace_view_check;
@@ -73,7 +76,31 @@ BEGIN
                 RAISE EXCEPTION 'filter % of view % is not an immutable boolean expression over the row: %', filter, name, SQLERRM
                     USING ERRCODE = '22023', HINT = 'No subqueries, no volatile or stable functions (now(), random()): a view must change only when its rows change.';
         END;
+        -- Views run as the extension's owner: a function that merely says it is immutable
+        -- could do anything with those rights. Only the built-in functions and operators.
+        SELECT string_agg(DISTINCT coalesce(p.oid::regprocedure::text, o.oid::regoperator::text), ', ')
+        INTO bad
+        FROM pg_catalog.pg_depend d
+        LEFT JOIN pg_catalog.pg_proc p ON d.refclassid = 'pg_catalog.pg_proc'::regclass AND p.oid = d.refobjid
+        LEFT JOIN pg_catalog.pg_operator o ON d.refclassid = 'pg_catalog.pg_operator'::regclass AND o.oid = d.refobjid
+        WHERE d.classid = 'pg_catalog.pg_class'::regclass
+          AND d.objid = 'pg_temp.pgplace_view_check_idx'::regclass
+          AND (p.pronamespace <> 'pg_catalog'::regnamespace OR o.oprnamespace <> 'pg_catalog'::regnamespace);
+        SELECT EXISTS (
+            SELECT FROM pg_catalog.pg_depend d
+            JOIN pg_catalog.pg_attribute a ON a.attrelid = d.refobjid AND a.attnum = d.refobjsubid
+            JOIN pg_catalog.pg_type t ON t.oid = a.atttypid
+            WHERE d.classid = 'pg_catalog.pg_class'::regclass
+              AND d.objid = 'pg_temp.pgplace_view_check_idx'::regclass
+              AND d.refclassid = 'pg_catalog.pg_class'::regclass
+              AND (t.oid IN ('float4'::regtype, 'float8'::regtype)
+                   OR t.typbasetype IN ('float4'::regtype, 'float8'::regtype)))
+        INTO touch_always;
         DROP TABLE pg_temp.pgplace_view_check;
+        IF bad IS NOT NULL THEN
+            RAISE EXCEPTION 'filter % of view % uses %, which is not built into PostgreSQL', filter, name, bad
+                USING ERRCODE = '42501', HINT = 'A filter may call only functions and operators of pg_catalog.';
+        END IF;
     END IF;
     IF w.columns IS NULL THEN
         obj := 'to_jsonb(t)';
@@ -94,7 +121,7 @@ BEGIN
                     obj, key, tbl, coalesce(filter, 'true'), ordering);
     -- Types without an ordering (json, point ...) fail here, not at the first subscribe.
     EXECUTE select_sql USING 0;
-    RETURN select_sql;
+    touch_always := coalesce(touch_always, false);
 END
 $$;
 
@@ -125,13 +152,14 @@ BEGIN
         RAISE EXCEPTION 'order_by must name columns separated by commas, not %', quote_literal(order_by)
             USING ERRCODE = '22023';
     END IF;
+    PERFORM place._check_may_read(tbl);
     IF EXISTS (SELECT FROM place.views v WHERE v.name = create_view.name) THEN
         RAISE EXCEPTION 'a view named % exists already', quote_literal(name)
             USING ERRCODE = '23505', HINT = 'Drop it first with place.drop_view.';
     END IF;
-    INSERT INTO place.views (name, tbl, order_by, filter, descending, max_limit, query)
-    VALUES (name, tbl, columns, filter, descending, max_limit,
-            place._prepare_view(name, tbl, columns, filter, descending));
+    INSERT INTO place.views (name, tbl, order_by, filter, descending, max_limit, query, touch_always)
+    SELECT name, tbl, columns, filter, descending, max_limit, p.select_sql, p.touch_always
+    FROM place._prepare_view(name, tbl, columns, filter, descending) p;
 END
 $$;
 
@@ -213,7 +241,9 @@ BEGIN
         RAISE EXCEPTION 'changed must be a JSON array of rows, not %', jsonb_typeof(changed) USING ERRCODE = '22023';
     END IF;
     SELECT min(v.tbl::oid)::regclass, count(DISTINCT v.tbl),
-           string_agg(format('CASE WHEN bool_or(%s) THEN %L END', coalesce(E'(\n' || v.filter || E'\n)', 'true'), v.name), ', ')
+           string_agg(format('CASE WHEN bool_or(%s) THEN %L END',
+                             CASE WHEN v.filter IS NULL OR v.touch_always THEN 'true'
+                                  ELSE E'(\n' || v.filter || E'\n)' END, v.name), ', ')
     INTO t, tables, tests
     FROM place.views v WHERE v.name = ANY (view_names);
     IF tables = 0 THEN

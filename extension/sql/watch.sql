@@ -114,13 +114,15 @@ BEGIN
             SELECT jsonb_agg(jsonb_build_array(
                        CASE WHEN o.k IS NULL THEN 'insert' WHEN nw.k IS NULL THEN 'delete' ELSE 'update' END,
                        coalesce(nw.k, o.k), nw.obj, o.obj)) AS chunk
-            FROM (SELECT place._pick(r, keys) AS k, place._pick(r, cols) AS obj
+            FROM (SELECT place._pick(r, keys) AS k, place._pick(r, cols) AS obj,
+                         row_number() OVER () - 1 AS i
                   FROM (SELECT to_jsonb(t) AS r FROM pgplace_old t) s) o
             FULL JOIN (SELECT place._pick(r, keys) AS k, place._pick(r, cols) AS obj,
                               row_number() OVER () - 1 AS i
                        FROM (SELECT to_jsonb(t) AS r FROM pgplace_new t) s) nw ON o.k = nw.k
-            WHERE o.obj IS DISTINCT FROM nw.obj OR o.k IS NULL OR nw.k IS NULL
-            GROUP BY coalesce(nw.i, -1) / 1000) c;
+            -- As text: jsonb equality would call 1.0 and 1.000 the same number.
+            WHERE o.obj::text IS DISTINCT FROM nw.obj::text
+            GROUP BY coalesce(nw.i, o.i) / 1000) c;
     ELSE
         staged := ARRAY['[["truncate", null, null, null]]'::jsonb];
     END IF;
@@ -143,10 +145,17 @@ $$;
 CREATE FUNCTION place._change_payload_body(x xid8, first_n int, last_n int)
 RETURNS text
 LANGUAGE sql STABLE AS $$
-    WITH c AS (
-        SELECT c.n, c.tbl, e.ord, e.change
-        FROM place.changes c, jsonb_array_elements(c.rows) WITH ORDINALITY AS e(change, ord)
+    WITH staged AS (
+        SELECT c.n, c.tbl, c.rows FROM place.changes c
         WHERE c.xid = x AND c.n BETWEEN first_n AND last_n
+    ), small AS (
+        -- Measured before anything is put together: a transaction that changed a million
+        -- rows must not build them into one value to find out that they do not fit.
+        SELECT sum(octet_length(s.rows::text)) < 7000 AS fits FROM staged s
+    ), c AS (
+        SELECT s.n, s.tbl, e.ord, e.change
+        FROM staged s, small, jsonb_array_elements(s.rows) WITH ORDINALITY AS e(change, ord)
+        WHERE small.fits
     ), inline AS (
         SELECT ',"changes":' || jsonb_agg(jsonb_build_object(
                    'table', c.tbl::text, 'relid', c.tbl::oid::bigint, 'action', c.change ->> 0,
@@ -155,7 +164,7 @@ LANGUAGE sql STABLE AS $$
         FROM c
     )
     SELECT CASE WHEN octet_length(i.body) < 7800 THEN i.body
-           ELSE ',"relids":' || (SELECT jsonb_agg(DISTINCT c.tbl::oid::bigint) FROM c)::text
+           ELSE ',"relids":' || (SELECT jsonb_agg(DISTINCT s.tbl::oid::bigint) FROM staged s)::text
            END
     FROM inline i
 $$;
@@ -246,6 +255,12 @@ BEGIN
         RAISE EXCEPTION '% is not an ordinary table (only tables can be watched)', tbl
             USING ERRCODE = '42809';
     END IF;
+    IF (SELECT c.relispartition FROM pg_catalog.pg_class c WHERE c.oid = tbl)
+       OR EXISTS (SELECT FROM pg_catalog.pg_inherits i WHERE i.inhrelid = tbl) THEN
+        RAISE EXCEPTION '% is a partition or an inheritance child: changes made through its parent would not be announced', tbl
+            USING ERRCODE = '0A000', HINT = 'Watch ordinary tables that are written directly.';
+    END IF;
+    PERFORM place._check_may_read(tbl);
     IF (SELECT relnamespace FROM pg_catalog.pg_class WHERE oid = tbl) = 'place'::regnamespace THEN
         RAISE EXCEPTION 'pgplace''s own table % cannot be watched (boards announce their placements already)', tbl
             USING ERRCODE = '22023';
@@ -289,12 +304,31 @@ BEGIN
     EXECUTE format('CREATE TRIGGER pgplace_watch_truncate AFTER TRUNCATE ON %s '
                    'FOR EACH STATEMENT EXECUTE FUNCTION place._capture_changes(%L, %L)',
                    tbl, keys, coalesce(wanted::text, ''));
+    -- Changes applied by logical replication (session_replication_role = replica) too.
+    EXECUTE format('ALTER TABLE %s ENABLE ALWAYS TRIGGER pgplace_watch_insert, '
+                   'ENABLE ALWAYS TRIGGER pgplace_watch_update, ENABLE ALWAYS TRIGGER pgplace_watch_delete, '
+                   'ENABLE ALWAYS TRIGGER pgplace_watch_truncate', tbl);
     INSERT INTO place.watches (tbl, key_columns, columns) VALUES (tbl, keys, wanted)
     ON CONFLICT ON CONSTRAINT watches_pkey
     DO UPDATE SET key_columns = EXCLUDED.key_columns, columns = EXCLUDED.columns;
     -- The views over the table must still hold with the new columns.
-    UPDATE place.views v SET query = place._prepare_view(v.name, v.tbl, v.order_by, v.filter, v.descending)
+    UPDATE place.views v SET (query, touch_always) =
+        (SELECT p.select_sql, p.touch_always
+         FROM place._prepare_view(v.name, v.tbl, v.order_by, v.filter, v.descending) p)
     WHERE v.tbl = watch.tbl;
+END
+$$;
+
+-- The functions that watch a table or show its rows run as the extension's owner: the
+-- one who calls them (the login, session_user, whatever role it SET) must be able to read
+-- the table itself, or a view would hand them rows they may not see.
+CREATE FUNCTION place._check_may_read(tbl regclass) RETURNS void
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    IF NOT pg_catalog.has_table_privilege(session_user, tbl, 'SELECT') THEN
+        RAISE EXCEPTION 'permission denied: % may not read table %', session_user, tbl
+            USING ERRCODE = '42501', HINT = 'Only a role that may SELECT from a table can watch it or show it in a view.';
+    END IF;
 END
 $$;
 
@@ -357,7 +391,9 @@ BEGIN
         RAISE EXCEPTION 'tbl and pk must not be NULL' USING ERRCODE = '22004';
     END IF;
     SELECT * INTO w FROM place.watches x WHERE x.tbl = kick.tbl;
-    IF NOT FOUND THEN
+    IF FOUND THEN
+        PERFORM place._check_may_read(tbl);
+    ELSE
         RAISE EXCEPTION 'table % is not watched', tbl
             USING ERRCODE = '55000', HINT = 'SELECT place.watch(''...''::regclass) first.';
     END IF;

@@ -47,6 +47,9 @@ SELECT expect_error('SELECT place.create_view(''x'', ''shows'', ''viewers'', max
 SELECT expect_error('SELECT place.create_view(''x'', ''shows'', ''viewers'', max_limit => 1001)');
 SELECT expect_error('SELECT place.create_view(''top_live'', ''shows'', ''viewers'')');
 SELECT expect_error('SELECT place.create_view(''x'', ''shows'', NULL)');
+-- A function that only says it is immutable: refused (views run as the extension's owner).
+CREATE FUNCTION not_builtin(v int) RETURNS boolean IMMUTABLE LANGUAGE sql AS 'SELECT v > 1';
+SELECT expect_error('SELECT place.create_view(''x2'', ''shows'', ''viewers'', ''public.not_builtin(viewers)'')');
 SELECT count(*) AS views_after FROM place.views;
 SELECT count(*) AS shows_still_there FROM shows;
 -- A comment inside a filter is harmless, and so are balanced parentheses.
@@ -62,6 +65,15 @@ SELECT place.views_touched(ARRAY['top_live'], '[]');
 SELECT place.views_touched(ARRAY['nope'], '[{"id": 1}]');
 SELECT expect_error('SELECT place.views_touched(ARRAY[''top_live''], ''{"id": 1}'')');
 SELECT expect_error('SELECT place.views_touched(NULL, ''[]'')');
+-- A filter on a float column is always touched: jsonb keeps 15 digits of a float, so the
+-- announced row cannot tell a filter like this one the truth.
+CREATE TABLE readings (id int PRIMARY KEY, f float8 NOT NULL);
+SELECT place.watch('readings');
+SELECT place.create_view('high_readings', 'readings', 'f', 'f > 0.3');
+SELECT touch_always FROM place.views WHERE name = 'high_readings';
+SELECT touch_always FROM place.views WHERE name = 'top_live';
+SELECT place.views_touched(ARRAY['high_readings'], '[{"id": 1, "f": 0.3}]');
+SELECT place.drop_view('high_readings'), place.unwatch('readings');
 
 -- Reading: a limit within 1..max_limit, a known view.
 SELECT expect_error('SELECT * FROM place.view_rows(''oldest'', 6)');

@@ -15,6 +15,20 @@ SELECT expect_error('SELECT place.watch(''streams'', ARRAY[''title'', ''nope''])
 SELECT expect_error('SELECT place.watch(''streams'', ARRAY[]::text[])');
 SELECT expect_error('SELECT place.watch(''streams'', ARRAY[''title'', NULL])');
 SELECT expect_error('SELECT place.watch(''missing_table'')');
+CREATE TABLE parted (id int PRIMARY KEY) PARTITION BY RANGE (id);
+CREATE TABLE parted_1 PARTITION OF parted FOR VALUES FROM (0) TO (100);
+SELECT expect_error('SELECT place.watch(''parted'')');
+SELECT expect_error('SELECT place.watch(''parted_1'')');
+-- The caller must be able to read the table: a view would show it its rows.
+CREATE TABLE hidden_from_bob (id int PRIMARY KEY);
+CREATE ROLE watch_test_bob;
+GRANT EXECUTE ON FUNCTION place.watch(regclass, text[]) TO watch_test_bob;
+SET SESSION AUTHORIZATION watch_test_bob;
+SELECT expect_error('SELECT place.watch(''hidden_from_bob'')');
+RESET SESSION AUTHORIZATION;
+DROP TABLE hidden_from_bob;
+REVOKE ALL ON FUNCTION place.watch(regclass, text[]) FROM watch_test_bob;
+DROP ROLE watch_test_bob;
 SELECT count(*) AS watches FROM place.watches;
 
 -- The secret column is not watched.
@@ -124,3 +138,14 @@ SELECT place.change_pos() AS before \gset
 INSERT INTO scratch VALUES (3, 'three');
 SELECT place.change_pos() = :before AS nothing_announced;
 SELECT count(*) AS triggers_left FROM pg_trigger WHERE tgrelid = 'scratch'::regclass;
+
+-- A row's values are written the same way whatever the writer's session says, and a
+-- change that only jsonb equality would miss (numeric scale) is announced.
+CREATE TABLE measures (id int PRIMARY KEY, n numeric, d interval);
+SELECT place.watch('measures');
+SET IntervalStyle = sql_standard;
+INSERT INTO measures VALUES (1, 1.0, interval '-1 day +2 hours');
+RESET IntervalStyle;
+UPDATE measures SET n = 1.000;
+SELECT action, obj, old FROM place.changes_since(place.change_pos() - 2);
+SELECT place.unwatch('measures');
