@@ -375,6 +375,7 @@ impl Board {
         let bits = (!self.regions.is_empty()).then(|| m.bits.clone());
         drop(m);
         self.recents.update(seq, &recent, true);
+        self.regions.rewind(seq);
         if let Some(bits) = bits {
             self.regions.reload(&settings, seq, &bits);
         }

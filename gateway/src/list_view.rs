@@ -118,11 +118,16 @@ impl ListView {
     }
 
     /// Replaces the window with one read at change log position `pos`, logging the events
-    /// between the two. A read older than the window is ignored.
+    /// between the two (a `reset` when the position went back).
     pub fn replace(&self, pos: i64, rows: Vec<Value>) {
         let mut s = self.lock();
-        if pos < s.pos || s.dropped {
+        if s.dropped {
             return;
+        }
+        // Reads of one instance are made one after the other, so an older position can
+        // only mean that the database went back (a restore): start the clients over.
+        if pos < s.pos {
+            s.reset_next = true;
         }
         s.pos = pos;
         let rows: Vec<Row> = rows.into_iter().map(Row::new).collect();
@@ -303,9 +308,6 @@ mod tests {
             (Some("insert"), Some(2))
         );
         assert_eq!(got[1]["key"], "view/v/3");
-        // An older read changes nothing.
-        view.replace(5, rows(&[9]));
-        assert!(events(&view, &mut keeping_up).is_empty());
         view.replace(7, rows(&[4, 1, 3]));
         // The log holds two events: the slow session lost some and starts over.
         let got = events(&view, &mut slow);
@@ -313,6 +315,17 @@ mod tests {
         assert_eq!(got[0]["action"], "reset");
         assert_eq!(got[0]["obj"], json!(rows(&[4, 1, 3])));
         assert!(events(&view, &mut slow).is_empty());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_database_that_went_back_resets_the_sessions() {
+        let view = ListView::new("v", 3, 1, 9, rows(&[1, 2]), 10);
+        let (mut cursor, _) = view.initial_state();
+        view.replace(4, rows(&[2]));
+        let got = events(&view, &mut cursor);
+        assert_eq!((got.len(), got[0]["action"].as_str()), (1, Some("reset")));
+        assert_eq!(got[0]["obj"], json!(rows(&[2])));
+        assert_eq!(view.pos(), 4);
     }
 
     #[tokio::test(start_paused = true)]

@@ -10,12 +10,13 @@
 //! of changes, never with sessions.
 
 use crate::db;
-use crate::errors::{from_db, from_pool, RpcError, UNKNOWN_VIEW};
+use crate::errors::{from_db, from_pool, RpcError, RETRY, UNKNOWN_VIEW};
 use crate::list_view::ListView;
 use deadpool_postgres::Pool;
 use pgplace_core::payload::{ChangeAction, ChangesPayload, ViewChange};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use tokio::sync::OnceCell;
@@ -30,7 +31,13 @@ pub struct Lists {
     /// The least time between two reads of one instance.
     refresh_gap: Duration,
     state: Mutex<State>,
+    /// Bumped when changes may have gone unseen (LISTEN lost) or a view was redefined:
+    /// an instance whose first read began before must read again.
+    generation: AtomicU64,
 }
+
+/// Views are named with at most this many characters (`place.create_view`).
+const MAX_VIEW_NAME: usize = 64;
 
 struct State {
     instances: HashMap<(Arc<str>, i32), Cell>,
@@ -47,6 +54,7 @@ impl Lists {
             pool,
             capacity,
             refresh_gap,
+            generation: AtomicU64::new(0),
             state: Mutex::new(State {
                 instances: HashMap::new(),
                 max_limits: HashMap::new(),
@@ -74,50 +82,105 @@ impl Lists {
         name: &str,
         limit: Option<i32>,
     ) -> Result<Arc<ListView>, RpcError> {
+        // A name longer than any view's cannot be one: no read, no entry for it.
+        if name.chars().count() > MAX_VIEW_NAME {
+            return Err(RpcError::new(
+                UNKNOWN_VIEW,
+                "unknown view (names have at most 64 characters)",
+            ));
+        }
+        // An instance dropped from the map while it was being made (the view was dropped
+        // or redefined meanwhile) is made again, once.
+        for _ in 0..2 {
+            let view = self.get_once(name, limit).await?;
+            if self.holds(&view) {
+                return Ok(view);
+            }
+        }
+        Err(RpcError::new(
+            RETRY,
+            format!("view {name:?} was changed while subscribing; retry"),
+        ))
+    }
+
+    async fn get_once(
+        self: &Arc<Self>,
+        name: &str,
+        limit: Option<i32>,
+    ) -> Result<Arc<ListView>, RpcError> {
+        let generation = self.generation.load(Ordering::SeqCst);
         let limit = match limit {
             Some(limit) => Some(limit),
             None => self.lock().max_limits.get(name).copied(),
         };
-        let Some(limit) = limit else {
-            // The first subscribe without a limit: one read at max_limit teaches it.
-            let (view, _) = self.load(name, None).await?;
-            return self.register(view);
+        let (cell, loaded) = match limit {
+            Some(limit) => {
+                let key: (Arc<str>, i32) = (name.into(), limit);
+                let cell: Cell = self
+                    .lock()
+                    .instances
+                    .entry(key.clone())
+                    .or_default()
+                    .clone();
+                let init = cell
+                    .get_or_try_init(|| async {
+                        let (view, _) = self.load(name, Some(limit)).await?;
+                        Ok::<_, RpcError>(Arc::new(view))
+                    })
+                    .await;
+                if let Err(error) = init {
+                    // Nothing is kept for a read that failed (an unknown view, say).
+                    let mut state = self.lock();
+                    if state
+                        .instances
+                        .get(&key)
+                        .is_some_and(|c| Arc::ptr_eq(c, &cell) && c.get().is_none())
+                    {
+                        state.instances.remove(&key);
+                    }
+                    return Err(error);
+                }
+                (cell, None)
+            }
+            None => {
+                // The first subscribe without a limit: one read at max_limit teaches it.
+                let (view, _) = self.load(name, None).await?;
+                let view = Arc::new(view);
+                let cell: Cell = self
+                    .lock()
+                    .instances
+                    .entry((view.name.clone(), view.limit))
+                    .or_default()
+                    .clone();
+                (cell, Some(view))
+            }
         };
-        let cell: Cell = self
-            .lock()
-            .instances
-            .entry((name.into(), limit))
-            .or_default()
-            .clone();
+        // Another subscribe may have made it meanwhile: theirs stays, this read is dropped.
         let view = cell
-            .get_or_try_init(|| async {
-                let (view, _) = self.load(name, Some(limit)).await?;
-                Ok::<_, RpcError>(Arc::new(view))
-            })
-            .await?
+            .get_or_init(|| async { loaded.expect("read above when no limit was known") })
+            .await
             .clone();
-        self.after_first_read(&view);
+        self.after_first_read(&view, generation);
         Ok(view)
     }
 
-    fn register(self: &Arc<Self>, view: ListView) -> Result<Arc<ListView>, RpcError> {
-        let view = Arc::new(view);
-        let cell: Cell = self
-            .lock()
+    /// Whether `view` is the instance the map holds (only those are kept current).
+    fn holds(&self, view: &Arc<ListView>) -> bool {
+        self.lock()
             .instances
-            .entry((view.name.clone(), view.limit))
-            .or_default()
-            .clone();
-        // Another subscribe may have made it meanwhile: theirs stays, this read is dropped.
-        let _ = cell.set(view.clone());
-        let view = cell.get().cloned().unwrap_or(view);
-        self.after_first_read(&view);
-        Ok(view)
+            .get(&(view.name.clone(), view.limit))
+            .and_then(|cell| cell.get())
+            .is_some_and(|held| Arc::ptr_eq(held, view))
     }
 
     /// A commit of the view's table newer than its first read may have gone by before
-    /// the instance was registered: read again if so.
-    fn after_first_read(self: &Arc<Self>, view: &Arc<ListView>) {
+    /// the instance was registered: read again if so. If LISTEN was lost or a view was
+    /// redefined while it was read (`generation` moved), read again from scratch.
+    fn after_first_read(self: &Arc<Self>, view: &Arc<ListView>, generation: u64) {
+        if self.generation.load(Ordering::SeqCst) != generation && view.force(true) {
+            self.spawn_refresh(view.clone());
+            return;
+        }
         let newest = self.lock().newest.get(&view.relid).copied().unwrap_or(0);
         if view.touched(newest) {
             self.spawn_refresh(view.clone());
@@ -206,6 +269,7 @@ impl Lists {
     /// Changes may have gone by unseen (LISTEN was down, a position was skipped): every
     /// instance reads again.
     pub fn all_stale(self: &Arc<Self>) {
+        self.generation.fetch_add(1, Ordering::SeqCst);
         for view in self.all() {
             if view.force(false) {
                 self.spawn_refresh(view);
@@ -215,6 +279,7 @@ impl Lists {
 
     /// A view was created, redefined or dropped.
     pub fn on_view_change(self: &Arc<Self>, name: &str, change: ViewChange) {
+        self.generation.fetch_add(1, Ordering::SeqCst);
         let mut state = self.lock();
         state.max_limits.remove(name);
         let affected: Vec<(Arc<str>, i32)> = state
@@ -231,6 +296,8 @@ impl Lists {
                 .and_then(|cell| cell.get().cloned());
             match (change, view) {
                 (ViewChange::Update, Some(view)) => redefined.push(view),
+                // Being read now: the generation tells it to read again once made.
+                (ViewChange::Update, None) => {}
                 // Dropped, or created anew after a drop this gateway did not hear of.
                 (_, view) => {
                     state.instances.remove(&key);
@@ -294,7 +361,8 @@ impl Lists {
             Err(error) => match error.as_db_error().map(|d| d.code().code()) {
                 // Dropped (this gateway will hear of it too), or max_limit lowered below
                 // this instance's limit: either way its sessions must subscribe again.
-                Some("42704") | Some("22003") => {
+                // The table went (42P01) or lost a column the view reads (42703) too.
+                Some("42704") | Some("22003") | Some("42P01") | Some("42703") => {
                     self.on_view_change(&view.name, ViewChange::Delete)
                 }
                 _ => return Err(error),

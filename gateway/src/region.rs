@@ -328,6 +328,9 @@ impl Regions {
     ) -> Arc<Region> {
         let key = Region::key_for(settings.id, rect, compact);
         let mut index = self.lock();
+        // Rectangles no session holds any more are forgotten here (the cells are pruned as
+        // placements pass).
+        index.by_key.retain(|_, r| r.strong_count() > 0);
         if let Some(region) = index.by_key.get(key.as_str()).and_then(Weak::upgrade) {
             return region;
         }
@@ -393,8 +396,12 @@ impl Regions {
         self.fed.fetch_max(last, Ordering::SeqCst);
     }
 
-    pub fn reload(&self, settings: &Arc<Settings>, seq: i64, bits: &[u8]) {
+    /// The board was read afresh at `seq` (called on every reload, regions or not).
+    pub fn rewind(&self, seq: i64) {
         self.fed.store(seq, Ordering::SeqCst);
+    }
+
+    pub fn reload(&self, settings: &Arc<Settings>, seq: i64, bits: &[u8]) {
         for region in self.live() {
             region.reload(settings.clone(), seq, bits);
         }
