@@ -1,4 +1,15 @@
-//! pgplace's gateway: long-polling JSON-RPC sessions and board views over LISTEN/NOTIFY.
+//! pgplace's gateway: long-polling JSON-RPC sessions and views over LISTEN/NOTIFY.
+//!
+//! A session subscribes to views (`sessions::Subscription`); each kind of view keeps one
+//! shared log per instance that every session on it reads by cursor:
+//!
+//! | view kind | instance | where |
+//! |---|---|---|
+//! | `board` (Qik or compact form) | a board | `board` (mirror and log), `boards` |
+//! | `board_region` | (board, rectangle, form) | `region`, fed by `board` |
+//! | `recent_placements` | (board, limit) | `recent` (a `list_view`), fed by `board` |
+//! | a named list view | (view, limit) | `lists`, `list_view`, `list_diff` |
+//! | presence: `watching`, `cursors` | a board | `board`, `cursors` |
 //!
 //! # Layout
 //! - `config`: flags and environment.
@@ -10,13 +21,13 @@
 //!   `freezing`: which of a board's tiles are frozen, and when the others freeze.
 //! - `lists`: the list view instances (`place.create_view`) and when each is read again;
 //!   `list_view`: one instance, its window and event log; `list_diff`: the events between
-//!   two windows; `events`: list events as clients get them; `recent`: a board's newest
+//!   two windows; `events`: list and region events as clients get them; `recent`: a board's newest
 //!   placements as a list view (`recent_placements`), fed by the board's mirror;
 //!   `region`: a rectangle of a board (`board_region`), fed by the board's mirror.
 //! - `cursors`: where the people watching a board point (`session.set_presence`).
 //! - `listener`: the LISTEN connection that keeps the mirrors and list views exact.
-//! - `sessions`: sessions, their subscriptions (a board view or a list view, each with
-//!   its cursor), long polls and expiry.
+//! - `sessions`: sessions, their subscriptions (a board, region or list view, each with
+//!   its cursor), their cursors on boards, long polls and expiry.
 //! - `placer`: group commit of placements through `place.place_many`.
 //! - `png_route`: `GET /boards/{id}.png`, a board drawn as a PNG.
 //! - `assets`: the embedded web page;
