@@ -89,6 +89,8 @@ pub struct Board {
     mirror: Mutex<Mirror>,
     /// Woken (all waiters) whenever the log, the settings or the epoch change.
     pub changed: Notify,
+    /// Woken (all waiters) when a presence notice is logged (for regions that asked).
+    pub presence_changed: Notify,
     /// Subscriptions to this board's views now (see [`Watcher`]).
     watchers: AtomicU64,
     /// The `recent_placements` views of this board, fed after each change of the mirror.
@@ -129,6 +131,9 @@ struct Mirror {
     recent: Recent,
     log: EventLog,
     deleted: bool,
+    /// The newest presence notices (`presence`, `cursors`), for the views of the board that
+    /// are not the board itself (regions): (notice version, the event under key "").
+    presence_log: VecDeque<(u64, Bytes)>,
     /// The number of watchers last told (initial states and `presence` events).
     watching: u64,
     watching_told_at: Option<Instant>,
@@ -157,12 +162,14 @@ impl Board {
                 recent: Recent::new(snapshot.recent),
                 log: EventLog::new(snapshot.seq, log_capacity),
                 deleted: false,
+                presence_log: VecDeque::new(),
                 watching: 0,
                 watching_told_at: None,
                 state_cache: None,
                 bits_cache: None,
             }),
             changed: Notify::new(),
+            presence_changed: Notify::new(),
             watchers: AtomicU64::new(0),
             recents: RecentViews::default(),
             regions: Regions::default(),
@@ -294,6 +301,14 @@ impl Board {
     ) {
         m.notices += 1;
         m.state_cache = None;
+        if presence {
+            let version = m.notices;
+            m.presence_log
+                .push_back((version, event_bytes("", action, obj)));
+            if m.presence_log.len() > PRESENCE_KEPT {
+                m.presence_log.pop_front();
+            }
+        }
         let entry = Entry::Notice {
             version: m.notices,
             seq: m.seq,
@@ -305,6 +320,9 @@ impl Board {
         m.log.push(entry);
         drop(m);
         self.changed.notify_waiters();
+        if presence {
+            self.presence_changed.notify_waiters();
+        }
     }
 
     /// Marks the tiles whose time has come at `now_us` frozen; sessions get a `frozen`
@@ -415,6 +433,29 @@ impl Board {
             &m.bits,
             self.log_capacity as usize,
         ))
+    }
+
+    /// The newest notice version (where a presence reader starts).
+    pub fn notices(&self) -> u64 {
+        self.lock().notices
+    }
+
+    /// The presence events (`presence`, `cursors`) after notice `seen`, under `key` (a
+    /// region's). Presence is a state that the next event replaces: a reader that missed
+    /// some (more than `PRESENCE_KEPT` came while it did not poll) gets the newest.
+    pub fn collect_presence(&self, seen: &mut u64, key: &str, out: &mut ArrayBuilder) {
+        let m = self.lock();
+        let key = json_str(key);
+        for (version, event) in &m.presence_log {
+            if *version > *seen {
+                // The event begins with the empty key: the reader's goes in its place.
+                let mut with_key = Fragments::new();
+                with_key.push(format!("{{\"key\":{key}").into_bytes().into());
+                with_key.push(event.slice(EMPTY_KEY.len()..));
+                out.push(with_key);
+            }
+        }
+        *seen = (*seen).max(m.notices);
     }
 
     /// The board's `recent_placements` view showing `limit` placements.
@@ -624,6 +665,11 @@ impl Entry {
         }
     }
 }
+
+/// Presence notices kept for readers under other keys (see `Board::collect_presence`).
+const PRESENCE_KEPT: usize = 16;
+/// How an event made with `event_bytes("", …)` begins.
+const EMPTY_KEY: &str = "{\"key\":\"\"";
 
 /// Consecutive tiles, serialized in both forms. `qik` holds one event per tile and
 /// `compact` one `[x,y,color]` per tile, comma-separated; `*_starts` say where each

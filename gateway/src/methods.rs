@@ -158,7 +158,7 @@ async fn subscribe_region(
 ) -> Result<Reply, RpcError> {
     let vp = Params::new_from_map(
         view_params,
-        &["board", "x", "y", "width", "height", "compact"],
+        &["board", "x", "y", "width", "height", "compact", "presence"],
     )?;
     let board: BoardRef = vp.required("board")?;
     let rect = Rect {
@@ -168,6 +168,7 @@ async fn subscribe_region(
         height: vp.required("height")?,
     };
     let compact = vp.optional::<bool>("compact")?.unwrap_or(false);
+    let presence = vp.optional::<bool>("presence")?.unwrap_or(false);
     let mirrored = app.boards.get(&board).await?;
     let region = mirrored
         .board
@@ -176,7 +177,7 @@ async fn subscribe_region(
     let (cursor, state) = region.initial_state();
     let key = region.key.clone();
     session.subscribe(
-        Subscription::region(&mirrored.board, region, cursor),
+        Subscription::region(&mirrored.board, region, cursor, presence),
         app.config.max_subscriptions,
     )?;
     Ok(keyed_reply(&key, state))

@@ -48,6 +48,8 @@ enum Source {
     Region {
         region: Arc<Region>,
         cursor: LogCursor,
+        /// When the view asked for `presence`: its board, and the last notice given.
+        presence: Option<(Arc<Board>, u64)>,
         _watcher: Watcher,
     },
 }
@@ -57,6 +59,7 @@ enum Waker {
     Board(Arc<Board>),
     List(Arc<ListView>),
     Region(Arc<Region>),
+    Presence(Arc<Board>),
 }
 
 impl Waker {
@@ -65,6 +68,7 @@ impl Waker {
             Waker::Board(board) => &board.changed,
             Waker::List(view) => &view.changed,
             Waker::Region(region) => &region.changed,
+            Waker::Presence(board) => &board.presence_changed,
         }
     }
 }
@@ -91,13 +95,20 @@ impl Subscription {
         }
     }
 
-    /// A `board_region` subscription (it counts among the board's watchers).
-    pub fn region(board: &Arc<Board>, region: Arc<Region>, cursor: LogCursor) -> Self {
+    /// A `board_region` subscription (it counts among the board's watchers); `presence`:
+    /// it also gets the board's `presence` and `cursors` events.
+    pub fn region(
+        board: &Arc<Board>,
+        region: Arc<Region>,
+        cursor: LogCursor,
+        presence: bool,
+    ) -> Self {
         Subscription {
             key: region.key.clone(),
             source: Source::Region {
                 region,
                 cursor,
+                presence: presence.then(|| (board.clone(), board.notices())),
                 _watcher: Watcher::new(board),
             },
         }
@@ -120,15 +131,33 @@ impl Subscription {
                 ..
             } => board.collect(cursor, *compact, *presence, out),
             Source::List { view, cursor } => view.collect(cursor, out),
-            Source::Region { region, cursor, .. } => region.collect(cursor, out),
+            Source::Region {
+                region,
+                cursor,
+                presence,
+                ..
+            } => {
+                let delivery = region.collect(cursor, out);
+                if let (Delivery::Continues, Some((board, seen))) = (&delivery, presence) {
+                    board.collect_presence(seen, &region.key, out);
+                }
+                delivery
+            }
         }
     }
 
-    fn waker(&self) -> Waker {
+    fn wakers(&self, out: &mut Vec<Waker>) {
         match &self.source {
-            Source::Board { board, .. } => Waker::Board(board.clone()),
-            Source::List { view, .. } => Waker::List(view.clone()),
-            Source::Region { region, .. } => Waker::Region(region.clone()),
+            Source::Board { board, .. } => out.push(Waker::Board(board.clone())),
+            Source::List { view, .. } => out.push(Waker::List(view.clone())),
+            Source::Region {
+                region, presence, ..
+            } => {
+                out.push(Waker::Region(region.clone()));
+                if let Some((board, _)) = presence {
+                    out.push(Waker::Presence(board.clone()));
+                }
+            }
         }
     }
 }
@@ -279,11 +308,11 @@ impl Session {
     }
 
     fn wakers(&self) -> Vec<Waker> {
-        self.lock()
-            .subscriptions
-            .iter()
-            .map(Subscription::waker)
-            .collect()
+        let mut out = Vec::with_capacity(MAX_WATCHED);
+        for sub in &self.lock().subscriptions {
+            sub.wakers(&mut out);
+        }
+        out
     }
 
     /// Answers with the queued events at once, or waits up to `timeout` for some. A newer

@@ -186,9 +186,71 @@ async fn cursors_are_shared_with_the_views_that_ask_and_leave_with_their_session
         );
     }
 
+    // A region that asked for presence hears the cursors under its own key; one that did
+    // not, hears nothing.
+    let region_watcher = http.ok("session.create", json!([])).await;
+    let region = json!({"board": board, "x": 0, "y": 0, "width": 4, "height": 4, "presence": true});
+    let key = http
+        .ok(
+            "session.subscribe",
+            json!([region_watcher, "board_region", region]),
+        )
+        .await[0]
+        .clone();
+    let plain_region = http.ok("session.create", json!([])).await;
+    http.ok(
+        "session.subscribe",
+        json!([plain_region, "board_region", {"board": board, "x": 0, "y": 0, "width": 4, "height": 4}]),
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(60)).await;
+    http.ok(
+        "session.set_presence",
+        json!([ann, board, {"x": 1, "y": 2}]),
+    )
+    .await;
+    let started = Instant::now();
+    loop {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "no cursors for the region"
+        );
+        let events = http
+            .ok("session.get_events", json!([region_watcher, 2]))
+            .await;
+        if let Some(e) = events
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["action"] == "cursors")
+        {
+            assert_eq!(e["key"], key);
+            assert_eq!(
+                (
+                    e["obj"]["cursors"][0]["x"].as_i64(),
+                    e["obj"]["cursors"][0]["y"].as_i64()
+                ),
+                (Some(1), Some(2))
+            );
+            break;
+        }
+    }
+    let events = http
+        .ok("session.get_events", json!([plain_region, 1]))
+        .await;
+    assert_eq!(
+        events,
+        json!([]),
+        "a region that did not ask hears no cursors"
+    );
+
     // Ann leaves: the others hear that nobody points any more.
     http.ok("session.destroy", json!([ann])).await;
-    let told = next_cursors(&http, &watcher).await;
+    let mut told = next_cursors(&http, &watcher).await;
+    // (The watcher may first hear of ann's last move.)
+    if told["total"] != 0 {
+        told = next_cursors(&http, &watcher).await;
+    }
     assert_eq!(told, json!({"cursors": [], "total": 0}));
     let events = http.ok("session.get_events", json!([legacy, 1])).await;
     assert_eq!(
