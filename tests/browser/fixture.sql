@@ -25,6 +25,8 @@ SELECT place.create_board('wide', 20, 10, 8, '0 seconds') AS wide \gset
 -- frost: tiles freeze after resting 2 s (One Million Checkboxes' ending). Painted like the
 -- others, so by the time the tests look, every tile painted a non-zero colour is frozen.
 SELECT place.create_board('frost', 16, 16, 4, '0 seconds') AS frost \gset
+-- large: a million tiles, which the page follows by region when zoomed in (left blank).
+SELECT place.create_board('large', 1024, 1024, 4, '0 seconds') AS large \gset
 -- art: rings around (20, 24) and a band of stripes, every colour of the palette.
 SELECT count(*) FROM (
   SELECT array_agg(:painter::bigint) AS us, array_agg(x) AS xs, array_agg(y) AS ys, array_agg(c) AS cs
@@ -47,7 +49,7 @@ SELECT user_id AS bob, token AS bob_token FROM place.create_user('bob') \gset
 \pset tuples_only on
 \pset format unaligned
 SELECT json_build_object(
-  'boards', json_build_object('art', :art, 'mono', :mono, 'duo', :duo, 'wide', :wide, 'frost', :frost),
+  'boards', json_build_object('art', :art, 'mono', :mono, 'duo', :duo, 'wide', :wide, 'frost', :frost, 'large', :large),
   'users', json_build_object(
     'painter', json_build_object('id', :painter),
     'alice', json_build_object('id', :alice, 'token', :'alice_token'),

@@ -594,3 +594,48 @@ test('other people\'s cursors: a page shows where another points, by name, and n
   await watcher.waitForFunction(() => window.pgplace.cursors.drawn === 0);
   assertNoPageErrors();
 });
+
+test('zoomed in on a large board, the page follows only the region around the view', async () => {
+  const LARGE = fixture.boards.large;
+  const painter = fixture.users.painter.id;
+  const page = await open('board=large&x=700.0&y=300.0&zoom=8');
+  await waitBoard(page, LARGE);
+  await page.waitForFunction(() => window.pgplace.live.key?.includes('/region/'), null, { timeout: 10000 });
+  await waitLive(page);
+  const region = await page.evaluate(() => window.pgplace.live.subscribedRegion);
+  assert.ok(region.x <= 700 && region.x + region.width > 700 && region.y <= 300 && region.y + region.height > 300,
+    `the region ${JSON.stringify(region)} holds the view's middle`);
+  assert.ok(region.width * region.height < 1024 * 1024 / 4, 'a region, not the board');
+  // A tile placed in view arrives; one far away is not even sent.
+  sql(`SELECT place.place(${LARGE}, 1000, 1000, 7, ${painter})`);
+  sql(`SELECT place.place(${LARGE}, 700, 300, 5, ${painter})`);
+  await page.waitForFunction(() => {
+    const { board } = window.pgplace;
+    return board.pending.length === 0 && board.colorAt(700, 300) === 5;
+  }, null, { timeout: 5000 });
+  assert.equal(await colorAt(page, 1000, 1000), 0, 'a tile outside the region never reached the page');
+  await screenshot(page, 'large-board-region');
+  // Panning far away follows another region, with the tiles placed there meanwhile.
+  await page.evaluate(() => { window.pgplace.view.set(1000, 1000, 8); window.pgplace.view.onMove(); });
+  await page.waitForFunction(() => {
+    const { board, live } = window.pgplace;
+    return live.subscribedRegion?.x <= 1000 && board.pending.length === 0 && board.colorAt(1000, 1000) === 7;
+  }, null, { timeout: 10000 });
+  // Zoomed out: the whole board again, exactly as the database has it.
+  await page.evaluate(() => { window.pgplace.view.set(512, 512, 0.5); window.pgplace.view.onMove(); });
+  await page.waitForFunction((id) => window.pgplace.live.key === `board/${id}/compact`, LARGE, { timeout: 10000 });
+  await waitBoard(page, LARGE);
+  // (Compared in the page: a million tiles are too many to carry out of it one by one.)
+  const painted = sql(`SELECT string_agg(format('%s,%s,%s', x, y, color), ';' ORDER BY x, y)
+                       FROM place.tiles(${LARGE}) WHERE color <> 0`);
+  const shown = await page.evaluate(() => {
+    const { board } = window.pgplace;
+    const tiles = [];
+    for (let n = 0; n < board.indexes.length; n++) {
+      if (board.indexes[n] !== 0) tiles.push([n % board.width, Math.floor(n / board.width), board.indexes[n]]);
+    }
+    return tiles.sort((a, b) => a[0] - b[0] || a[1] - b[1]).map((t) => t.join(',')).join(';');
+  });
+  assert.equal(shown, painted, 'the whole board, as the database has it');
+  assertNoPageErrors();
+});

@@ -92,6 +92,9 @@ export const api = {
   createSession: () => call('session.create', []),
   authorize: (session, token) => call('session.authorize', { session, token }),
   subscribe: (session, board) => call('session.subscribe', { session, view: 'board', params: { board, compact: true, presence: true } }),
+  subscribeRegion: (session, board, { x, y, width, height }) => call('session.subscribe', {
+    session, view: 'board_region', params: { board, x, y, width, height, compact: true, presence: true },
+  }),
   unsubscribe: (session, key) => call('session.unsubscribe', { session, key }),
   setPresence: (session, board, x, y) => call('session.set_presence', { session, board, position: { x, y } }),
   getEvents: (session, timeout, signal) => call('session.get_events', { session, timeout }, { signal }),

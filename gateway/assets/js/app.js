@@ -12,6 +12,7 @@
 //   history.js      who placed a tile (board.tile_history), cached
 //   frozen.js       frozen tiles: which ones (kept in stream order) and their marks on the view
 //   cursors.js      other people's cursors on the view, and telling the gateway where ours is
+//   (app.js itself: which region of a large board to follow when zoomed in)
 //   hash.js         board, position and zoom in the URL hash
 
 import { api, CODES, describe, RpcError } from './api.js';
@@ -69,7 +70,7 @@ const live = new Live({
     board.load(state);
     frozen.load(state);
     if (another) cursors.clear();
-    showWatching(state.watching);
+    if (state.watching !== undefined) showWatching(state.watching);
     tileHistory.clear();
     if (another) {
       if (wanted && wanted.x !== null && wanted.y !== null && wanted.zoom !== null) {
@@ -81,6 +82,7 @@ const live = new Live({
       cancelPlacing();
     }
     showBoard();
+    followRegion();
   },
   tiles(tiles) {
     board.queue(tiles);
@@ -415,7 +417,47 @@ view.onFrame = (ms) => {
   frames.push(ms);
   if (frames.length > 1000) frames.shift();
 };
-view.onMove = saveHash;
+view.onMove = () => {
+  saveHash();
+  followRegion();
+};
+
+// ---- regions ----------------------------------------------------------------------------
+// Zoomed in on a large board, the page follows only the part around what it shows (a
+// `board_region` view): the gateway then sends nothing from elsewhere. The rectangle is
+// what is visible and as much again on every side, on a grid of REGION_GRID tiles, and is
+// chosen anew when the view leaves it; zoomed out, the page follows the whole board again.
+const REGION_MIN_TILES = 1_000_000;
+const REGION_MIN_ZOOM = 4;
+const REGION_GRID = 64;
+
+function visibleRect() {
+  const rect = view.canvas.getBoundingClientRect();
+  const halfW = rect.width / 2 / view.zoom;
+  const halfH = rect.height / 2 / view.zoom;
+  return { x0: view.cx - halfW, y0: view.cy - halfH, x1: view.cx + halfW, y1: view.cy + halfH, halfW, halfH };
+}
+
+function followRegion() {
+  const s = board.settings;
+  if (!s) return;
+  if (s.width * s.height < REGION_MIN_TILES || view.zoom < REGION_MIN_ZOOM) {
+    live.showRegion(null);
+    return;
+  }
+  const v = visibleRect();
+  const have = live.region;
+  const covered = have && v.x0 >= have.x && v.y0 >= have.y
+    && v.x1 <= have.x + have.width && v.y1 <= have.y + have.height;
+  if (covered) return;
+  const snap = (value, limit, up) => Math.min(limit, Math.max(0,
+    (up ? Math.ceil(value / REGION_GRID) : Math.floor(value / REGION_GRID)) * REGION_GRID));
+  const x = snap(v.x0 - v.halfW * 2, s.width, false);
+  const y = snap(v.y0 - v.halfH * 2, s.height, false);
+  const x1 = snap(v.x1 + v.halfW * 2, s.width, true);
+  const y1 = snap(v.y1 + v.halfH * 2, s.height, true);
+  live.showRegion({ x, y, width: Math.max(1, x1 - x), height: Math.max(1, y1 - y) });
+}
 
 // ---- start -----------------------------------------------------------------------------------
 

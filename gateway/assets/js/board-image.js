@@ -28,8 +28,13 @@ export class BoardImage {
   get width() { return this.settings?.width ?? 0; }
   get height() { return this.settings?.height ?? 0; }
 
-  /** Replaces everything with a board state ({width, height, bits_per_tile, palette, seq, bits}). */
+  /** Replaces everything with a board state ({width, height, bits_per_tile, palette, seq, bits}),
+   * or, for a region's state (`region`: {x, y, width, height}), the rectangle it holds. */
   load(state) {
+    if (state.region) {
+      this.loadRegion(state);
+      return;
+    }
     const { width, height, bits_per_tile: bitsPerTile } = state;
     this.settings = { ...state };
     // The big parts of a state live elsewhere (bits here as pixels, frozen in frozen.js).
@@ -43,6 +48,45 @@ export class BoardImage {
     this.image = this.ctx.createImageData(width, height);
     this.pixels = new Uint32Array(this.image.data.buffer);
     this.repaint();
+  }
+
+  /** A region's state: its rectangle replaces those tiles; the rest of the board stays as
+   * last seen (a page follows a region only while it shows nothing outside it). */
+  loadRegion(state) {
+    const { width, height, bits_per_tile: bitsPerTile, region } = state;
+    const sameLayout = this.image && this.width === width && this.height === height
+      && this.settings.bits_per_tile === bitsPerTile;
+    this.settings = { ...state };
+    delete this.settings.bits;
+    delete this.settings.frozen;
+    delete this.settings.region;
+    if (!sameLayout) {
+      this.indexes = new Uint8Array(width * height);
+      this.canvas.width = width;
+      this.canvas.height = height;
+      this.image = this.ctx.createImageData(width, height);
+      this.pixels = new Uint32Array(this.image.data.buffer);
+    }
+    this.colors = this.settings.palette.map(packColor);
+    this.seq = state.seq;
+    this.pending = [];
+    const inside = unpack(fromBase64(state.bits), bitsPerTile, region.width * region.height);
+    for (let row = 0; row < region.height; row++) {
+      for (let col = 0; col < region.width; col++) {
+        const n = region.x + col + width * (region.y + row);
+        const color = inside[col + region.width * row];
+        this.indexes[n] = color;
+        this.pixels[n] = this.colors[color] ?? MISSING;
+      }
+    }
+    if (sameLayout) {
+      if (region.width > 0 && region.height > 0) {
+        this.ctx.putImageData(this.image, 0, 0, region.x, region.y, region.width, region.height);
+      }
+      this.onDirty();
+    } else {
+      this.repaint();
+    }
   }
 
   /** New settings that keep the layout (palette, cooldown, state, name). */

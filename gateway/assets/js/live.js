@@ -34,6 +34,8 @@ export class Live {
     this.key = null;
     this.seq = 0;
     this.subscribed = null; // the board the subscription is for
+    this.region = null; // the rectangle to follow instead of the whole board (showRegion)
+    this.subscribedRegion = null; // the rectangle the subscription is for, or null
     this.poll = null;
     this.running = false;
     this.wake = null;
@@ -54,6 +56,16 @@ export class Live {
     }
   }
 
+  /** Follows only `rect` ({x, y, width, height}) of the shown board from now on (a
+   * `board_region` view: the gateway sends nothing from elsewhere), or the whole board
+   * again (null). */
+  showRegion(rect) {
+    if (sameRect(rect, this.region)) return;
+    this.region = rect;
+    this.poll?.abort();
+    this.wake?.();
+  }
+
   /** Forces a fresh session (used by tests and after a sign-out). */
   restart() {
     this.session = null;
@@ -67,7 +79,7 @@ export class Live {
     for (;;) {
       try {
         if (!this.session) await this.connect();
-        if (this.subscribed !== this.board) await this.subscribe();
+        if (this.subscribed !== this.board || !sameRect(this.subscribedRegion, this.region)) await this.subscribe();
         if (!this.key) {
           // The board was deleted: wait until another board is chosen.
           await new Promise((resolve) => { this.wake = resolve; });
@@ -153,11 +165,17 @@ export class Live {
 
   async subscribe() {
     const board = this.board;
+    // A region belongs to the board it was chosen on.
+    const region = this.subscribed === board || this.subscribed === null ? this.region : null;
     if (this.key) api.unsubscribe(this.session, this.key).catch(() => {});
     this.key = null;
-    const [key, state] = await api.subscribe(this.session, board);
+    const [key, state] = region
+      ? await api.subscribeRegion(this.session, board, region)
+      : await api.subscribe(this.session, board);
     this.key = key;
     this.subscribed = board;
+    this.subscribedRegion = region;
+    if (!region) this.region = null;
     this.boardId = state.id;
     this.seq = state.seq;
     this.layout = layoutOf(state);
@@ -262,3 +280,5 @@ export class Live {
 }
 
 const layoutOf = (s) => `${s.width}x${s.height}x${s.bits_per_tile}`;
+const sameRect = (a, b) => (a === null || b === null ? a === b
+  : a.x === b.x && a.y === b.y && a.width === b.width && a.height === b.height);
