@@ -187,3 +187,32 @@ pub fn get_events_body(session: &str, timeout_secs: u64) -> Bytes {
     .to_string()
     .into()
 }
+
+/// Loops on `session.get_events` (POLL_SECS) until `stopped` changes, handing each answer,
+/// parsed as `A`, and the time it arrived to `each`; the first error ends the loop and is
+/// returned.
+pub async fn poll_answers<A: serde::de::DeserializeOwned>(
+    conn: &mut Conn,
+    session: &str,
+    poll_secs: u64,
+    mut stopped: tokio::sync::watch::Receiver<bool>,
+    mut each: impl FnMut(A, std::time::Instant),
+) -> Option<String> {
+    let body = get_events_body(session, poll_secs);
+    loop {
+        tokio::select! {
+            biased;
+            _ = stopped.changed() => return None,
+            response = conn.post(body.clone()) => {
+                let at = std::time::Instant::now();
+                let parsed = response
+                    .map_err(|e| e.to_string())
+                    .and_then(|b| serde_json::from_slice::<A>(&b).map_err(|e| e.to_string()));
+                match parsed {
+                    Ok(answer) => each(answer, at),
+                    Err(error) => return Some(error),
+                }
+            }
+        }
+    }
+}

@@ -6,7 +6,7 @@
 //! commit returned. Also counted: the transactions the gateway ran in the database during
 //! the phase (`pg_stat_database`, less the writer's), which must not grow with sessions.
 
-use crate::client::{get_events_body, Conn};
+use crate::client::{poll_answers, Conn};
 use crate::report::{rate, CpuClock, Latencies, Table};
 use crate::{Result, Setup};
 use rand::Rng;
@@ -191,36 +191,27 @@ async fn write(db: &tokio_postgres::Client, phase: Duration) -> Result<HashMap<i
     Ok(acks)
 }
 
-async fn poll(mut conn: Conn, session: String, mut stopped: watch::Receiver<bool>) -> Watch {
-    let body = get_events_body(&session, POLL_SECS);
+async fn poll(mut conn: Conn, session: String, stopped: watch::Receiver<bool>) -> Watch {
     let mut w = Watch::default();
-    loop {
-        tokio::select! {
-            biased;
-            _ = stopped.changed() => break,
-            response = conn.post(body.clone()) => {
-                let at = Instant::now();
-                match response.map_err(|e| e.to_string()).and_then(|b| serde_json::from_slice::<Answer>(&b).map_err(|e| e.to_string())) {
-                    Ok(answer) => {
-                        for event in answer.result {
-                            w.events += 1;
-                            match (event.action.as_str(), event.obj.and_then(|o| o.stamp)) {
-                                // An update is caused by its row's own change (stamped with
-                                // that commit); an insert may be a row moving up into the
-                                // window when another left, with an old stamp.
-                                ("update", Some(stamp)) if stamp > 0 => w.arrivals.push((stamp, at)),
-                                ("reset", _) => w.resets += 1,
-                                _ => {}
-                            }
-                        }
-                    }
-                    Err(error) => {
-                        w.error = Some(error);
-                        break;
-                    }
+    w.error = poll_answers(
+        &mut conn,
+        &session,
+        POLL_SECS,
+        stopped,
+        |answer: Answer, at| {
+            for event in answer.result {
+                w.events += 1;
+                match (event.action.as_str(), event.obj.and_then(|o| o.stamp)) {
+                    // An update is caused by its row's own change (stamped with that commit);
+                    // an insert may be a row moving up into the window when another left, with
+                    // an old stamp.
+                    ("update", Some(stamp)) if stamp > 0 => w.arrivals.push((stamp, at)),
+                    ("reset", _) => w.resets += 1,
+                    _ => {}
                 }
             }
-        }
-    }
+        },
+    )
+    .await;
     w
 }

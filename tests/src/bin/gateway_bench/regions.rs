@@ -4,7 +4,7 @@
 //! follow the whole board (compact), each with a fresh gateway. Reported: the gateway's
 //! CPU over the phase, tiles delivered, and CPU per delivered tile and per placement.
 
-use crate::client::{get_events_body, Conn};
+use crate::client::{poll_answers, Conn};
 use crate::delivery::BATCH;
 use crate::process::Gateway;
 use crate::report::{rate, CpuClock, Table};
@@ -157,31 +157,23 @@ async fn write(setup: &Setup, board: i64) -> Result<usize> {
     Ok(placed)
 }
 
-async fn poll(mut conn: Conn, session: String, mut stopped: watch::Receiver<bool>) -> Watch {
-    let body = get_events_body(&session, POLL_SECS);
+async fn poll(mut conn: Conn, session: String, stopped: watch::Receiver<bool>) -> Watch {
     let mut w = Watch::default();
-    loop {
-        tokio::select! {
-            biased;
-            _ = stopped.changed() => break,
-            response = conn.post(body.clone()) => {
-                match response.map_err(|e| e.to_string()).and_then(|b| serde_json::from_slice::<Answer>(&b).map_err(|e| e.to_string())) {
-                    Ok(answer) => {
-                        for event in answer.result {
-                            match event.action.as_str() {
-                                "tiles" => w.tiles += event.tiles.map_or(0, |t| t.len()),
-                                "reset" => w.resets += 1,
-                                _ => {}
-                            }
-                        }
-                    }
-                    Err(error) => {
-                        w.error = Some(error);
-                        break;
-                    }
+    w.error = poll_answers(
+        &mut conn,
+        &session,
+        POLL_SECS,
+        stopped,
+        |answer: Answer, _| {
+            for event in answer.result {
+                match event.action.as_str() {
+                    "tiles" => w.tiles += event.tiles.map_or(0, |t| t.len()),
+                    "reset" => w.resets += 1,
+                    _ => {}
                 }
             }
-        }
-    }
+        },
+    )
+    .await;
     w
 }
