@@ -342,7 +342,11 @@ impl Board {
             let _ = write!(obj, "{sep}[{x},{y}]");
         }
         obj.push_str("]}");
+        let seq = m.seq;
         self.notice(m, "frozen", &obj, due.len() as u64, false);
+        if !self.regions.is_empty() {
+            self.regions.frozen(seq, &due);
+        }
     }
 
     /// Whether a tile of this board freezes by `now_us` (cheap: no tile is touched).

@@ -74,7 +74,17 @@ pub enum RegionEvent<'a> {
     Settings {
         obj: &'a Value,
     },
+    /// Tiles inside froze (`freeze_after`) when the board's seq was `obj.seq`.
+    Frozen {
+        obj: FrozenTiles<'a>,
+    },
     Deleted,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FrozenTiles<'a> {
+    pub seq: i64,
+    pub tiles: &'a [[i32; 2]],
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -7,7 +7,7 @@
 //! rectangle's events.
 
 use crate::board::{timestamp, Delivery, Settings};
-use crate::events::{NewTile, OldTile, RegionEvent};
+use crate::events::{FrozenTiles, NewTile, OldTile, RegionEvent};
 use crate::fragments::{ArrayBuilder, Fragments};
 use crate::shared_log::{LogCursor, SharedLog};
 use base64::Engine;
@@ -213,6 +213,27 @@ impl Region {
         self.changed.notify_waiters();
     }
 
+    /// Tiles froze when the board's seq was `seq`: those inside are told.
+    fn frozen(&self, seq: i64, tiles: &[(i32, i32)]) {
+        let mut s = self.lock();
+        let c = s.clipped;
+        let inside: Vec<[i32; 2]> = tiles
+            .iter()
+            .filter(|(x, y)| c.contains(*x, *y))
+            .map(|(x, y)| [*x, *y])
+            .collect();
+        if inside.is_empty() {
+            return;
+        }
+        let obj = FrozenTiles {
+            seq,
+            tiles: &inside,
+        };
+        s.log.push(RegionEvent::Frozen { obj }.to_bytes(&self.key));
+        drop(s);
+        self.changed.notify_waiters();
+    }
+
     fn set_settings(&self, settings: Arc<Settings>, seq: i64) {
         let mut s = self.lock();
         let obj = serde_json::to_value(SettingsAt {
@@ -404,6 +425,13 @@ impl Regions {
     pub fn reload(&self, settings: &Arc<Settings>, seq: i64, bits: &[u8]) {
         for region in self.live() {
             region.reload(settings.clone(), seq, bits);
+        }
+    }
+
+    /// Tiles froze when the board's seq was `seq` (`freeze_after`).
+    pub fn frozen(&self, seq: i64, tiles: &[(i32, i32)]) {
+        for region in self.live() {
+            region.frozen(seq, tiles);
         }
     }
 

@@ -90,12 +90,28 @@ async fn frozen_tiles_reach_sessions_and_refuse_placements() {
     assert_eq!(history_len(&sql, board).await, before);
 
     // A new tile freezes two seconds after its placement; the event never comes before
-    // the database holds the tile frozen.
+    // the database holds the tile frozen. A region that holds the tile hears it too.
+    let region_session = http.ok("session.create", json!([])).await;
+    let region = json!({"board": board, "x": 2, "y": 0, "width": 2, "height": 2, "compact": true});
+    let region_key = http
+        .ok(
+            "session.subscribe",
+            json!([region_session, "board_region", region]),
+        )
+        .await[0]
+        .clone();
     http.ok("board.place", json!([session, board, 3, 0, 1]))
         .await;
     let events = until(&http, &session, |e| e["action"] == "frozen").await;
     let frozen = events.last().unwrap();
     assert_eq!(frozen["obj"]["tiles"], json!([[3, 0]]), "{events:?}");
+    let region_events = until(&http, &region_session, |e| e["action"] == "frozen").await;
+    let region_frozen = region_events.last().unwrap();
+    assert_eq!(region_frozen["key"], region_key);
+    assert_eq!(
+        region_frozen["obj"], frozen["obj"],
+        "the same tiles, at the same seq"
+    );
     // Announced no earlier than the database froze it.
     let late: bool = sql
         .query_one(

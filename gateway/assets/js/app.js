@@ -68,7 +68,9 @@ const live = new Live({
     if (another) countdown.clear();
     else if (state.cooldown !== board.settings.cooldown) countdown.cooldownChanged(state.cooldown);
     board.load(state);
-    frozen.load(state);
+    // A region's state has no frozen tiles: the page keeps those it knows, and the
+    // region's `frozen` events and placements keep them current.
+    if (!state.region) frozen.load(state);
     if (another) cursors.clear();
     if (state.watching !== undefined) showWatching(state.watching);
     tileHistory.clear();
