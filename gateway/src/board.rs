@@ -241,9 +241,12 @@ impl Board {
             let first = entry.first;
             m.seq = entry.last;
             m.log.push(Entry::Tiles(entry));
-            let (seq, recent) = (m.seq, m.recent.clone());
+            let seq = m.seq;
+            let recent = (!self.recents.is_empty()).then(|| m.recent.clone());
             drop(m);
-            self.recents.update(seq, &recent, false);
+            if let Some(recent) = recent {
+                self.recents.update(seq, &recent, false);
+            }
             self.regions.apply(first, seq, &placed);
             self.changed.notify_waiters();
         }

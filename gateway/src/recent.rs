@@ -101,6 +101,12 @@ impl RecentViews {
         }
     }
 
+    /// Whether no session holds a view of this board's recent placements (the mirror then
+    /// need not hand them over).
+    pub fn is_empty(&self) -> bool {
+        self.lock().values().all(|view| view.strong_count() == 0)
+    }
+
     pub fn mark_dropped(&self) {
         for view in self.lock().values().filter_map(Weak::upgrade) {
             view.mark_dropped();
