@@ -136,18 +136,7 @@ async fn subscribe(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
         Subscription::new(key.clone(), board, compact, cursor).with_presence(presence),
         app.config.max_subscriptions,
     )?;
-    let mut out = Fragments::new();
-    out.push(
-        format!(
-            "[{},",
-            serde_json::to_string(&*key).expect("keys serialize")
-        )
-        .into_bytes()
-        .into(),
-    );
-    out.push(state);
-    out.push_static("]");
-    Ok(Reply::Raw(out))
+    Ok(keyed_reply(&key, state))
 }
 
 /// A rectangle of a board: `[key, initial_state]`.
