@@ -2,14 +2,16 @@
 --
 -- Three group roles (NOLOGIN; people and services log in as their own roles, members of one):
 --   pgplace_reader  reads boards and history: SELECT on every place.* table except
---                   place.user_tokens, and the read functions (board_bits, get_tile,
---                   bitfield_get/set, tile_history, user_history, tiles, board_at,
---                   board_at_seq, render_png, frozen_tiles).
+--                   place.user_tokens and the gateway's sessions (place.sessions,
+--                   place.session_views), and the read functions (board_bits,
+--                   get_tile, bitfield_get/set, tile_history, user_history, tiles,
+--                   board_at, board_at_seq, render_png, frozen_tiles).
 --   pgplace_player  what pgplace_reader may, plus placing: place, place_many,
 --                   user_for_token and settled_seq (it holds off writers while it
---                   runs). Meant for the gateway (or another trusted client):
---                   place() takes the user id as an argument, so a player role can place
---                   for any user; the gateway checks tokens before it calls place_many.
+--                   runs), and the gateway's session_* functions. Meant for the
+--                   gateway (or another trusted client): place() takes the user id
+--                   as an argument, so a player role can place for any user; the
+--                   gateway checks tokens before it calls place_many.
 --   pgplace_admin   what pgplace_reader may, plus the knobs: create_board, create_user,
 --                   set_cooldown, set_board_state, set_keyframe_every, build_keyframes,
 --                   compact_history, resize_board, set_palette, set_freeze_after,
@@ -77,7 +79,9 @@ SELECT :'pgplace_reader', unnest(ARRAY[
     'frozen_tiles', 'watched', 'views', 'changes_since', 'change_pos', 'view_rows', 'views_touched']), false
 UNION ALL
 SELECT :'pgplace_player', unnest(ARRAY[
-    'place', 'place_many', 'user_for_token', 'settled_seq']), true
+    'place', 'place_many', 'user_for_token', 'settled_seq', 'session_create', 'session_load',
+    'session_set_user', 'session_subscribe', 'session_unsubscribe', 'session_destroy',
+    'session_seen', 'session_expire', 'session_watchers']), true
 UNION ALL
 SELECT :'pgplace_admin', unnest(ARRAY[
     'create_board', 'create_user', 'set_cooldown', 'set_board_state', 'set_keyframe_every',
@@ -86,7 +90,7 @@ SELECT :'pgplace_admin', unnest(ARRAY[
     'kick', 'set_change_retention', 'create_view', 'drop_view']), true;
 -- Tables pgplace_reader may not read (the rest of schema place it may).
 CREATE TEMP TABLE pgplace_secret_tables (relname name) ON COMMIT DROP;
-INSERT INTO pgplace_secret_tables VALUES ('user_tokens');
+INSERT INTO pgplace_secret_tables VALUES ('user_tokens'), ('sessions'), ('session_views');
 
 -- The roles, when missing.
 SELECT format('CREATE ROLE %I NOLOGIN', r.rolname)

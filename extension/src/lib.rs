@@ -7,6 +7,7 @@
 //! - `../sql/watch.sql`: watching any table (`watch`, `kick`), the change log and its
 //!   commit-ordered positions.
 //! - `../sql/views.sql`: named list views over watched tables (`create_view`, `view_rows`).
+//! - `../sql/sessions.sql`: the gateway's sessions and their subscriptions.
 //! - `../sql/functions.sql`: `COMMENT ON` every function; settings of the hot ones.
 //! - [`input`]: NULL checks and the errors every function raises for bad arguments.
 //! - [`storage`]: how a board's packed bits are cut into chunk rows, and the board row.
@@ -61,4 +62,5 @@ extension_sql_file!(
     name = "views",
     requires = ["watch", expressions::_is_one_expression]
 );
+extension_sql_file!("../sql/sessions.sql", name = "sessions", requires = ["schema"]);
 extension_sql_file!("../sql/functions.sql", name = "functions", finalize);

@@ -1,0 +1,204 @@
+-- pgplace 0.3.0 -> 0.4.0 (ALTER EXTENSION pgplace UPDATE): the gateway's sessions live in
+-- the database, so that any gateway can serve any session.
+-- Checked by tests/upgrade/run.sh: an updated database must be exactly a fresh 0.4.0.
+\echo Use "ALTER EXTENSION pgplace UPDATE" to load this file. \quit
+
+-- sessions.sql
+-- The gateway's sessions, kept here so that any gateway behind a load balancer can serve
+-- any session (README, "Running several gateways"). A gateway writes a session when it is
+-- created, authorized, subscribed, unsubscribed or destroyed, and marks it seen in batches
+-- (place.session_seen) - never on every poll. Where each view of a session stands is not
+-- here: acking clients carry it in their cursor.
+--
+-- A session id is a bearer secret: only its SHA-256 is stored. The tables are UNLOGGED:
+-- a session is cheap to make again and is not worth a WAL write per subscribe; they keep
+-- their rows through a clean restart, are emptied by a crash (clients then hear "unknown
+-- session" and create a new one), and are not copied to standbys or dumps.
+--
+-- Other gateways hear of a destroyed or expired session on channel pgplace_sessions
+-- ('gone <public_id>') and drop their copy at once.
+
+CREATE UNLOGGED TABLE place.sessions (
+    id_hash    bytea PRIMARY KEY,
+    -- Names the session where its id may not appear: cursors, notifications.
+    public_id  bigint GENERATED ALWAYS AS IDENTITY UNIQUE,
+    user_id    bigint REFERENCES place.users (id) ON DELETE SET NULL,
+    created_at timestamptz NOT NULL DEFAULT now(),
+    -- The last time a gateway said the session was in use (at most idle/4 old while it is).
+    seen_at    timestamptz NOT NULL DEFAULT now()
+);
+COMMENT ON TABLE place.sessions IS 'Gateway sessions (the SHA-256 of each id, its user, when last seen)';
+CREATE INDEX ON place.sessions (seen_at);
+
+CREATE UNLOGGED TABLE place.session_views (
+    id_hash  bytea NOT NULL REFERENCES place.sessions ON DELETE CASCADE,
+    key      text NOT NULL,
+    -- session.subscribe's view and params, as given.
+    view     text NOT NULL,
+    params   jsonb NOT NULL,
+    -- For the views of a board (they count among its watchers).
+    board_id bigint REFERENCES place.boards (id) ON DELETE CASCADE,
+    -- For a board view: the seq of the state the subscription started from.
+    seq      bigint,
+    PRIMARY KEY (id_hash, key)
+);
+COMMENT ON TABLE place.session_views IS 'The subscriptions of the gateway sessions';
+CREATE INDEX ON place.session_views (board_id);
+
+CREATE FUNCTION place._session_hash(id text) RETURNS bytea
+IMMUTABLE STRICT PARALLEL SAFE LANGUAGE sql
+SET search_path = pg_catalog, pg_temp
+RETURN sha256(convert_to(id, 'UTF8'));
+
+CREATE FUNCTION place.session_create(id text) RETURNS bigint
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    made bigint;
+BEGIN
+    IF id IS NULL OR length(id) < 16 THEN
+        RAISE EXCEPTION 'a session id must have at least 16 characters'
+            USING ERRCODE = '22023';
+    END IF;
+    INSERT INTO place.sessions (id_hash) VALUES (place._session_hash(id))
+    RETURNING public_id INTO made;
+    RETURN made;
+END
+$$;
+
+CREATE FUNCTION place.session_load(id text)
+RETURNS TABLE (public_id bigint, user_id bigint, user_name text, views jsonb)
+STABLE LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+    SELECT s.public_id, u.id, u.name,
+           coalesce((SELECT jsonb_agg(jsonb_build_object('key', v.key, 'view', v.view,
+                                                         'params', v.params, 'seq', v.seq)
+                                      ORDER BY v.key)
+                     FROM place.session_views v WHERE v.id_hash = s.id_hash), '[]')
+    FROM place.sessions s
+    LEFT JOIN place.users u ON u.id = s.user_id
+    WHERE s.id_hash = place._session_hash(session_load.id);
+END;
+
+CREATE FUNCTION place.session_set_user(id text, user_id bigint) RETURNS boolean
+LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+    WITH changed AS (
+        UPDATE place.sessions SET user_id = session_set_user.user_id
+        WHERE id_hash = place._session_hash(session_set_user.id)
+        RETURNING 1)
+    SELECT count(*) > 0 FROM changed;
+END;
+
+CREATE FUNCTION place.session_subscribe(id text, key text, view text, params jsonb,
+                                        board_id bigint, seq bigint)
+RETURNS boolean
+LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+    WITH s AS (SELECT id_hash FROM place.sessions
+               WHERE id_hash = place._session_hash(session_subscribe.id)),
+    written AS (
+        INSERT INTO place.session_views AS v (id_hash, key, view, params, board_id, seq)
+        SELECT s.id_hash, session_subscribe.key, session_subscribe.view,
+               session_subscribe.params, session_subscribe.board_id, session_subscribe.seq
+        FROM s
+        ON CONFLICT ON CONSTRAINT session_views_pkey DO UPDATE
+        SET view = excluded.view, params = excluded.params,
+            board_id = excluded.board_id, seq = excluded.seq
+        RETURNING 1)
+    SELECT count(*) > 0 FROM written;
+END;
+
+CREATE FUNCTION place.session_unsubscribe(id text, key text) RETURNS boolean
+LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+    WITH gone AS (
+        DELETE FROM place.session_views
+        WHERE id_hash = place._session_hash(session_unsubscribe.id)
+          AND key = session_unsubscribe.key
+        RETURNING 1)
+    SELECT count(*) > 0 FROM gone;
+END;
+
+CREATE FUNCTION place.session_destroy(id text) RETURNS boolean
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    gone bigint;
+BEGIN
+    DELETE FROM place.sessions WHERE id_hash = place._session_hash(id)
+    RETURNING public_id INTO gone;
+    IF gone IS NULL THEN
+        RETURN false;
+    END IF;
+    PERFORM pg_notify('pgplace_sessions', 'gone ' || gone);
+    RETURN true;
+END
+$$;
+
+-- Marks sessions in use now (a gateway's batch of the sessions it served).
+CREATE FUNCTION place.session_seen(public_ids bigint[]) RETURNS integer
+LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+    WITH seen AS (
+        UPDATE place.sessions SET seen_at = now()
+        WHERE public_id = ANY (session_seen.public_ids)
+        RETURNING 1)
+    SELECT count(*)::integer FROM seen;
+END;
+
+-- Removes the sessions no gateway has marked seen for `idle`; returns how many.
+CREATE FUNCTION place.session_expire(idle interval) RETURNS integer
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    gone integer;
+BEGIN
+    IF idle IS NULL OR idle <= interval '0' THEN
+        RAISE EXCEPTION 'idle must be more than 0, not %', idle USING ERRCODE = '22023';
+    END IF;
+    WITH expired AS (
+        DELETE FROM place.sessions WHERE seen_at < now() - idle RETURNING public_id)
+    SELECT count(pg_notify('pgplace_sessions', 'gone ' || public_id)) INTO gone FROM expired;
+    RETURN gone;
+END
+$$;
+
+-- How many subscriptions watch each board (its board and board_region views), over
+-- every gateway: the "watching" count.
+CREATE FUNCTION place.session_watchers()
+RETURNS TABLE (board_id bigint, watching bigint)
+STABLE LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+    SELECT v.board_id, count(*) FROM place.session_views v
+    WHERE v.board_id IS NOT NULL AND v.view IN ('board', 'board_region')
+    GROUP BY v.board_id;
+END;
+
+COMMENT ON FUNCTION place.session_create(text) IS
+    'Stores a new gateway session (its id is hashed); returns its public id.';
+COMMENT ON FUNCTION place.session_load(text) IS
+    'A gateway session: its public id, user and subscriptions (no row: unknown or expired).';
+COMMENT ON FUNCTION place.session_set_user(text, bigint) IS
+    'Sets (NULL: clears) the user a session acts for. False when the session is unknown.';
+COMMENT ON FUNCTION place.session_subscribe(text, text, text, jsonb, bigint, bigint) IS
+    'Adds or replaces a subscription of a session (key, view, params; board and seq for a board''s views). False when the session is unknown.';
+COMMENT ON FUNCTION place.session_unsubscribe(text, text) IS
+    'Removes a subscription of a session. False when there was none.';
+COMMENT ON FUNCTION place.session_destroy(text) IS
+    'Removes a session and tells the gateways (channel pgplace_sessions). False when unknown.';
+COMMENT ON FUNCTION place.session_seen(bigint[]) IS
+    'Marks sessions (by public id) as in use now; returns how many exist.';
+COMMENT ON FUNCTION place.session_expire(interval) IS
+    'Removes the sessions not seen for this long and tells the gateways; returns how many.';
+COMMENT ON FUNCTION place.session_watchers() IS
+    'Subscriptions to each board''s views (board, board_region) over all gateways.';
+
+REVOKE EXECUTE ON FUNCTION
+    place.session_create(text),
+    place.session_load(text),
+    place.session_set_user(text, bigint),
+    place.session_subscribe(text, text, text, jsonb, bigint, bigint),
+    place.session_unsubscribe(text, text),
+    place.session_destroy(text),
+    place.session_seen(bigint[]),
+    place.session_expire(interval),
+    place.session_watchers()
+FROM PUBLIC;

@@ -1,0 +1,60 @@
+-- The gateway's sessions: stored hashed, subscriptions kept with them, destroyed and
+-- expired sessions removed (the gateways hear of it: tests/tests/gateway_scale_out.rs).
+SELECT place.create_board('sessions-board', 4, 4, 4, '0'::interval) AS board \gset
+SELECT place.create_user('session-user') AS user_token \gset
+SELECT place.session_create('session-aaaaaaaaaaaaaaaa') AS aaa \gset
+SELECT place.session_create('session-bbbbbbbbbbbbbbbb') AS bbb \gset
+SELECT :bbb = :aaa + 1 AS public_ids_differ;
+-- The id itself is not stored.
+SELECT count(*) AS rows_naming_the_id FROM place.sessions
+WHERE position(convert_to('session-aaaa', 'UTF8') IN id_hash) > 0;
+
+-- Refused: short ids, an id taken, NULL; nothing changes.
+SELECT expect_error('SELECT place.session_create(''short'')');
+SELECT expect_error('SELECT place.session_create(NULL)');
+SELECT expect_error('SELECT place.session_create(''session-aaaaaaaaaaaaaaaa'')');
+SELECT count(*) AS sessions FROM place.sessions;
+
+-- Subscribing writes the view; again under the same key replaces it.
+SELECT place.session_subscribe('session-aaaaaaaaaaaaaaaa', 'board/' || :board, 'board',
+                               jsonb_build_object('board', :board), :board, 0);
+SELECT place.session_subscribe('session-aaaaaaaaaaaaaaaa', 'board/' || :board, 'board',
+                               jsonb_build_object('board', :board, 'presence', true), :board, 3);
+SELECT place.session_subscribe('session-aaaaaaaaaaaaaaaa', 'top', 'top', '{"limit": 5}', NULL, NULL);
+SELECT place.session_subscribe('session-bbbbbbbbbbbbbbbb', 'board/' || :board || '/compact', 'board',
+                               jsonb_build_object('board', :board, 'compact', true), :board, 0);
+-- An unknown session: false, nothing written.
+SELECT place.session_subscribe('session-cccccccccccccccc', 'x', 'board', '{}', NULL, NULL);
+SELECT watching FROM place.session_watchers() WHERE board_id = :board;
+
+-- Authorizing, then loading (as another gateway would).
+SELECT place.session_set_user('session-aaaaaaaaaaaaaaaa',
+                              place.user_for_token(:'user_token'));
+SELECT public_id = :aaa AS same_session, user_name, jsonb_pretty(views) AS views
+FROM place.session_load('session-aaaaaaaaaaaaaaaa');
+SELECT count(*) AS unknown_rows FROM place.session_load('session-cccccccccccccccc');
+
+SELECT place.session_unsubscribe('session-aaaaaaaaaaaaaaaa', 'top');
+SELECT place.session_unsubscribe('session-aaaaaaaaaaaaaaaa', 'top');
+
+-- Seen marks; expiry removes what was not seen for the idle time, and tells.
+UPDATE place.sessions SET seen_at = now() - interval '1 hour';
+SELECT place.session_seen(ARRAY[:bbb, 999999]::bigint[]);
+SELECT place.session_expire('10 minutes');
+SELECT count(*) AS left_sessions, count(*) FILTER (WHERE public_id = :bbb) AS the_seen_one
+FROM place.sessions;
+SELECT count(*) AS views_of_expired FROM place.session_views v
+WHERE NOT EXISTS (SELECT FROM place.sessions s WHERE s.id_hash = v.id_hash);
+SELECT expect_error('SELECT place.session_expire(''0'')');
+SELECT expect_error('SELECT place.session_expire(NULL)');
+
+SELECT place.session_destroy('session-bbbbbbbbbbbbbbbb');
+SELECT place.session_destroy('session-bbbbbbbbbbbbbbbb');
+
+-- A deleted board takes its subscriptions along.
+SELECT place.session_create('session-dddddddddddddddd') IS NOT NULL AS created;
+SELECT place.session_subscribe('session-dddddddddddddddd', 'board/' || :board, 'board',
+                               jsonb_build_object('board', :board), :board, 0);
+DELETE FROM place.boards WHERE id = :board;
+SELECT jsonb_array_length(views) AS views FROM place.session_load('session-dddddddddddddddd');
+SELECT place.session_destroy('session-dddddddddddddddd');
