@@ -40,6 +40,8 @@ CREATE UNLOGGED TABLE place.session_views (
     board_id bigint REFERENCES place.boards (id) ON DELETE CASCADE,
     -- For a board view: the seq of the state the subscription started from.
     seq      bigint,
+    -- Names this subscription (not an earlier one under the same key) in cursors.
+    sub_id   bigint NOT NULL,
     PRIMARY KEY (id_hash, key)
 );
 COMMENT ON TABLE place.session_views IS 'The subscriptions of the gateway sessions';
@@ -71,7 +73,8 @@ STABLE LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 BEGIN ATOMIC
     SELECT s.public_id, u.id, u.name,
            coalesce((SELECT jsonb_agg(jsonb_build_object('key', v.key, 'view', v.view,
-                                                         'params', v.params, 'seq', v.seq)
+                                                         'params', v.params, 'seq', v.seq,
+                                                         'sub_id', v.sub_id)
                                       ORDER BY v.key)
                      FROM place.session_views v WHERE v.id_hash = s.id_hash), '[]')
     FROM place.sessions s
@@ -90,20 +93,21 @@ BEGIN ATOMIC
 END;
 
 CREATE FUNCTION place.session_subscribe(id text, key text, view text, params jsonb,
-                                        board_id bigint, seq bigint)
+                                        board_id bigint, seq bigint, sub_id bigint)
 RETURNS boolean
 LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 BEGIN ATOMIC
     WITH s AS (SELECT id_hash FROM place.sessions
                WHERE id_hash = place._session_hash(session_subscribe.id)),
     written AS (
-        INSERT INTO place.session_views AS v (id_hash, key, view, params, board_id, seq)
+        INSERT INTO place.session_views AS v (id_hash, key, view, params, board_id, seq, sub_id)
         SELECT s.id_hash, session_subscribe.key, session_subscribe.view,
-               session_subscribe.params, session_subscribe.board_id, session_subscribe.seq
+               session_subscribe.params, session_subscribe.board_id, session_subscribe.seq,
+               session_subscribe.sub_id
         FROM s
         ON CONFLICT ON CONSTRAINT session_views_pkey DO UPDATE
         SET view = excluded.view, params = excluded.params,
-            board_id = excluded.board_id, seq = excluded.seq
+            board_id = excluded.board_id, seq = excluded.seq, sub_id = excluded.sub_id
         RETURNING 1)
     SELECT count(*) > 0 FROM written;
 END;
@@ -178,8 +182,8 @@ COMMENT ON FUNCTION place.session_load(text) IS
     'A gateway session: its public id, user and subscriptions (no row: unknown or expired).';
 COMMENT ON FUNCTION place.session_set_user(text, bigint) IS
     'Sets (NULL: clears) the user a session acts for. False when the session is unknown.';
-COMMENT ON FUNCTION place.session_subscribe(text, text, text, jsonb, bigint, bigint) IS
-    'Adds or replaces a subscription of a session (key, view, params; board and seq for a board''s views). False when the session is unknown.';
+COMMENT ON FUNCTION place.session_subscribe(text, text, text, jsonb, bigint, bigint, bigint) IS
+    'Adds or replaces a subscription of a session (key, view, params; board and seq for a board''s views; the subscription''s id). False when the session is unknown.';
 COMMENT ON FUNCTION place.session_unsubscribe(text, text) IS
     'Removes a subscription of a session. False when there was none.';
 COMMENT ON FUNCTION place.session_destroy(text) IS
@@ -195,7 +199,7 @@ REVOKE EXECUTE ON FUNCTION
     place.session_create(text),
     place.session_load(text),
     place.session_set_user(text, bigint),
-    place.session_subscribe(text, text, text, jsonb, bigint, bigint),
+    place.session_subscribe(text, text, text, jsonb, bigint, bigint, bigint),
     place.session_unsubscribe(text, text),
     place.session_destroy(text),
     place.session_seen(bigint[]),

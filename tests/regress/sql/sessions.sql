@@ -17,14 +17,14 @@ SELECT count(*) AS sessions FROM place.sessions;
 
 -- Subscribing writes the view; again under the same key replaces it.
 SELECT place.session_subscribe('session-aaaaaaaaaaaaaaaa', 'board/' || :board, 'board',
-                               jsonb_build_object('board', :board), :board, 0);
+                               jsonb_build_object('board', :board), :board, 0, 1);
 SELECT place.session_subscribe('session-aaaaaaaaaaaaaaaa', 'board/' || :board, 'board',
-                               jsonb_build_object('board', :board, 'presence', true), :board, 3);
-SELECT place.session_subscribe('session-aaaaaaaaaaaaaaaa', 'top', 'top', '{"limit": 5}', NULL, NULL);
+                               jsonb_build_object('board', :board, 'presence', true), :board, 3, 2);
+SELECT place.session_subscribe('session-aaaaaaaaaaaaaaaa', 'top', 'top', '{"limit": 5}', NULL, NULL, 1);
 SELECT place.session_subscribe('session-bbbbbbbbbbbbbbbb', 'board/' || :board || '/compact', 'board',
-                               jsonb_build_object('board', :board, 'compact', true), :board, 0);
+                               jsonb_build_object('board', :board, 'compact', true), :board, 0, 1);
 -- An unknown session: false, nothing written.
-SELECT place.session_subscribe('session-cccccccccccccccc', 'x', 'board', '{}', NULL, NULL);
+SELECT place.session_subscribe('session-cccccccccccccccc', 'x', 'board', '{}', NULL, NULL, 1);
 SELECT watching FROM place.session_watchers() WHERE board_id = :board;
 
 -- Authorizing, then loading (as another gateway would).
@@ -54,7 +54,7 @@ SELECT place.session_destroy('session-bbbbbbbbbbbbbbbb');
 -- A deleted board takes its subscriptions along.
 SELECT place.session_create('session-dddddddddddddddd') IS NOT NULL AS created;
 SELECT place.session_subscribe('session-dddddddddddddddd', 'board/' || :board, 'board',
-                               jsonb_build_object('board', :board), :board, 0);
+                               jsonb_build_object('board', :board), :board, 0, 1);
 DELETE FROM place.boards WHERE id = :board;
 SELECT jsonb_array_length(views) AS views FROM place.session_load('session-dddddddddddddddd');
 SELECT place.session_destroy('session-dddddddddddddddd');
