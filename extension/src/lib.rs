@@ -62,5 +62,9 @@ extension_sql_file!(
     name = "views",
     requires = ["watch", expressions::_is_one_expression]
 );
-extension_sql_file!("../sql/sessions.sql", name = "sessions", requires = ["schema"]);
+extension_sql_file!(
+    "../sql/sessions.sql",
+    name = "sessions",
+    requires = ["schema"]
+);
 extension_sql_file!("../sql/functions.sql", name = "functions", finalize);

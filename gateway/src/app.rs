@@ -85,7 +85,12 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     let tcp = bind(config.listen)
         .map_err(|e| StartError(format!("cannot listen on {}: {e}", config.listen)))?;
     let addr = tcp.local_addr().map_err(|e| StartError(e.to_string()))?;
+    let gateway_id = crate::sessions::random_u64();
+    let (listener_sync, sync_requests) = tokio::sync::mpsc::unbounded_channel();
     let listener = Listener {
+        sessions: sessions.clone(),
+        gateway_id,
+        sync: sync_requests,
         config: pg,
         pool: pool.clone(),
         boards: boards.clone(),
@@ -107,11 +112,19 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         lists: lists.clone(),
         sessions: sessions.clone(),
         listening,
+        gateway_id,
+        listener_sync,
     });
     let stop = CancellationToken::new();
     let tasks = vec![
         tokio::spawn(listener.run()),
-        tokio::spawn(sessions.run_expiry()),
+        tokio::spawn(sessions.clone().run_expiry()),
+        tokio::spawn(crate::session_upkeep::run(
+            app.pool.clone(),
+            sessions,
+            app.boards.clone(),
+            app.config.session_idle(),
+        )),
         tokio::spawn(lists.run_pings(Duration::from_secs(app.config.list_ping_secs))),
         freezer,
         tokio::spawn(accept(tcp, app.clone(), stop.clone())),

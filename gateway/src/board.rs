@@ -74,6 +74,15 @@ pub struct Cursor {
     pub notices: u64,
 }
 
+impl Cursor {
+    /// A cursor of no mirror: its view gets a `reset`.
+    pub const STALE: Cursor = Cursor {
+        epoch: u64::MAX,
+        seq: 0,
+        notices: 0,
+    };
+}
+
 /// How a view goes on after `collect`.
 #[derive(Debug, PartialEq)]
 pub enum Delivery {
@@ -91,7 +100,7 @@ pub struct Board {
     pub changed: Notify,
     /// Woken (all waiters) when a presence notice is logged (for regions that asked).
     pub presence_changed: Notify,
-    /// Subscriptions to this board's views now (see [`Watcher`]).
+    /// Subscriptions to this board's views, over every gateway (read from the database).
     watchers: AtomicU64,
     /// The `recent_placements` views of this board, fed after each change of the mirror.
     recents: RecentViews,
@@ -100,23 +109,8 @@ pub struct Board {
     /// Where the people watching point (`session.set_presence`).
     pub cursors: Cursors,
     log_capacity: u64,
-}
-
-/// Counts a subscription among its board's watchers for as long as it lives (sessions that
-/// unsubscribe, are destroyed or expire drop theirs).
-pub struct Watcher(Arc<Board>);
-
-impl Watcher {
-    pub fn new(board: &Arc<Board>) -> Self {
-        board.watchers.fetch_add(1, Ordering::SeqCst);
-        Watcher(board.clone())
-    }
-}
-
-impl Drop for Watcher {
-    fn drop(&mut self) {
-        self.0.watchers.fetch_sub(1, Ordering::SeqCst);
-    }
+    /// Held while the log is extended back (`session_access::backfill`).
+    pub backfilling: tokio::sync::Mutex<()>,
 }
 
 struct Mirror {
@@ -175,6 +169,7 @@ impl Board {
             regions: Regions::default(),
             cursors: Cursors::default(),
             log_capacity,
+            backfilling: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -264,6 +259,103 @@ impl Board {
         let (settings, seq) = (m.settings.clone(), m.seq);
         self.notice(m, "settings", &obj, 1, false);
         self.regions.set_settings(&settings, seq);
+    }
+
+    /// How many subscriptions watch the board over every gateway (told at most every 10 s).
+    pub fn set_watchers(&self, watching: u64) {
+        self.watchers.store(watching, Ordering::SeqCst);
+    }
+
+    /// The cursor of a view that was given every placement up to `seq` (on whichever
+    /// gateway): the notices logged at or after it come again (they are states: a board's
+    /// settings, tiles frozen), the placements after it once.
+    pub fn cursor_at(&self, seq: i64) -> Cursor {
+        let m = self.lock();
+        let mut notices = m.log.floor_notice;
+        for entry in &m.log.entries {
+            match entry {
+                Entry::Notice {
+                    version, seq: at, ..
+                } if *at < seq => notices = *version,
+                Entry::Notice { .. } => break,
+                Entry::Tiles(_) => {}
+            }
+        }
+        Cursor {
+            epoch: m.epoch,
+            seq,
+            notices,
+        }
+    }
+
+    /// Whether `cursor` is of this mirror but older than its log reaches (see `backfill`).
+    pub fn is_behind(&self, cursor: &Cursor) -> bool {
+        let m = self.lock();
+        cursor.epoch == m.epoch && cursor.seq >= 0 && cursor.seq < m.log.floor
+    }
+
+    /// The mirror's epoch and the oldest seq its log continues from.
+    pub fn log_floor(&self) -> (u64, i64) {
+        let m = self.lock();
+        (m.epoch, m.log.floor)
+    }
+
+    /// Whether a log reaching back to `from` fits (and this board's notices allow it: a
+    /// board whose tiles freeze cannot have its `frozen` events made again).
+    pub fn may_backfill(&self, from: i64) -> bool {
+        let m = self.lock();
+        m.freezing.is_none()
+            && from >= 0
+            && from < m.log.floor
+            && m.log.tiles + (m.log.floor - from) as u64 <= m.log.capacity
+    }
+
+    /// Extends the log back to `past.seq` with the placements after it (read from the
+    /// history), given the board as it was then: a client resuming from there (another gateway's
+    /// cursor, a restart, `since`) gets exactly the placements it has not seen. False when
+    /// the mirror changed meanwhile (another epoch), the placements do not lead to its
+    /// floor, or they do not fit the board: the client then gets a `reset`.
+    pub fn backfill(&self, epoch: u64, past: &crate::db::Past, placements: &[Placement]) -> bool {
+        let mut m = self.lock();
+        let (from, floor) = (past.seq, m.log.floor);
+        let mut bits = past.bits.clone();
+        if m.epoch != epoch
+            || from >= floor
+            || (past.width, past.height) != (m.settings.width, m.settings.height)
+            || bits.len() != m.bits.len()
+            || m.freezing.is_some()
+        {
+            return from >= floor && m.epoch == epoch;
+        }
+        let wanted = (floor - from) as usize;
+        if placements.len() != wanted
+            || placements
+                .iter()
+                .zip(from + 1..)
+                .any(|(p, seq)| p.seq != seq)
+            || m.log.tiles + wanted as u64 > m.log.capacity
+        {
+            return false;
+        }
+        let (width, height, tile) = (m.settings.width, m.settings.height, m.tile);
+        let mut entry = TilesBuilder::new(&self.qik_key);
+        for p in placements {
+            if p.x < 0 || p.y < 0 || p.x >= width || p.y >= height {
+                return false;
+            }
+            let n = i64::from(p.x) + i64::from(width) * i64::from(p.y);
+            let old = tile.get(&bits, n).expect("tile inside the board");
+            if tile.set(&mut bits, n, p.color.into()).is_err() {
+                return false;
+            }
+            entry.add(p, old);
+        }
+        // The history must lead exactly to the mirror as it stood at its floor.
+        if m.log.entries.is_empty() && bits != m.bits {
+            return false;
+        }
+        m.log.push_front(Entry::Tiles(entry.finish()), from);
+        true
     }
 
     /// Tells sessions how many subscriptions watch the board, when that changed and the
@@ -626,6 +718,13 @@ impl EventLog {
         }
     }
 
+    /// Puts older tiles before the oldest entry (see `Board::backfill`).
+    fn push_front(&mut self, entry: Entry, floor: i64) {
+        self.tiles += entry.weight();
+        self.entries.push_front(entry);
+        self.floor = floor;
+    }
+
     fn push(&mut self, entry: Entry) {
         self.tiles += entry.weight();
         self.entries.push_back(entry);
@@ -946,6 +1045,89 @@ mod tests {
         serde_json::from_slice(&out.finish().to_vec()).unwrap()
     }
 
+    /// The packed bits after the first `n` of `history`.
+    fn bits_after(history: &[Placement], n: usize) -> Vec<u8> {
+        let board = empty_board(0);
+        board.apply(&history[..n]).unwrap();
+        board.packed().2.to_vec()
+    }
+
+    #[test]
+    fn a_log_extended_back_from_the_history_gives_what_a_resuming_view_missed() {
+        let history = [
+            tile(1, 0, 0, 1),
+            tile(2, 1, 0, 2),
+            tile(3, 0, 0, 3),
+            tile(4, 1, 1, 1),
+        ];
+        // A gateway that loaded the board at seq 3 (a restart, say), then heard seq 4.
+        let board = Board::new(
+            Snapshot {
+                settings: settings(0.0),
+                seq: 3,
+                bits: bits_after(&history, 3),
+                freezing: None,
+                recent: Vec::new(),
+            },
+            100,
+        );
+        board.apply(&history[3..]).unwrap();
+        // A client that had seq 1 (from another gateway).
+        let mut cursor = board.cursor_at(1);
+        assert!(board.is_behind(&cursor) && board.may_backfill(1));
+        let (epoch, floor) = board.log_floor();
+        assert_eq!(floor, 3);
+        let past = |seq: i64| crate::db::Past {
+            seq,
+            width: 2,
+            height: 2,
+            bits: bits_after(&history, seq as usize),
+        };
+        assert!(
+            !board.backfill(epoch, &past(1), &history[1..2]),
+            "short of the floor"
+        );
+        assert!(
+            !board.backfill(epoch + 1, &past(1), &history[1..3]),
+            "another epoch"
+        );
+        assert!(board.is_behind(&cursor), "refusals change nothing");
+        assert!(board.backfill(epoch, &past(1), &history[1..3]));
+        assert!(!board.is_behind(&cursor));
+        let events = collect(&board, &mut cursor, false);
+        let got: Vec<(i64, i64, i64)> = events
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                (
+                    e["obj"]["seq"].as_i64().unwrap(),
+                    e["obj"]["color"].as_i64().unwrap(),
+                    e["old"]["color"].as_i64().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [(2, 2, 0), (3, 3, 1), (4, 1, 0)],
+            "seq, colour, old colour"
+        );
+        // A log too small for the stretch is not extended: that view resets.
+        let small = Board::new(
+            Snapshot {
+                settings: settings(0.0),
+                seq: 3,
+                bits: bits_after(&history, 3),
+                freezing: None,
+                recent: Vec::new(),
+            },
+            1,
+        );
+        assert!(!small.may_backfill(1));
+        let mut cursor = small.cursor_at(1);
+        assert_eq!(collect(&small, &mut cursor, false)[0]["action"], "reset");
+    }
+
     #[test]
     fn compact_runs_are_split_by_settings_changes_and_keep_the_order() {
         let board = empty_board(0);
@@ -1108,7 +1290,7 @@ mod tests {
     fn sessions_hear_how_many_watch_at_most_every_so_often() {
         let board = Arc::new(empty_board(0));
         let (mut cursor, _) = board.initial_state();
-        let (a, b) = (Watcher::new(&board), Watcher::new(&board));
+        board.set_watchers(2);
         let t0 = Instant::now();
         let every = Duration::from_secs(2);
         board.tell_watching(t0, every);
@@ -1120,7 +1302,7 @@ mod tests {
         let (_, state) = board.initial_state();
         let state: Value = serde_json::from_slice(&state).unwrap();
         assert_eq!(state["watching"], 2);
-        drop(a);
+        board.set_watchers(1);
         board.tell_watching(t0 + Duration::from_secs(1), every);
         assert_eq!(collect(&board, &mut cursor, true), json!([]), "too soon");
         board.tell_watching(t0 + every, every);
@@ -1136,7 +1318,7 @@ mod tests {
         );
         // A view that did not ask never gets them.
         let (mut quiet, _) = board.initial_state();
-        drop(b);
+        board.set_watchers(0);
         board.tell_watching(t0 + 3 * every, every);
         let mut out = ArrayBuilder::new();
         board.collect(&mut quiet, true, false, &mut out);

@@ -367,6 +367,24 @@ pub async fn board_at(
     }))
 }
 
+/// The board as it was at seq `seq` (`place.board_at_seq`).
+pub async fn board_at_seq(
+    client: &ClientWrapper,
+    board: i64,
+    seq: i64,
+) -> Result<Option<Past>, tokio_postgres::Error> {
+    let sql = "SELECT seq, width, height, bits FROM place.board_at_seq($1, $2)";
+    let row = client
+        .query_opt(&client.prepare_cached(sql).await?, &[&board, &seq])
+        .await?;
+    Ok(row.map(|row| Past {
+        seq: row.get(0),
+        width: row.get(1),
+        height: row.get(2),
+        bits: row.get(3),
+    }))
+}
+
 /// A board as it was.
 pub struct Past {
     pub seq: i64,

@@ -8,13 +8,15 @@ use crate::board::{Board, Discontinuity};
 use crate::boards::Boards;
 use crate::db;
 use crate::lists::Lists;
+use crate::session_store::{self, Message};
+use crate::sessions::Sessions;
 use futures_util::StreamExt;
 use pgplace_core::payload::{BoardChange, Payload, Placement, CHANNEL};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::mpsc;
-use tokio_postgres::{AsyncMessage, NoTls};
+use tokio::sync::{mpsc, oneshot};
+use tokio_postgres::{AsyncMessage, NoTls, Notification};
 
 /// How many placements one catch-up query reads at a time.
 const CATCH_UP_PAGE: i64 = 10_000;
@@ -31,6 +33,11 @@ pub struct Listener {
     pub catch_up: mpsc::UnboundedReceiver<Arc<Board>>,
     /// A board more than this many placements behind is reloaded rather than replayed.
     pub replay_limit: u64,
+    /// This gateway's copies of sessions, and its name among the gateways.
+    pub sessions: Arc<Sessions>,
+    pub gateway_id: u64,
+    /// Requests to confirm that every notification committed before them was applied.
+    pub sync: mpsc::UnboundedReceiver<oneshot::Sender<()>>,
 }
 
 impl Listener {
@@ -49,7 +56,14 @@ impl Listener {
 
     /// One connection's life: LISTEN, catch every mirror up, then follow the stream.
     async fn session(&mut self) -> Result<(), tokio_postgres::Error> {
-        let (client, mut connection) = self.config.connect(NoTls).await?;
+        let mut config = self.config.clone();
+        // Told apart from the pool's connections (a DBA's pg_stat_activity, the tests).
+        let name = format!(
+            "{} (listen)",
+            config.get_application_name().unwrap_or("pgplace-gateway")
+        );
+        config.application_name(&name);
+        let (client, mut connection) = config.connect(NoTls).await?;
         let (tx, mut notifications) = mpsc::unbounded_channel();
         let driver = tokio::spawn(async move {
             let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
@@ -68,7 +82,15 @@ impl Listener {
                 }
             }
         });
-        client.batch_execute(&format!("LISTEN {CHANNEL}")).await?;
+        client
+            .batch_execute(&format!(
+                "LISTEN {CHANNEL}; LISTEN {}",
+                session_store::CHANNEL
+            ))
+            .await?;
+        // What other gateways said about sessions meanwhile was not heard: every copy is
+        // read from the database again when next used.
+        self.sessions.forget_all();
         // Placements committed before LISTEN took effect are not notified to us: read them.
         for mirrored in self.boards.all() {
             self.catch_up(&mirrored.board).await?;
@@ -81,14 +103,44 @@ impl Listener {
         loop {
             tokio::select! {
                 notification = notifications.recv() => match notification {
-                    Some(n) => self.on_payload(n.payload()).await?,
+                    Some(n) => self.on_notification(&n).await?,
                     None => break,
                 },
                 Some(board) = self.catch_up.recv() => self.catch_up(&board).await?,
+                Some(first) = self.sync.recv() => {
+                    let mut waiting = vec![first];
+                    while let Ok(more) = self.sync.try_recv() {
+                        waiting.push(more);
+                    }
+                    // The answer comes after every notification the server sent before it,
+                    // and the driver queued those before it read the answer.
+                    client.simple_query("").await?;
+                    while let Ok(n) = notifications.try_recv() {
+                        self.on_notification(&n).await?;
+                    }
+                    for done in waiting {
+                        let _ = done.send(());
+                    }
+                }
             }
         }
         driver.abort();
         Ok(())
+    }
+
+    async fn on_notification(&mut self, n: &Notification) -> Result<(), tokio_postgres::Error> {
+        if n.channel() == session_store::CHANNEL {
+            match Message::parse(n.payload()) {
+                Some(Message::Gone { public_id }) => self.sessions.forget(public_id),
+                Some(Message::Drop { public_id, gateway }) if gateway != self.gateway_id => {
+                    self.sessions.forget(public_id)
+                }
+                Some(Message::Drop { .. }) => {}
+                None => tracing::warn!("ignoring a session notification: {}", n.payload()),
+            }
+            return Ok(());
+        }
+        self.on_payload(n.payload()).await
     }
 
     async fn on_payload(&mut self, text: &str) -> Result<(), tokio_postgres::Error> {

@@ -8,9 +8,12 @@ use crate::fragments::Fragments;
 use crate::jsonrpc::Reply;
 use crate::list_view::ListView;
 use crate::params::{Params, Seconds};
+use crate::poll_cursor::PollCursor;
 use crate::recent::MAX_RECENT;
 use crate::region::Rect;
-use crate::sessions::{Session, Subscription, User};
+use crate::session_access;
+use crate::session_store;
+use crate::sessions::{new_session_id, Session, Subscription, User};
 use crate::state::App;
 use bytes::Bytes;
 use serde_json::{json, Map, Value};
@@ -23,8 +26,7 @@ pub async fn call(app: &App, method: &str, params: Option<&Value>) -> Result<Rep
     match method {
         "session.create" => {
             Params::new(params, &[])?;
-            let session = app.sessions.create()?;
-            Ok(Reply::Value(json!(&*session.id)))
+            Box::pin(create(app)).await
         }
         "session.authorize" => {
             Box::pin(authorize(app, Params::new(params, &["session", "token"])?)).await
@@ -36,7 +38,7 @@ pub async fn call(app: &App, method: &str, params: Option<&Value>) -> Result<Rep
         "session.get_events" => {
             Box::pin(get_events(
                 app,
-                Params::new(params, &["session", "timeout"])?,
+                Params::new(params, &["session", "timeout", "ack"])?,
             ))
             .await
         }
@@ -46,14 +48,11 @@ pub async fn call(app: &App, method: &str, params: Option<&Value>) -> Result<Rep
         }
         "session.unsubscribe" => {
             let p = Params::new(params, &["session", "key"])?;
-            let session = app.sessions.get(&p.required::<String>("session")?)?;
-            session.unsubscribe(&p.required::<String>("key")?)?;
-            Ok(Reply::Value(json!(true)))
+            Box::pin(unsubscribe(app, p)).await
         }
         "session.destroy" => {
             let p = Params::new(params, &["session"])?;
-            app.sessions.destroy(&p.required::<String>("session")?)?;
-            Ok(Reply::Value(json!(true)))
+            Box::pin(destroy(app, p)).await
         }
         "board.list" => {
             Params::new(params, &[])?;
@@ -91,60 +90,187 @@ async fn list(app: &App) -> Result<Reply, RpcError> {
     Ok(Reply::Value(Value::Array(list)))
 }
 
+/// A new session, stored in the database (any gateway can serve it from then on).
+async fn create(app: &App) -> Result<Reply, RpcError> {
+    app.sessions.check_room()?;
+    let id = new_session_id();
+    let client = app.pool.get().await.map_err(from_pool)?;
+    let public_id = session_store::create(&client, &id)
+        .await
+        .map_err(|e| from_db(&e))?;
+    // Nobody else has it: this copy's positions hold for legacy polls.
+    let session = app
+        .sessions
+        .insert(Session::new(id.into(), public_id, None, true))?;
+    Ok(Reply::Value(json!(&*session.id)))
+}
+
+async fn destroy(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
+    let id = p.required::<String>("session")?;
+    let client = app.pool.get().await.map_err(from_pool)?;
+    let existed = session_store::destroy(&client, &id)
+        .await
+        .map_err(|e| from_db(&e))?;
+    if let Some(session) = app.sessions.get(&id) {
+        app.sessions.forget(session.public_id);
+    }
+    if !existed {
+        return Err(RpcError::unknown_session());
+    }
+    Ok(Reply::Value(json!(true)))
+}
+
+async fn unsubscribe(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
+    let id = p.required::<String>("session")?;
+    let key = p.required::<String>("key")?;
+    let session = session_access::session(app, &id).await?;
+    if !session.has_subscription(&key) {
+        return Err(session.unsubscribe(&key).expect_err("no such subscription"));
+    }
+    let client = app.pool.get().await.map_err(from_pool)?;
+    session_store::unsubscribe(&client, &id, &key)
+        .await
+        .map_err(|e| from_db(&e))?;
+    drop(client);
+    session.unsubscribe(&key)?;
+    session_access::announce_change(app, &session).await?;
+    Ok(Reply::Value(json!(true)))
+}
+
 async fn authorize(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
-    let session = app.sessions.get(&p.required::<String>("session")?)?;
+    let id = p.required::<String>("session")?;
+    let session = session_access::session(app, &id).await?;
     let token = p.required::<String>("token")?;
     let client = app.pool.get().await.map_err(from_pool)?;
-    let (id, name) = db::user_for_token(&client, &token)
+    let (user_id, name) = db::user_for_token(&client, &token)
         .await
         .map_err(|e| from_db(&e))?
         .ok_or_else(|| RpcError::new(NOT_AUTHORIZED, "the token is not valid"))?;
+    if !session_store::set_user(&client, &id, Some(user_id))
+        .await
+        .map_err(|e| from_db(&e))?
+    {
+        return Err(RpcError::unknown_session());
+    }
+    drop(client);
     session.set_user(User {
-        id,
+        id: user_id,
         name: name.clone(),
     });
-    Ok(Reply::Value(json!({"user_id": id, "name": name})))
+    session_access::announce_change(app, &session).await?;
+    Ok(Reply::Value(json!({"user_id": user_id, "name": name})))
 }
 
 async fn subscribe(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
-    let session = app.sessions.get(&p.required::<String>("session")?)?;
+    let id = p.required::<String>("session")?;
+    let session = session_access::session(app, &id).await?;
     let view = p.required::<String>("view")?;
     let view_params: Map<String, Value> = p.optional("params")?.unwrap_or_default();
-    match view.as_str() {
-        "board" => {}
-        "recent_placements" => {
-            return Box::pin(subscribe_recent(app, &session, &view_params)).await;
-        }
-        "board_region" => {
-            return Box::pin(subscribe_region(app, &session, &view_params)).await;
-        }
-        _ => return Box::pin(subscribe_list(app, &session, &view, &view_params)).await,
+    let built = Box::pin(build_subscription(app, &view, &view_params)).await?;
+    let key = built.sub.key.clone();
+    session.check_room(&key, app.config.max_subscriptions)?;
+    // Stored first: a subscription that another gateway could not make again is none.
+    let client = app.pool.get().await.map_err(from_pool)?;
+    let stored = session_store::NewView {
+        key: &key,
+        view: &view,
+        params: &built.params,
+        board: built.board,
+        seq: built.seq,
+        sub_id: built.sub.sub_id,
+    };
+    if !session_store::subscribe(&client, &id, &stored)
+        .await
+        .map_err(|e| from_db(&e))?
+    {
+        app.sessions.forget(session.public_id);
+        return Err(RpcError::unknown_session());
     }
-    let vp = Params::new_from_map(&view_params, &["board", "compact", "presence"])?;
-    let board: BoardRef = vp.required("board")?;
+    drop(client);
+    session.subscribe(built.sub, app.config.max_subscriptions)?;
+    session_access::announce_change(app, &session).await?;
+    Ok(keyed_reply(&key, built.state))
+}
+
+/// A subscription made (not yet added to a session), and what to answer and store.
+pub struct Built {
+    pub sub: Subscription,
+    /// The initial state (or, resumed with `since`, `{"seq": since, "resumed": true}`).
+    pub state: Bytes,
+    /// The params to store (`since` replaced by the stored seq).
+    pub params: Map<String, Value>,
+    pub board: Option<i64>,
+    /// A board view's starting seq.
+    pub seq: Option<i64>,
+}
+
+/// Makes a subscription to `view` with `view_params` (as `session.subscribe` names them).
+pub async fn build_subscription(
+    app: &App,
+    view: &str,
+    view_params: &Map<String, Value>,
+) -> Result<Built, RpcError> {
+    match view {
+        "board" => Box::pin(build_board(app, view_params)).await,
+        "recent_placements" => Box::pin(build_recent(app, view_params)).await,
+        "board_region" => Box::pin(build_region(app, view_params)).await,
+        _ => Box::pin(build_list(app, view, view_params)).await,
+    }
+}
+
+/// A whole board: its initial state, or with `since` (the last seq the client holds) the
+/// placements after it, read from the history when the gateway's log does not reach back.
+async fn build_board(app: &App, view_params: &Map<String, Value>) -> Result<Built, RpcError> {
+    let vp = Params::new_from_map(view_params, &["board", "compact", "presence", "since"])?;
+    let board_ref: BoardRef = vp.required("board")?;
     let compact = vp.optional::<bool>("compact")?.unwrap_or(false);
     let presence = vp.optional::<bool>("presence")?.unwrap_or(false);
-    let mirrored = app.boards.get(&board).await?;
+    let since = vp.optional::<i64>("since")?;
+    let mirrored = app.boards.get(&board_ref).await?;
     let board = mirrored.board.clone();
     let key = if compact {
         board.compact_key.clone()
     } else {
         board.qik_key.clone()
     };
+    let mut params = view_params.clone();
+    params.remove("since");
+    if let Some(since) = since {
+        let seq = board.seq();
+        if since < 0 || since > seq {
+            return Err(RpcError::invalid_params(format!(
+                "`since` must be a seq of board {} (0..{seq}), not {since}",
+                board.settings().name
+            )));
+        }
+        let cursor = board.cursor_at(since);
+        if board.is_behind(&cursor) {
+            session_access::backfill(app, &board, since).await?;
+        }
+        if !board.is_behind(&cursor) {
+            let sub =
+                Subscription::new(key, board.clone(), compact, cursor).with_presence(presence);
+            return Ok(Built {
+                sub,
+                state: Bytes::from(format!("{{\"seq\":{since},\"resumed\":true}}")),
+                params,
+                board: Some(board.id),
+                seq: Some(since),
+            });
+        }
+    }
     let (cursor, state) = board.initial_state();
-    session.subscribe(
-        Subscription::new(key.clone(), board, compact, cursor).with_presence(presence),
-        app.config.max_subscriptions,
-    )?;
-    Ok(keyed_reply(&key, state))
+    Ok(Built {
+        sub: Subscription::new(key, board.clone(), compact, cursor).with_presence(presence),
+        state,
+        params,
+        board: Some(board.id),
+        seq: Some(cursor.seq),
+    })
 }
 
-/// A rectangle of a board: `[key, initial_state]`.
-async fn subscribe_region(
-    app: &App,
-    session: &Session,
-    view_params: &Map<String, Value>,
-) -> Result<Reply, RpcError> {
+/// A rectangle of a board.
+async fn build_region(app: &App, view_params: &Map<String, Value>) -> Result<Built, RpcError> {
     let vp = Params::new_from_map(
         view_params,
         &["board", "x", "y", "width", "height", "compact", "presence"],
@@ -164,20 +290,17 @@ async fn subscribe_region(
         .region_view(rect, compact)
         .map_err(RpcError::invalid_params)?;
     let (cursor, state) = region.initial_state();
-    let key = region.key.clone();
-    session.subscribe(
-        Subscription::region(&mirrored.board, region, cursor, presence),
-        app.config.max_subscriptions,
-    )?;
-    Ok(keyed_reply(&key, state))
+    Ok(Built {
+        sub: Subscription::region(&mirrored.board, region, cursor, presence),
+        state,
+        params: view_params.clone(),
+        board: Some(mirrored.board.id),
+        seq: None,
+    })
 }
 
-/// A board's newest placements, newest first: `[key, rows]`.
-async fn subscribe_recent(
-    app: &App,
-    session: &Session,
-    view_params: &Map<String, Value>,
-) -> Result<Reply, RpcError> {
+/// A board's newest placements, newest first.
+async fn build_recent(app: &App, view_params: &Map<String, Value>) -> Result<Built, RpcError> {
     let vp = Params::new_from_map(view_params, &["board", "limit"])?;
     let board: BoardRef = vp.required("board")?;
     let limit = vp.optional::<i32>("limit")?.unwrap_or(MAX_RECENT as i32);
@@ -188,16 +311,15 @@ async fn subscribe_recent(
     }
     let mirrored = app.boards.get(&board).await?;
     let view = mirrored.board.recent_view(limit as usize);
-    list_reply(app, session, view)
+    Ok(list_built(view, view_params, Some(mirrored.board.id)))
 }
 
-/// A named list view (`place.create_view`): `[key, rows]`.
-async fn subscribe_list(
+/// A named list view (`place.create_view`).
+async fn build_list(
     app: &App,
-    session: &Session,
     name: &str,
     view_params: &Map<String, Value>,
-) -> Result<Reply, RpcError> {
+) -> Result<Built, RpcError> {
     // The view first: a client that names no view of ours hears that, whatever its params.
     let only_limit: Map<String, Value> = view_params
         .iter()
@@ -214,18 +336,18 @@ async fn subscribe_list(
     }
     let view = app.lists.get(name, limit).await?;
     Params::new_from_map(view_params, &["limit"])?;
-    list_reply(app, session, view)
+    Ok(list_built(view, view_params, None))
 }
 
-/// Subscribes the session to a list instance: `[key, rows]`.
-fn list_reply(app: &App, session: &Session, view: Arc<ListView>) -> Result<Reply, RpcError> {
+fn list_built(view: Arc<ListView>, view_params: &Map<String, Value>, board: Option<i64>) -> Built {
     let (cursor, rows) = view.initial_state();
-    let key = view.key.clone();
-    session.subscribe(
-        Subscription::list(view, cursor),
-        app.config.max_subscriptions,
-    )?;
-    Ok(keyed_reply(&key, rows))
+    Built {
+        sub: Subscription::list(view, cursor),
+        state: rows,
+        params: view_params.clone(),
+        board,
+        seq: None,
+    }
 }
 
 /// `[key, state]`, the state as it was serialized.
@@ -241,16 +363,46 @@ fn keyed_reply(key: &str, state: Bytes) -> Reply {
     Reply::Raw(out)
 }
 
+/// Without `ack`: the bare list of events (legacy clients). With `ack` (`""` at first,
+/// then the last answer's `cursor`): `{"events": [...], "cursor": "..."}`, answered from
+/// where the ack says, whichever gateway answered before.
 async fn get_events(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
-    let session = app.sessions.get(&p.required::<String>("session")?)?;
+    let id = p.required::<String>("session")?;
     let Seconds(timeout) = p.required("timeout")?;
+    let ack = p.optional::<String>("ack")?;
     // Capped before converting: a Duration cannot hold 1e300 seconds.
     let timeout = Duration::from_secs_f64(timeout.min(app.config.max_poll().as_secs_f64()));
-    Ok(Reply::Raw(session.get_events(timeout).await))
+    let Some(ack) = ack else {
+        let started = tokio::time::Instant::now();
+        let Some(session) = session_access::for_legacy_poll(app, &id, timeout).await? else {
+            return Ok(Reply::Value(json!([])));
+        };
+        let left = timeout.saturating_sub(started.elapsed());
+        return Ok(Reply::Raw(session.get_events(left, None).await));
+    };
+    let ack = match ack.as_str() {
+        "" => None,
+        text => Some(PollCursor::decode(text).map_err(RpcError::invalid_params)?),
+    };
+    let session = session_access::session(app, &id).await?;
+    if ack.as_ref().is_some_and(|a| a.session != session.public_id) {
+        return Err(RpcError::invalid_params(
+            "`ack` is a cursor of another session",
+        ));
+    }
+    let mut positions = session.ack_positions(ack.as_ref(), app.gateway_id);
+    session_access::reach_back(app, &session, &positions).await?;
+    let events = session.get_events(timeout, Some(&mut positions)).await;
+    let cursor = positions.cursor().encode();
+    let mut out = Fragments::new();
+    out.push_static("{\"events\":");
+    out.append(events);
+    out.push(format!(",\"cursor\":\"{cursor}\"}}").into_bytes().into());
+    Ok(Reply::Raw(out))
 }
 
 async fn set_presence(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
-    let session = app.sessions.get(&p.required::<String>("session")?)?;
+    let session = session_access::session(app, &p.required::<String>("session")?).await?;
     let board: BoardRef = p.required("board")?;
     let position: Map<String, Value> = p.required("position")?;
     let pp = Params::new_from_map(&position, &["x", "y"])?;
@@ -297,7 +449,7 @@ fn check_inside(settings: &Settings, x: i32, y: i32) -> Result<(), RpcError> {
 }
 
 async fn place(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
-    let session = app.sessions.get(&p.required::<String>("session")?)?;
+    let session = session_access::session(app, &p.required::<String>("session")?).await?;
     let board: BoardRef = p.required("board")?;
     let (x, y, color): (i32, i32, i32) = (p.required("x")?, p.required("y")?, p.required("color")?);
     let user = session.user().ok_or_else(|| {

@@ -117,6 +117,14 @@ impl FromParam for i32 {
     }
 }
 
+impl FromParam for i64 {
+    fn from_param(name: &str, value: &Value) -> Result<Self, RpcError> {
+        value
+            .as_i64()
+            .ok_or_else(|| wrong(name, "an integer (64-bit)", value))
+    }
+}
+
 impl FromParam for bool {
     fn from_param(name: &str, value: &Value) -> Result<Self, RpcError> {
         value

@@ -1,17 +1,25 @@
 //! Sessions: who is polling, as whom, and where each of their views stands.
 //!
-//! A session is small on purpose (a user, and per subscription a key and a cursor): the
+//! A session is small on purpose (a user, and per subscription a key and positions): the
 //! events themselves live once, in the logs of the views (a board's, a list view's).
+//!
+//! This gateway's copy of a session: the session itself lives in the database
+//! (`session_store`), so any gateway can serve it. Each subscription has two positions:
+//! `local`, where a legacy client (one that never acks) stands on this gateway, moved by
+//! every answer; and `initial`, where the subscription began, from which an acking client
+//! starts when its cursor does not name the subscription yet. An acking client's position
+//! travels in its cursor (`poll_cursor`): the gateway keeps nothing of it between polls.
 
-use crate::board::{Board, Cursor, Delivery, Watcher};
+use crate::board::{Board, Cursor, Delivery};
 use crate::cursors::MIN_PRESENCE_INTERVAL;
 use crate::errors::{RpcError, TOO_FAST, TOO_MANY, UNKNOWN_VIEW};
 use crate::fragments::{ArrayBuilder, Fragments};
-use crate::list_view::{ListCursor, ListView};
+use crate::list_view::ListView;
+use crate::poll_cursor::{self, PollCursor};
 use crate::region::Region;
 use crate::shared_log::LogCursor;
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use tokio::sync::Notify;
@@ -26,31 +34,37 @@ pub struct User {
 /// Room reserved for this many views' wakers (more only costs a reallocation).
 const MAX_WATCHED: usize = 4;
 
-pub struct Subscription {
-    pub key: Arc<str>,
-    source: Source,
+/// Where one view of a session stands.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Position {
+    Board(Cursor),
+    Log(LogCursor),
 }
 
-/// What a subscription reads, and where it stands there.
+pub struct Subscription {
+    pub key: Arc<str>,
+    /// Names this subscription in cursors (a re-subscribe under the same key is another).
+    pub sub_id: u64,
+    source: Source,
+    initial: Position,
+    local: Position,
+}
+
+/// What a subscription reads.
 enum Source {
     Board {
         board: Arc<Board>,
         compact: bool,
         /// Whether the view asked for `presence` events.
         presence: bool,
-        cursor: Cursor,
-        _watcher: Watcher,
     },
     List {
         view: Arc<ListView>,
-        cursor: ListCursor,
     },
     Region {
         region: Arc<Region>,
-        cursor: LogCursor,
         /// When the view asked for `presence`: its board, and the last notice given.
         presence: Option<(Arc<Board>, u64)>,
-        _watcher: Watcher,
     },
 }
 
@@ -75,28 +89,31 @@ impl Waker {
 
 impl Subscription {
     pub fn new(key: Arc<str>, board: Arc<Board>, compact: bool, cursor: Cursor) -> Self {
-        let _watcher = Watcher::new(&board);
         Subscription {
             key,
+            sub_id: random_u64(),
             source: Source::Board {
                 board,
                 compact,
                 presence: false,
-                cursor,
-                _watcher,
             },
+            initial: Position::Board(cursor),
+            local: Position::Board(cursor),
         }
     }
 
-    pub fn list(view: Arc<ListView>, cursor: ListCursor) -> Self {
+    pub fn list(view: Arc<ListView>, cursor: LogCursor) -> Self {
         Subscription {
             key: view.key.clone(),
-            source: Source::List { view, cursor },
+            sub_id: random_u64(),
+            source: Source::List { view },
+            initial: Position::Log(cursor),
+            local: Position::Log(cursor),
         }
     }
 
-    /// A `board_region` subscription (it counts among the board's watchers); `presence`:
-    /// it also gets the board's `presence` and `cursors` events.
+    /// A `board_region` subscription; `presence`: it also gets the board's `presence` and
+    /// `cursors` events.
     pub fn region(
         board: &Arc<Board>,
         region: Arc<Region>,
@@ -105,12 +122,13 @@ impl Subscription {
     ) -> Self {
         Subscription {
             key: region.key.clone(),
+            sub_id: random_u64(),
             source: Source::Region {
                 region,
-                cursor,
                 presence: presence.then(|| (board.clone(), board.notices())),
-                _watcher: Watcher::new(board),
             },
+            initial: Position::Log(cursor),
+            local: Position::Log(cursor),
         }
     }
 
@@ -121,38 +139,89 @@ impl Subscription {
         self
     }
 
-    fn collect(&mut self, out: &mut ArrayBuilder) -> Delivery {
-        match &mut self.source {
-            Source::Board {
-                board,
-                compact,
-                presence,
-                cursor,
-                ..
-            } => board.collect(cursor, *compact, *presence, out),
-            Source::List { view, cursor } => view.collect(cursor, out),
-            Source::Region {
-                region,
-                cursor,
-                presence,
-                ..
-            } => {
+    /// The same subscription as made on another gateway (read back from the database):
+    /// its id is that one's; an acking client without an entry for it starts at the
+    /// board's `seq` it began from (list views and regions: a `reset`); a legacy client
+    /// gets a `reset`, as this gateway does not know what it was given.
+    pub fn restored(mut self, sub_id: u64, seq: Option<i64>) -> Self {
+        self.sub_id = sub_id;
+        self.local = self.reset_position();
+        self.initial = match (&self.source, seq) {
+            (Source::Board { board, .. }, Some(seq)) => Position::Board(board.cursor_at(seq)),
+            _ => self.reset_position(),
+        };
+        self
+    }
+
+    /// A position that the next collect answers with a `reset`.
+    fn reset_position(&self) -> Position {
+        match self.source {
+            Source::Board { .. } => Position::Board(Cursor::STALE),
+            _ => Position::Log(LogCursor::STALE),
+        }
+    }
+
+    /// Where an ack's entry puts this subscription on this gateway (`here`: the ack was
+    /// written by this gateway, so positions in its logs hold).
+    fn resume(&self, position: poll_cursor::Position, here: bool) -> Position {
+        match (&self.source, position) {
+            (Source::Board { .. }, poll_cursor::Position::Board(epoch, seq, notices)) if here => {
+                Position::Board(Cursor {
+                    epoch,
+                    seq,
+                    notices,
+                })
+            }
+            (Source::Board { board, .. }, poll_cursor::Position::Board(_, seq, _)) => {
+                Position::Board(board.cursor_at(seq))
+            }
+            (
+                Source::List { .. } | Source::Region { .. },
+                poll_cursor::Position::Log(epoch, next),
+            ) if here => Position::Log(LogCursor::from_parts(epoch, next)),
+            _ => self.reset_position(),
+        }
+    }
+
+    /// The board this subscription reads and the seq it must be able to read after, when
+    /// the board's log no longer reaches back there (see `Board::backfill`).
+    pub fn board_behind(&self, position: &Position) -> Option<(Arc<Board>, i64)> {
+        match (&self.source, position) {
+            (Source::Board { board, .. }, Position::Board(cursor)) => {
+                board.is_behind(cursor).then(|| (board.clone(), cursor.seq))
+            }
+            _ => None,
+        }
+    }
+
+    fn collect(&mut self, position: &mut Position, out: &mut ArrayBuilder) -> Delivery {
+        match (&mut self.source, position) {
+            (
+                Source::Board {
+                    board,
+                    compact,
+                    presence,
+                },
+                Position::Board(cursor),
+            ) => board.collect(cursor, *compact, *presence, out),
+            (Source::List { view }, Position::Log(cursor)) => view.collect(cursor, out),
+            (Source::Region { region, presence }, Position::Log(cursor)) => {
                 let delivery = region.collect(cursor, out);
                 if let (Delivery::Continues, Some((board, seen))) = (&delivery, presence) {
                     board.collect_presence(seen, &region.key, out);
                 }
                 delivery
             }
+            // Never made: a position always comes from its own subscription's source.
+            _ => Delivery::Continues,
         }
     }
 
     fn wakers(&self, out: &mut Vec<Waker>) {
         match &self.source {
             Source::Board { board, .. } => out.push(Waker::Board(board.clone())),
-            Source::List { view, .. } => out.push(Waker::List(view.clone())),
-            Source::Region {
-                region, presence, ..
-            } => {
+            Source::List { view } => out.push(Waker::List(view.clone())),
+            Source::Region { region, presence } => {
                 out.push(Waker::Region(region.clone()));
                 if let Some((board, _)) = presence {
                     out.push(Waker::Presence(board.clone()));
@@ -162,14 +231,53 @@ impl Subscription {
     }
 }
 
+fn to_cursor_position(position: &Position) -> poll_cursor::Position {
+    match position {
+        Position::Board(c) => poll_cursor::Position::Board(c.epoch, c.seq, c.notices),
+        Position::Log(c) => {
+            let (epoch, next) = c.parts();
+            poll_cursor::Position::Log(epoch, next)
+        }
+    }
+}
+
+/// Where an acking poll's views stand, by subscription: what its answer's cursor says.
+pub struct AckPositions {
+    gateway: u64,
+    session: i64,
+    positions: HashMap<u64, (Arc<str>, Position)>,
+}
+
+impl AckPositions {
+    pub fn cursor(&self) -> PollCursor {
+        PollCursor {
+            session: self.session,
+            gateway: self.gateway,
+            views: self
+                .positions
+                .iter()
+                .map(|(sub_id, (key, position))| {
+                    let entry = poll_cursor::Entry(*sub_id, to_cursor_position(position));
+                    (key.to_string(), entry)
+                })
+                .collect::<BTreeMap<_, _>>(),
+        }
+    }
+}
+
 pub struct Session {
     pub id: Arc<str>,
+    /// Names the session in cursors and between gateways (its id is a secret).
+    pub public_id: i64,
     state: Mutex<State>,
     /// Wakes this session's waiting `get_events` (a newer one came, or it was destroyed).
     wake: Notify,
     polls: AtomicU64,
     /// Names this session's cursor to others (not its id, which is a secret).
     cursor_id: u64,
+    /// This gateway answered the session's last legacy poll, and no other gateway has
+    /// changed or served the session since (it would have said so): `local` positions hold.
+    held: AtomicBool,
 }
 
 struct State {
@@ -177,6 +285,8 @@ struct State {
     subscriptions: Vec<Subscription>,
     last_seen: Instant,
     waiting: usize,
+    /// Destroyed, expired, or dropped for a newer copy: waiting polls end, the next
+    /// request reads the session from the database again.
     destroyed: bool,
     /// The boards this session shows its cursor on (removed with the session).
     cursors: Vec<CursorGuard>,
@@ -196,11 +306,12 @@ impl Drop for CursorGuard {
 }
 
 impl Session {
-    fn new(id: Arc<str>) -> Self {
+    pub fn new(id: Arc<str>, public_id: i64, user: Option<User>, held: bool) -> Self {
         Session {
             id,
+            public_id,
             state: Mutex::new(State {
-                user: None,
+                user,
                 subscriptions: Vec::new(),
                 last_seen: Instant::now(),
                 waiting: 0,
@@ -211,7 +322,31 @@ impl Session {
             wake: Notify::new(),
             polls: AtomicU64::new(0),
             cursor_id: random_u64(),
+            held: AtomicBool::new(held),
         }
+    }
+
+    /// Whether this copy answered the last legacy poll (see `held`).
+    pub fn is_held(&self) -> bool {
+        self.held.load(Ordering::SeqCst)
+    }
+
+    /// This gateway now answers the session's legacy polls.
+    pub fn hold(&self) {
+        self.held.store(true, Ordering::SeqCst);
+    }
+
+    pub fn is_destroyed(&self) -> bool {
+        self.lock().destroyed
+    }
+
+    /// Ends this copy: waiting polls answer `[]`, cursors shown leave.
+    fn end(&self) {
+        let mut state = self.lock();
+        state.destroyed = true;
+        state.cursors.clear();
+        drop(state);
+        self.wake.notify_waiters();
     }
 
     /// Shows this session's cursor at (x, y) on `board` to the views that asked for
@@ -264,16 +399,24 @@ impl Session {
         self.lock().user = None;
     }
 
-    /// Adds (or renews, with a fresh cursor) the subscription `key`.
-    pub fn subscribe(&self, sub: Subscription, max: usize) -> Result<(), RpcError> {
-        let mut state = self.lock();
-        if let Some(old) = state.subscriptions.iter_mut().find(|s| s.key == sub.key) {
-            *old = sub;
-        } else if state.subscriptions.len() >= max {
+    /// Whether one more subscription under `key` fits.
+    pub fn check_room(&self, key: &str, max: usize) -> Result<(), RpcError> {
+        let state = self.lock();
+        if state.subscriptions.len() >= max && !state.subscriptions.iter().any(|s| &*s.key == key) {
             return Err(RpcError::new(
                 TOO_MANY,
                 format!("a session may hold at most {max} subscriptions"),
             ));
+        }
+        Ok(())
+    }
+
+    /// Adds (or renews, with a fresh cursor) the subscription `key`.
+    pub fn subscribe(&self, sub: Subscription, max: usize) -> Result<(), RpcError> {
+        self.check_room(&sub.key, max)?;
+        let mut state = self.lock();
+        if let Some(old) = state.subscriptions.iter_mut().find(|s| s.key == sub.key) {
+            *old = sub;
         } else {
             state.subscriptions.push(sub);
         }
@@ -281,6 +424,10 @@ impl Session {
         // A waiting get_events must start watching the new view.
         self.wake.notify_waiters();
         Ok(())
+    }
+
+    pub fn has_subscription(&self, key: &str) -> bool {
+        self.lock().subscriptions.iter().any(|s| &*s.key == key)
     }
 
     pub fn unsubscribe(&self, key: &str) -> Result<(), RpcError> {
@@ -296,13 +443,74 @@ impl Session {
         Ok(())
     }
 
-    /// The events queued for this session (every view), moving its cursors past them.
-    fn take_events(&self) -> (Fragments, usize) {
-        let mut state = self.lock();
-        let mut out = ArrayBuilder::new();
+    /// Where an acking poll starts: per subscription, the ack's entry for it when there
+    /// is one, else where the subscription began.
+    pub fn ack_positions(&self, ack: Option<&PollCursor>, gateway: u64) -> AckPositions {
+        let state = self.lock();
+        let here = ack.is_some_and(|a| a.gateway == gateway);
+        let positions = state
+            .subscriptions
+            .iter()
+            .map(|sub| {
+                let entry = ack
+                    .and_then(|a| a.views.get(&*sub.key))
+                    .filter(|e| e.0 == sub.sub_id);
+                let position = match entry {
+                    Some(e) => sub.resume(e.1, here),
+                    None => sub.initial,
+                };
+                (sub.sub_id, (sub.key.clone(), position))
+            })
+            .collect();
+        AckPositions {
+            gateway,
+            session: self.public_id,
+            positions,
+        }
+    }
+
+    /// The boards whose logs must reach further back for these positions.
+    pub fn boards_behind(&self, positions: &AckPositions) -> Vec<(Arc<Board>, i64)> {
+        let state = self.lock();
         state
             .subscriptions
-            .retain_mut(|sub| sub.collect(&mut out) == Delivery::Continues);
+            .iter()
+            .filter_map(|sub| {
+                let (_, position) = positions.positions.get(&sub.sub_id)?;
+                sub.board_behind(position)
+            })
+            .collect()
+    }
+
+    /// The events queued for this session (every view), moving its positions past them:
+    /// the `local` ones, or an acking poll's.
+    fn take_events(&self, mut acked: Option<&mut AckPositions>) -> (Fragments, usize) {
+        let mut state = self.lock();
+        let mut out = ArrayBuilder::new();
+        state.subscriptions.retain_mut(|sub| {
+            let delivery = match acked.as_deref_mut() {
+                None => {
+                    let mut local = sub.local;
+                    let delivery = sub.collect(&mut local, &mut out);
+                    sub.local = local;
+                    delivery
+                }
+                Some(acked) => {
+                    let initial = sub.initial;
+                    let (_, position) = acked
+                        .positions
+                        .entry(sub.sub_id)
+                        .or_insert_with(|| (sub.key.clone(), initial));
+                    sub.collect(position, &mut out)
+                }
+            };
+            if delivery == Delivery::Ended {
+                if let Some(acked) = acked.as_deref_mut() {
+                    acked.positions.remove(&sub.sub_id);
+                }
+            }
+            delivery == Delivery::Continues
+        });
         let count = out.count();
         (out.finish(), count)
     }
@@ -317,8 +525,13 @@ impl Session {
 
     /// Answers with the queued events at once, or waits up to `timeout` for some. A newer
     /// call on the same session (or its destruction) ends this one with `[]`, leaving the
-    /// events to the newer call.
-    pub async fn get_events(&self, timeout: Duration) -> Fragments {
+    /// events to the newer call. `acked`: an acking poll's positions (moved past what the
+    /// answer holds); None: the session's `local` ones.
+    pub async fn get_events(
+        &self,
+        timeout: Duration,
+        mut acked: Option<&mut AckPositions>,
+    ) -> Fragments {
         let poll = self.polls.fetch_add(1, Ordering::SeqCst) + 1;
         self.wake.notify_waiters();
         let _waiting = Waiting::start(self);
@@ -338,7 +551,7 @@ impl Session {
             if self.polls.load(Ordering::SeqCst) != poll || self.lock().destroyed {
                 return ArrayBuilder::new().finish();
             }
-            let (events, count) = self.take_events();
+            let (events, count) = self.take_events(acked.as_deref_mut());
             if count > 0 {
                 return events;
             }
@@ -371,28 +584,35 @@ impl Drop for Waiting<'_> {
     }
 }
 
+/// The sessions this gateway holds a copy of, by id and by public id.
 pub struct Sessions {
-    map: Mutex<HashMap<Arc<str>, Arc<Session>>>,
+    map: Mutex<Maps>,
     max: usize,
     idle: Duration,
+}
+
+#[derive(Default)]
+struct Maps {
+    by_id: HashMap<Arc<str>, Arc<Session>>,
+    by_public: HashMap<i64, Arc<Session>>,
 }
 
 impl Sessions {
     pub fn new(max: usize, idle: Duration) -> Self {
         Sessions {
-            map: Mutex::new(HashMap::new()),
+            map: Mutex::new(Maps::default()),
             max,
             idle,
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<Arc<str>, Arc<Session>>> {
+    fn lock(&self) -> MutexGuard<'_, Maps> {
         self.map.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    pub fn create(&self) -> Result<Arc<Session>, RpcError> {
-        let mut map = self.lock();
-        if map.len() >= self.max {
+    /// Refuses a new session when this gateway holds its maximum.
+    pub fn check_room(&self) -> Result<(), RpcError> {
+        if self.lock().by_id.len() >= self.max {
             return Err(RpcError::new(
                 TOO_MANY,
                 format!(
@@ -401,61 +621,106 @@ impl Sessions {
                 ),
             ));
         }
-        let id: Arc<str> = new_session_id().into();
-        let session = Arc::new(Session::new(id.clone()));
-        map.insert(id, session.clone());
-        Ok(session)
-    }
-
-    pub fn get(&self, id: &str) -> Result<Arc<Session>, RpcError> {
-        self.lock()
-            .get(id)
-            .cloned()
-            .ok_or_else(RpcError::unknown_session)
-    }
-
-    pub fn destroy(&self, id: &str) -> Result<(), RpcError> {
-        let session = self
-            .lock()
-            .remove(id)
-            .ok_or_else(RpcError::unknown_session)?;
-        let mut state = session.lock();
-        state.destroyed = true;
-        state.cursors.clear();
-        drop(state);
-        session.wake.notify_waiters();
         Ok(())
     }
 
+    /// Keeps a copy of a session; when another request put one there first, that one.
+    pub fn insert(&self, session: Session) -> Result<Arc<Session>, RpcError> {
+        let mut maps = self.lock();
+        if let Some(existing) = maps.by_id.get(&session.id) {
+            return Ok(existing.clone());
+        }
+        if maps.by_id.len() >= self.max {
+            drop(maps);
+            return Err(self.check_room().expect_err("full"));
+        }
+        let session = Arc::new(session);
+        maps.by_id.insert(session.id.clone(), session.clone());
+        maps.by_public.insert(session.public_id, session.clone());
+        Ok(session)
+    }
+
+    pub fn get(&self, id: &str) -> Option<Arc<Session>> {
+        self.lock().by_id.get(id).cloned()
+    }
+
+    /// Forgets this gateway's copy of a session (destroyed, expired, or served by
+    /// another gateway); a poll waiting on it answers `[]`.
+    pub fn forget(&self, public_id: i64) {
+        let session = {
+            let mut maps = self.lock();
+            let Some(session) = maps.by_public.remove(&public_id) else {
+                return;
+            };
+            maps.by_id.remove(&session.id);
+            session
+        };
+        session.end();
+    }
+
+    /// Forgets every copy (what other gateways said meanwhile was not heard).
+    pub fn forget_all(&self) {
+        let all: Vec<Arc<Session>> = {
+            let mut maps = self.lock();
+            maps.by_public.clear();
+            maps.by_id.drain().map(|(_, s)| s).collect()
+        };
+        for session in all {
+            session.end();
+        }
+    }
+
     pub fn len(&self) -> usize {
-        self.lock().len()
+        self.lock().by_id.len()
     }
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
-    /// Removes the sessions idle for longer than the idle time; returns how many.
-    pub fn expire(&self) -> usize {
+    /// The public ids of the sessions in use here: waiting, or seen within `within`.
+    pub fn in_use(&self, within: Duration) -> Vec<i64> {
         let now = Instant::now();
-        let mut map = self.lock();
-        let before = map.len();
-        map.retain(|_, session| {
-            let mut state = session.lock();
-            let keep = state.waiting > 0 || now.duration_since(state.last_seen) <= self.idle;
-            if !keep {
-                // A get_events that found the session just before may be about to wait.
-                state.destroyed = true;
-                state.cursors.clear();
-                drop(state);
-                session.wake.notify_waiters();
-            }
-            keep
-        });
-        before - map.len()
+        self.lock()
+            .by_public
+            .values()
+            .filter(|s| {
+                let state = s.lock();
+                state.waiting > 0 || now.duration_since(state.last_seen) <= within
+            })
+            .map(|s| s.public_id)
+            .collect()
     }
 
-    /// Expires idle sessions every few seconds, forever.
+    /// Forgets the copies idle here for longer than the idle time; returns how many. (The
+    /// session itself expires in the database when no gateway has seen it for that long.)
+    pub fn expire(&self) -> usize {
+        let now = Instant::now();
+        let mut expired = Vec::new();
+        {
+            let mut maps = self.lock();
+            let before = maps.by_id.len();
+            maps.by_id.retain(|_, session| {
+                let state = session.lock();
+                let keep = state.waiting > 0 || now.duration_since(state.last_seen) <= self.idle;
+                if !keep {
+                    expired.push(session.clone());
+                }
+                keep
+            });
+            for session in &expired {
+                maps.by_public.remove(&session.public_id);
+            }
+            debug_assert_eq!(before - maps.by_id.len(), expired.len());
+        }
+        // A get_events that found the session just before may be about to wait.
+        for session in &expired {
+            session.end();
+        }
+        expired.len()
+    }
+
+    /// Expires idle copies every few seconds, forever.
     pub async fn run_expiry(self: Arc<Self>) {
         let period = (self.idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(5));
         loop {
@@ -468,14 +733,14 @@ impl Sessions {
     }
 }
 
-fn random_u64() -> u64 {
+pub fn random_u64() -> u64 {
     let mut bytes = [0u8; 8];
     getrandom::fill(&mut bytes).expect("the operating system's random source works");
     u64::from_le_bytes(bytes)
 }
 
 /// 128 random bits from the operating system, in hex: unguessable.
-fn new_session_id() -> String {
+pub fn new_session_id() -> String {
     let mut bytes = [0u8; 16];
     getrandom::fill(&mut bytes).expect("the operating system's random source works");
     bytes.iter().map(|b| format!("{b:02x}")).collect()
@@ -487,6 +752,14 @@ mod tests {
     use crate::board::{Settings, Snapshot};
     use pgplace_core::payload::Placement;
     use serde_json::Value;
+
+    /// A session as `session.create` makes it (public ids count up).
+    fn create(sessions: &Sessions) -> Result<Arc<Session>, RpcError> {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        sessions.check_room()?;
+        let public_id = NEXT.fetch_add(1, Ordering::SeqCst) as i64;
+        sessions.insert(Session::new(new_session_id().into(), public_id, None, true))
+    }
 
     fn board(log_capacity: u64) -> Arc<Board> {
         let settings = Settings {
@@ -544,17 +817,17 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn get_events_waits_its_timeout_then_answers_empty() {
         let sessions = Sessions::new(10, Duration::from_secs(120));
-        let session = sessions.create().unwrap();
+        let session = create(&sessions).unwrap();
         subscribe(&session, &board(100), false);
         let started = Instant::now();
-        assert!(json(session.get_events(Duration::from_secs(30)).await).is_empty());
+        assert!(json(session.get_events(Duration::from_secs(30), None).await).is_empty());
         assert_eq!(started.elapsed(), Duration::from_secs(30));
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_placement_ends_the_wait_at_once() {
         let sessions = Sessions::new(10, Duration::from_secs(120));
-        let session = sessions.create().unwrap();
+        let session = create(&sessions).unwrap();
         let b = board(100);
         subscribe(&session, &b, true);
         let waiter = {
@@ -562,7 +835,7 @@ mod tests {
             tokio::spawn(async move {
                 let started = Instant::now();
                 (
-                    json(session.get_events(Duration::from_secs(60)).await),
+                    json(session.get_events(Duration::from_secs(60), None).await),
                     started.elapsed(),
                 )
             })
@@ -578,7 +851,7 @@ mod tests {
             .flat_map(|e| e["tiles"].as_array().unwrap().clone())
             .collect();
         if tiles.len() < 2 {
-            let more = json(session.get_events(Duration::ZERO).await);
+            let more = json(session.get_events(Duration::ZERO, None).await);
             tiles.extend(
                 more.iter()
                     .flat_map(|e| e["tiles"].as_array().unwrap().clone()),
@@ -593,17 +866,21 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_second_get_events_answers_the_first_with_nothing() {
         let sessions = Sessions::new(10, Duration::from_secs(120));
-        let session = sessions.create().unwrap();
+        let session = create(&sessions).unwrap();
         let b = board(100);
         subscribe(&session, &b, false);
         let first = {
             let session = session.clone();
-            tokio::spawn(async move { json(session.get_events(Duration::from_secs(60)).await) })
+            tokio::spawn(
+                async move { json(session.get_events(Duration::from_secs(60), None).await) },
+            )
         };
         tokio::time::sleep(Duration::from_secs(1)).await;
         let second = {
             let session = session.clone();
-            tokio::spawn(async move { json(session.get_events(Duration::from_secs(60)).await) })
+            tokio::spawn(
+                async move { json(session.get_events(Duration::from_secs(60), None).await) },
+            )
         };
         tokio::time::sleep(Duration::from_millis(1)).await;
         assert!(
@@ -620,22 +897,22 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn idle_sessions_expire_but_waiting_ones_do_not() {
         let sessions = Arc::new(Sessions::new(10, Duration::from_secs(120)));
-        let idle = sessions.create().unwrap();
-        let polling = sessions.create().unwrap();
+        let idle = create(&sessions).unwrap();
+        let polling = create(&sessions).unwrap();
         let waiter = {
             let polling = polling.clone();
-            tokio::spawn(async move { polling.get_events(Duration::from_secs(90)).await })
+            tokio::spawn(async move { polling.get_events(Duration::from_secs(90), None).await })
         };
         tokio::spawn(sessions.clone().run_expiry());
         tokio::time::sleep(Duration::from_secs(119)).await;
-        assert!(sessions.get(&idle.id).is_ok(), "not yet idle for 120 s");
+        assert!(sessions.get(&idle.id).is_some(), "not yet idle for 120 s");
         tokio::time::sleep(Duration::from_secs(10)).await;
-        assert!(sessions.get(&idle.id).is_err(), "idle for more than 120 s");
+        assert!(sessions.get(&idle.id).is_none(), "idle for more than 120 s");
         // The poller waited 90 s and ended at 90 s: it is idle from then on.
-        assert!(sessions.get(&polling.id).is_ok());
+        assert!(sessions.get(&polling.id).is_some());
         waiter.await.unwrap();
         tokio::time::sleep(Duration::from_secs(125)).await;
-        assert!(sessions.get(&polling.id).is_err());
+        assert!(sessions.get(&polling.id).is_none());
         assert!(sessions.is_empty());
     }
 
@@ -648,8 +925,8 @@ mod tests {
                 .due(std::time::Instant::now(), Duration::ZERO)
                 .map(|obj| serde_json::from_str::<Value>(&obj).unwrap()["total"].clone())
         };
-        let idle = sessions.create().unwrap();
-        let leaving = sessions.create().unwrap();
+        let idle = create(&sessions).unwrap();
+        let leaving = create(&sessions).unwrap();
         idle.set_presence(&b, 1, 0).unwrap();
         leaving.set_presence(&b, 2, 1).unwrap();
         assert_eq!(total(&b), Some(serde_json::json!(2)));
@@ -658,45 +935,48 @@ mod tests {
             Some(TOO_FAST),
             "again within 50 ms"
         );
-        sessions.destroy(&leaving.id).unwrap();
+        sessions.forget(leaving.public_id);
         assert_eq!(total(&b), Some(serde_json::json!(1)));
         assert_eq!(total(&b), None, "unchanged since: nothing to tell");
         tokio::spawn(sessions.clone().run_expiry());
         tokio::time::sleep(Duration::from_secs(130)).await;
-        assert!(sessions.get(&idle.id).is_err(), "expired");
+        assert!(sessions.get(&idle.id).is_none(), "expired");
         assert_eq!(total(&b), Some(serde_json::json!(0)));
     }
 
     #[tokio::test(start_paused = true)]
     async fn the_number_of_sessions_is_bounded() {
         let sessions = Sessions::new(2, Duration::from_secs(120));
-        sessions.create().unwrap();
-        let second = sessions.create().unwrap();
-        assert_eq!(sessions.create().err().map(|e| e.code), Some(TOO_MANY));
-        sessions.destroy(&second.id).unwrap();
-        sessions.create().unwrap();
+        create(&sessions).unwrap();
+        let second = create(&sessions).unwrap();
+        assert_eq!(create(&sessions).err().map(|e| e.code), Some(TOO_MANY));
+        sessions.forget(second.public_id);
+        create(&sessions).unwrap();
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_session_that_fell_behind_its_buffer_gets_a_reset() {
         let sessions = Sessions::new(10, Duration::from_secs(120));
-        let slow = sessions.create().unwrap();
-        let keeping_up = sessions.create().unwrap();
+        let slow = create(&sessions).unwrap();
+        let keeping_up = create(&sessions).unwrap();
         let b = board(3);
         subscribe(&slow, &b, false);
         subscribe(&keeping_up, &b, false);
         place(&b, 1, 0, 1);
         place(&b, 2, 1, 2);
-        assert_eq!(json(keeping_up.get_events(Duration::ZERO).await).len(), 2);
+        assert_eq!(
+            json(keeping_up.get_events(Duration::ZERO, None).await).len(),
+            2
+        );
         place(&b, 3, 2, 3);
         place(&b, 4, 3, 4);
         place(&b, 5, 0, 5);
         // Five tiles arrived; the log keeps three: the slow session lost seq 1 and 2.
-        let events = json(slow.get_events(Duration::ZERO).await);
+        let events = json(slow.get_events(Duration::ZERO, None).await);
         assert_eq!(events.len(), 1, "{events:?}");
         assert_eq!(events[0]["action"], "reset");
         assert_eq!(events[0]["obj"]["seq"], 5);
-        let events = json(keeping_up.get_events(Duration::ZERO).await);
+        let events = json(keeping_up.get_events(Duration::ZERO, None).await);
         let seqs: Vec<i64> = events
             .iter()
             .map(|e| e["obj"]["seq"].as_i64().unwrap())
@@ -704,7 +984,7 @@ mod tests {
         assert_eq!(seqs, [3, 4, 5]);
         // After the reset the slow session continues exactly.
         place(&b, 6, 1, 6);
-        let events = json(slow.get_events(Duration::ZERO).await);
+        let events = json(slow.get_events(Duration::ZERO, None).await);
         assert_eq!(events.len(), 1);
         assert_eq!(
             (
@@ -713,5 +993,105 @@ mod tests {
             ),
             (Some(6), Some(2))
         );
+    }
+
+    fn seqs(events: &[Value]) -> Vec<i64> {
+        events
+            .iter()
+            .map(|e| e["obj"]["seq"].as_i64().expect("a tile event"))
+            .collect()
+    }
+
+    /// An acking poll: its events and its cursor.
+    async fn acked_poll(
+        session: &Session,
+        ack: Option<&PollCursor>,
+        gateway: u64,
+    ) -> (Vec<Value>, PollCursor) {
+        let mut positions = session.ack_positions(ack, gateway);
+        let events = json(
+            session
+                .get_events(Duration::ZERO, Some(&mut positions))
+                .await,
+        );
+        (events, positions.cursor())
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_acking_poll_answers_from_its_ack_so_a_lost_answer_comes_again() {
+        let sessions = Sessions::new(10, Duration::from_secs(120));
+        let session = create(&sessions).unwrap();
+        let b = board(100);
+        subscribe(&session, &b, false);
+        place(&b, 1, 0, 1);
+        place(&b, 2, 1, 2);
+        let (events, first) = acked_poll(&session, None, 9).await;
+        assert_eq!(seqs(&events), [1, 2]);
+        place(&b, 3, 2, 3);
+        // The answer was lost: the client acks what it had before (nothing yet).
+        let (events, again) = acked_poll(&session, None, 9).await;
+        assert_eq!(seqs(&events), [1, 2, 3]);
+        // It got that one: acking it gives nothing more, nothing twice.
+        assert!(acked_poll(&session, Some(&again), 9).await.0.is_empty());
+        // Acking the first answer gives what came after it, once.
+        let (events, _) = acked_poll(&session, Some(&first), 9).await;
+        assert_eq!(seqs(&events), [3]);
+        // Acking polls leave the legacy position alone.
+        assert_eq!(
+            seqs(&json(session.get_events(Duration::ZERO, None).await)),
+            [1, 2, 3]
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_cursor_from_another_gateway_resumes_by_seq() {
+        let sessions = Sessions::new(10, Duration::from_secs(120));
+        let session = create(&sessions).unwrap();
+        let b = board(100);
+        subscribe(&session, &b, true);
+        place(&b, 1, 0, 1);
+        let (_, cursor) = acked_poll(&session, None, 9).await;
+        place(&b, 2, 1, 2);
+        place(&b, 3, 2, 3);
+        // The same board's mirror on another gateway has another epoch and notice count:
+        // only the seq carries over.
+        let mut elsewhere = cursor.clone();
+        elsewhere.gateway = 8;
+        for entry in elsewhere.views.values_mut() {
+            if let crate::poll_cursor::Position::Board(epoch, _, notices) = &mut entry.1 {
+                *epoch = 77;
+                *notices = 1234;
+            }
+        }
+        let (events, _) = acked_poll(&session, Some(&elsewhere), 9).await;
+        assert_eq!(events.len(), 1, "{events:?}");
+        assert_eq!(events[0]["seq"], serde_json::json!([2, 3]));
+        // Written here, the same cursor with a foreign epoch is another mirror's: reset.
+        let (events, _) = acked_poll(
+            &session,
+            Some(&PollCursor {
+                gateway: 9,
+                ..elsewhere
+            }),
+            9,
+        )
+        .await;
+        assert_eq!(events[0]["action"], "reset");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_resubscribed_view_starts_where_it_was_subscribed_again() {
+        let sessions = Sessions::new(10, Duration::from_secs(120));
+        let session = create(&sessions).unwrap();
+        let b = board(100);
+        subscribe(&session, &b, false);
+        let (_, before) = acked_poll(&session, None, 9).await;
+        place(&b, 1, 0, 1);
+        place(&b, 2, 1, 2);
+        // Subscribed again: its initial state holds seq 1 and 2 already.
+        subscribe(&session, &b, false);
+        place(&b, 3, 2, 3);
+        let (events, _) = acked_poll(&session, Some(&before), 9).await;
+        assert_eq!(seqs(&events), [3]);
     }
 }

@@ -15,6 +15,23 @@ pub struct LogCursor {
     next: u64,
 }
 
+impl LogCursor {
+    /// A cursor that no log accepts: its reader starts over.
+    pub const STALE: LogCursor = LogCursor {
+        epoch: u64::MAX,
+        next: 0,
+    };
+
+    /// (epoch, next), for a client's cursor.
+    pub fn parts(&self) -> (u64, u64) {
+        (self.epoch, self.next)
+    }
+
+    pub fn from_parts(epoch: u64, next: u64) -> Self {
+        LogCursor { epoch, next }
+    }
+}
+
 pub struct SharedLog {
     /// Bumped by [`SharedLog::restart`].
     epoch: u64,

@@ -9,6 +9,7 @@ use crate::sessions::Sessions;
 use deadpool_postgres::Pool;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
+use tokio::sync::{mpsc, oneshot};
 
 pub struct App {
     pub config: Config,
@@ -18,4 +19,8 @@ pub struct App {
     pub sessions: Arc<Sessions>,
     /// Whether the LISTEN connection is up (for /healthz).
     pub listening: Arc<AtomicBool>,
+    /// Names this gateway process to the others (random at start).
+    pub gateway_id: u64,
+    /// Asks the listener to confirm it heard every notification committed before now.
+    pub listener_sync: mpsc::UnboundedSender<oneshot::Sender<()>>,
 }

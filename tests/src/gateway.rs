@@ -99,6 +99,21 @@ impl Http {
             .unwrap_or_else(|e| panic!("{method}({params}) failed: {e}"))
     }
 
+    /// Like `ok`, trying again while the gateway says the database is unavailable
+    /// (-32009: a restart), for up to 30 s.
+    pub async fn ok_in_a_moment(&self, method: &str, params: Value) -> Value {
+        let started = std::time::Instant::now();
+        loop {
+            match self.call(method, params.clone()).await {
+                Ok(result) => return result,
+                Err(error) if error["code"] == -32009 && started.elapsed().as_secs() < 30 => {
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await
+                }
+                Err(error) => panic!("{method}({params}) failed: {error}"),
+            }
+        }
+    }
+
     /// The error code of a call that must fail.
     pub async fn error_code(&self, method: &str, params: Value) -> i64 {
         match self.call(method, params.clone()).await {
@@ -173,7 +188,7 @@ pub async fn kill_listen_backend(admin: &tokio_postgres::Client) -> i64 {
         let killed: i64 = admin
             .query_one(
                 "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
-                 WHERE application_name = 'pgplace-gateway' AND query LIKE 'LISTEN%' \
+                 WHERE application_name = 'pgplace-gateway (listen)' \
                  AND datname = current_database()",
                 &[],
             )

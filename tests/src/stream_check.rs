@@ -218,9 +218,9 @@ async fn watch(
     done: Arc<AtomicBool>,
 ) -> Recorded {
     tokio::time::sleep(delay).await;
-    let session = http.ok("session.create", json!([])).await;
+    let session = http.ok_in_a_moment("session.create", json!([])).await;
     let reply = http
-        .ok(
+        .ok_in_a_moment(
             "session.subscribe",
             json!([session, "board", {"board": board, "compact": compact}]),
         )
@@ -235,7 +235,9 @@ async fn watch(
         events: Vec::new(),
     };
     while !done.load(Ordering::SeqCst) {
-        let events = http.ok("session.get_events", json!([session, 0.2])).await;
+        let events = http
+            .ok_in_a_moment("session.get_events", json!([session, 0.2]))
+            .await;
         recorded
             .events
             .extend(events.as_array().unwrap().iter().cloned());

@@ -1,0 +1,152 @@
+//! Finding a session on any gateway: this gateway's copy, or the database's (with its
+//! subscriptions made again here); and what a poll needs before it may answer from a copy.
+//!
+//! Legacy polls (no `ack`) read the copy's `local` positions, which hold only while this
+//! gateway answered the session's previous legacy poll and no other gateway changed or
+//! served the session since. Other gateways say so on channel `pgplace_sessions` (they
+//! drop their copy when told); before a held copy answers, the listener confirms that every
+//! such word committed before now has been heard ([`sync_listener`]). A copy that is not
+//! held tells the others to drop theirs, then answers: its views read from the database
+//! start with a `reset` (this gateway does not know what the client was given).
+//!
+//! Acking polls carry their positions: any copy answers them, after extending a board's
+//! log back to where the cursor stands when it no longer reaches there
+//! ([`reach_back`]).
+
+use crate::board::Board;
+use crate::errors::{from_db, from_pool, RpcError};
+use crate::methods::build_subscription;
+use crate::session_store;
+use crate::sessions::{AckPositions, Session};
+use crate::state::App;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::oneshot;
+
+/// The session `id`: this gateway's copy, or read from the database.
+pub async fn session(app: &App, id: &str) -> Result<Arc<Session>, RpcError> {
+    if let Some(session) = app.sessions.get(id) {
+        if !session.is_destroyed() {
+            return Ok(session);
+        }
+    }
+    let client = app.pool.get().await.map_err(from_pool)?;
+    let stored = session_store::load(&client, id)
+        .await
+        .map_err(|e| from_db(&e))?
+        .ok_or_else(RpcError::unknown_session)?;
+    drop(client);
+    app.sessions.check_room()?;
+    let session = Session::new(id.into(), stored.public_id, stored.user, false);
+    for view in &stored.views {
+        match Box::pin(build_subscription(app, &view.view, &view.params)).await {
+            Ok(built) => {
+                let sub = built.sub.restored(view.sub_id as u64, view.seq);
+                session.subscribe(sub, usize::MAX)?;
+            }
+            // The view went away (a dropped list view, say): the session goes on without.
+            Err(error) => tracing::info!(
+                "session {}: subscription {:?} not made again: {}",
+                stored.public_id,
+                view.key,
+                error.message
+            ),
+        }
+    }
+    app.sessions.insert(session)
+}
+
+/// The copy that may answer a legacy poll now (see the module's comment); None when the
+/// listener could not confirm within `wait` that this gateway still holds it (the LISTEN
+/// connection is down): the poll then answers `[]`, as if nothing came, and the next one
+/// finds out.
+pub async fn for_legacy_poll(
+    app: &App,
+    id: &str,
+    wait: Duration,
+) -> Result<Option<Arc<Session>>, RpcError> {
+    let mut session = session(app, id).await?;
+    if session.is_held() {
+        if !sync_listener(app, wait).await {
+            return Ok(None);
+        }
+        if session.is_destroyed() {
+            session = self::session(app, id).await?;
+        }
+    }
+    if !session.is_held() {
+        let client = app.pool.get().await.map_err(from_pool)?;
+        session_store::announce_drop(&client, session.public_id, app.gateway_id)
+            .await
+            .map_err(|e| from_db(&e))?;
+        session.hold();
+    }
+    Ok(Some(session))
+}
+
+/// Tells the other gateways that `session` changed here (they read it again when next
+/// asked).
+pub async fn announce_change(app: &App, session: &Session) -> Result<(), RpcError> {
+    let client = app.pool.get().await.map_err(from_pool)?;
+    session_store::announce_drop(&client, session.public_id, app.gateway_id)
+        .await
+        .map_err(|e| from_db(&e))
+}
+
+/// Waits until the listener has applied every notification committed before now. False
+/// when it could not tell within `wait` (the LISTEN connection is down).
+pub async fn sync_listener(app: &App, wait: Duration) -> bool {
+    let (done, heard) = oneshot::channel();
+    if app.listener_sync.send(done).is_err() {
+        return false;
+    }
+    matches!(tokio::time::timeout(wait, heard).await, Ok(Ok(())))
+}
+
+/// Makes the boards' logs reach back to where an acking poll's views stand, reading the
+/// placements after there from the history. A board whose log cannot reach back answers
+/// those views with a `reset`.
+pub async fn reach_back(
+    app: &App,
+    session: &Session,
+    positions: &AckPositions,
+) -> Result<(), RpcError> {
+    for (board, from) in session.boards_behind(positions) {
+        backfill(app, &board, from).await?;
+    }
+    Ok(())
+}
+
+/// One board's log back to `from` (one reader at a time per board: a restart makes many
+/// sessions ask for the same stretch).
+pub async fn backfill(app: &App, board: &Arc<Board>, from: i64) -> Result<(), RpcError> {
+    let _one_at_a_time = board.backfilling.lock().await;
+    if !board.may_backfill(from) {
+        return Ok(());
+    }
+    let (epoch, floor) = board.log_floor();
+    let client = app.pool.get().await.map_err(from_pool)?;
+    let past = match crate::db::board_at_seq(&client, board.id, from).await {
+        Ok(Some(past)) if past.seq == from => past,
+        // Not in the history any more (compacted, say): those views reset.
+        Ok(_) => return Ok(()),
+        Err(error) if error.as_db_error().is_some() => {
+            tracing::info!(
+                "board {}: no board at seq {from} ({error}); those views reset",
+                board.id
+            );
+            return Ok(());
+        }
+        Err(error) => return Err(from_db(&error)),
+    };
+    let placements = crate::db::placements_after(&client, board.id, from, floor - from)
+        .await
+        .map_err(|e| from_db(&e))?;
+    if !board.backfill(epoch, &past, &placements) {
+        tracing::info!(
+            "board {}: the history from seq {from} does not lead to the mirror; those views reset",
+            board.id
+        );
+    }
+    Ok(())
+}

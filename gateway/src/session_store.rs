@@ -1,0 +1,226 @@
+//! Sessions in the database (`place.sessions`, extension/sql/sessions.sql), so that any
+//! gateway serves any session. Written on create, authorize, subscribe, unsubscribe and
+//! destroy; marked seen in batches; read when a gateway meets a session it does not hold.
+//!
+//! Gateways tell each other on channel `pgplace_sessions`:
+//! - `gone <public_id>`: destroyed or expired (sent by the database functions);
+//! - `drop <public_id> <gateway>`: the session changed, or a legacy poll was served, on
+//!   that gateway: every other gateway forgets its copy (and answers a poll waiting on it),
+//!   so that its copy's cursors never answer a legacy client again.
+
+use crate::sessions::User;
+use deadpool_postgres::ClientWrapper;
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+pub const CHANNEL: &str = "pgplace_sessions";
+
+/// A session as stored.
+#[derive(Debug)]
+pub struct Stored {
+    pub public_id: i64,
+    pub user: Option<User>,
+    pub views: Vec<StoredView>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct StoredView {
+    pub key: String,
+    pub view: String,
+    pub params: Map<String, Value>,
+    /// A board view's starting seq.
+    pub seq: Option<i64>,
+    pub sub_id: i64,
+}
+
+/// What another gateway said about a session.
+#[derive(Debug, PartialEq)]
+pub enum Message {
+    Gone { public_id: i64 },
+    Drop { public_id: i64, gateway: u64 },
+}
+
+impl Message {
+    pub fn parse(text: &str) -> Option<Message> {
+        let mut words = text.split(' ');
+        let message = match (words.next()?, words.next()?.parse().ok()?) {
+            ("gone", public_id) => Message::Gone { public_id },
+            ("drop", public_id) => Message::Drop {
+                public_id,
+                gateway: u64::from_str_radix(words.next()?, 16).ok()?,
+            },
+            _ => return None,
+        };
+        words.next().is_none().then_some(message)
+    }
+}
+
+pub async fn create(client: &ClientWrapper, id: &str) -> Result<i64, tokio_postgres::Error> {
+    let statement = client
+        .prepare_cached("SELECT place.session_create($1)")
+        .await?;
+    Ok(client.query_one(&statement, &[&id]).await?.get(0))
+}
+
+pub async fn load(
+    client: &ClientWrapper,
+    id: &str,
+) -> Result<Option<Stored>, tokio_postgres::Error> {
+    let statement = client
+        .prepare_cached("SELECT public_id, user_id, user_name, views FROM place.session_load($1)")
+        .await?;
+    let Some(row) = client.query_opt(&statement, &[&id]).await? else {
+        return Ok(None);
+    };
+    let user = match (
+        row.get::<_, Option<i64>>(1),
+        row.get::<_, Option<String>>(2),
+    ) {
+        (Some(id), Some(name)) => Some(User { id, name }),
+        _ => None,
+    };
+    let views: Value = row.get(3);
+    let views = serde_json::from_value(views).unwrap_or_else(|error| {
+        tracing::warn!("session views that do not read back ({error}); the session has none");
+        Vec::new()
+    });
+    Ok(Some(Stored {
+        public_id: row.get(0),
+        user,
+        views,
+    }))
+}
+
+pub async fn set_user(
+    client: &ClientWrapper,
+    id: &str,
+    user: Option<i64>,
+) -> Result<bool, tokio_postgres::Error> {
+    let statement = client
+        .prepare_cached("SELECT place.session_set_user($1, $2)")
+        .await?;
+    Ok(client.query_one(&statement, &[&id, &user]).await?.get(0))
+}
+
+/// A subscription as stored: enough for another gateway to make it again.
+pub struct NewView<'a> {
+    pub key: &'a str,
+    pub view: &'a str,
+    pub params: &'a Map<String, Value>,
+    pub board: Option<i64>,
+    pub seq: Option<i64>,
+    pub sub_id: u64,
+}
+
+pub async fn subscribe(
+    client: &ClientWrapper,
+    id: &str,
+    view: &NewView<'_>,
+) -> Result<bool, tokio_postgres::Error> {
+    let statement = client
+        .prepare_cached("SELECT place.session_subscribe($1, $2, $3, $4, $5, $6, $7)")
+        .await?;
+    let params = Value::Object(view.params.clone());
+    // Stored as the bits of the u64 (the column is a bigint).
+    let sub_id = view.sub_id as i64;
+    let row = client
+        .query_one(
+            &statement,
+            &[
+                &id,
+                &view.key,
+                &view.view,
+                &params,
+                &view.board,
+                &view.seq,
+                &sub_id,
+            ],
+        )
+        .await?;
+    Ok(row.get(0))
+}
+
+pub async fn unsubscribe(
+    client: &ClientWrapper,
+    id: &str,
+    key: &str,
+) -> Result<bool, tokio_postgres::Error> {
+    let statement = client
+        .prepare_cached("SELECT place.session_unsubscribe($1, $2)")
+        .await?;
+    Ok(client.query_one(&statement, &[&id, &key]).await?.get(0))
+}
+
+pub async fn destroy(client: &ClientWrapper, id: &str) -> Result<bool, tokio_postgres::Error> {
+    let statement = client
+        .prepare_cached("SELECT place.session_destroy($1)")
+        .await?;
+    Ok(client.query_one(&statement, &[&id]).await?.get(0))
+}
+
+/// Tells the other gateways to forget their copy of a session.
+pub async fn announce_drop(
+    client: &ClientWrapper,
+    public_id: i64,
+    gateway: u64,
+) -> Result<(), tokio_postgres::Error> {
+    let statement = client.prepare_cached("SELECT pg_notify($1, $2)").await?;
+    let payload = format!("drop {public_id} {gateway:x}");
+    client.execute(&statement, &[&CHANNEL, &payload]).await?;
+    Ok(())
+}
+
+pub async fn seen(client: &ClientWrapper, public_ids: &[i64]) -> Result<(), tokio_postgres::Error> {
+    let statement = client
+        .prepare_cached("SELECT place.session_seen($1)")
+        .await?;
+    client.execute(&statement, &[&public_ids]).await?;
+    Ok(())
+}
+
+pub async fn expire(client: &ClientWrapper, idle_secs: f64) -> Result<i32, tokio_postgres::Error> {
+    let statement = client
+        .prepare_cached("SELECT place.session_expire(make_interval(secs => $1))")
+        .await?;
+    Ok(client.query_one(&statement, &[&idle_secs]).await?.get(0))
+}
+
+/// Subscriptions watching each board, over every gateway.
+pub async fn watchers(client: &ClientWrapper) -> Result<Vec<(i64, i64)>, tokio_postgres::Error> {
+    let statement = client
+        .prepare_cached("SELECT board_id, watching FROM place.session_watchers()")
+        .await?;
+    let rows = client.query(&statement, &[]).await?;
+    Ok(rows.iter().map(|row| (row.get(0), row.get(1))).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_read_as_sent() {
+        assert_eq!(
+            Message::parse("gone 12"),
+            Some(Message::Gone { public_id: 12 })
+        );
+        assert_eq!(
+            Message::parse("drop 7 ff"),
+            Some(Message::Drop {
+                public_id: 7,
+                gateway: 255
+            })
+        );
+        for bad in [
+            "",
+            "gone",
+            "gone x",
+            "drop 7",
+            "drop 7 zz",
+            "gone 1 2",
+            "hello 1",
+        ] {
+            assert_eq!(Message::parse(bad), None, "{bad}");
+        }
+    }
+}

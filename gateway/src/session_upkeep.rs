@@ -1,0 +1,57 @@
+//! Keeping the database's sessions in step with the gateways: every gateway marks the
+//! sessions it served as seen (one statement per period, not one per poll), removes those
+//! no gateway has seen for the idle time (`session_expire` tells every gateway), and reads
+//! how many subscriptions watch each board over all gateways (the `watching` count).
+
+use crate::boards::Boards;
+use crate::session_store;
+use crate::sessions::Sessions;
+use deadpool_postgres::Pool;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How often the watching counts are read (they are told at most every 10 s).
+const WATCHERS_EVERY: Duration = Duration::from_secs(2);
+
+pub async fn run(pool: Pool, sessions: Arc<Sessions>, boards: Arc<Boards>, idle: Duration) {
+    // Seen well within the idle time: a session in use is marked at least 3 times per idle.
+    let seen_every = (idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(30));
+    let mut last_seen_mark = tokio::time::Instant::now();
+    let mut tick = tokio::time::interval(WATCHERS_EVERY.min(seen_every));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let client = match pool.get().await {
+            Ok(client) => client,
+            Err(error) => {
+                tracing::warn!("session upkeep waits for a database connection: {error}");
+                continue;
+            }
+        };
+        if last_seen_mark.elapsed() >= seen_every {
+            let in_use = sessions.in_use(last_seen_mark.elapsed() + seen_every);
+            last_seen_mark = tokio::time::Instant::now();
+            let marked = async {
+                if !in_use.is_empty() {
+                    session_store::seen(&client, &in_use).await?;
+                }
+                session_store::expire(&client, idle.as_secs_f64()).await
+            };
+            match marked.await {
+                Ok(0) => {}
+                Ok(expired) => tracing::debug!("{expired} sessions expired"),
+                Err(error) => tracing::warn!("session upkeep: {error}"),
+            }
+        }
+        match session_store::watchers(&client).await {
+            Ok(counts) => {
+                let counts: std::collections::HashMap<i64, i64> = counts.into_iter().collect();
+                for mirrored in boards.all() {
+                    let watching = counts.get(&mirrored.board.id).copied().unwrap_or(0);
+                    mirrored.board.set_watchers(watching.max(0) as u64);
+                }
+            }
+            Err(error) => tracing::warn!("session upkeep: watching counts: {error}"),
+        }
+    }
+}
