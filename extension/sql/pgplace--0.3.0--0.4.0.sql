@@ -15,8 +15,10 @@
 -- their rows through a clean restart, are emptied by a crash (clients then hear "unknown
 -- session" and create a new one), and are not copied to standbys or dumps.
 --
--- Other gateways hear of a destroyed or expired session on channel pgplace_sessions
--- ('gone <public_id>') and drop their copy at once.
+-- Gateways hear on channel pgplace_sessions what happened to a session elsewhere, and drop
+-- their copy at once: 'gone <public_id>' (destroyed, expired), 'drop <public_id> <gateway>'
+-- (changed, or its legacy polls now answered, by that gateway: hex of its id). `version`
+-- and `holder` say the same for a gateway that was not listening for a while.
 
 CREATE UNLOGGED TABLE place.sessions (
     id_hash    bytea PRIMARY KEY,
@@ -25,7 +27,11 @@ CREATE UNLOGGED TABLE place.sessions (
     user_id    bigint REFERENCES place.users (id) ON DELETE SET NULL,
     created_at timestamptz NOT NULL DEFAULT now(),
     -- The last time a gateway said the session was in use (at most idle/4 old while it is).
-    seen_at    timestamptz NOT NULL DEFAULT now()
+    seen_at    timestamptz NOT NULL DEFAULT now(),
+    -- Bumped by every change (user, subscriptions).
+    version    bigint NOT NULL DEFAULT 0,
+    -- The gateway that answers its legacy polls (they keep no cursor of their own).
+    holder     bigint
 );
 COMMENT ON TABLE place.sessions IS 'Gateway sessions (the SHA-256 of each id, its user, when last seen)';
 CREATE INDEX ON place.sessions (seen_at);
@@ -52,7 +58,7 @@ IMMUTABLE STRICT PARALLEL SAFE LANGUAGE sql
 SET search_path = pg_catalog, pg_temp
 RETURN sha256(convert_to(id, 'UTF8'));
 
-CREATE FUNCTION place.session_create(id text) RETURNS bigint
+CREATE FUNCTION place.session_create(id text, gateway bigint) RETURNS bigint
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     made bigint;
@@ -61,17 +67,17 @@ BEGIN
         RAISE EXCEPTION 'a session id must have at least 16 characters'
             USING ERRCODE = '22023';
     END IF;
-    INSERT INTO place.sessions (id_hash) VALUES (place._session_hash(id))
+    INSERT INTO place.sessions (id_hash, holder) VALUES (place._session_hash(id), gateway)
     RETURNING public_id INTO made;
     RETURN made;
 END
 $$;
 
 CREATE FUNCTION place.session_load(id text)
-RETURNS TABLE (public_id bigint, user_id bigint, user_name text, views jsonb)
+RETURNS TABLE (public_id bigint, version bigint, user_id bigint, user_name text, views jsonb)
 STABLE LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 BEGIN ATOMIC
-    SELECT s.public_id, u.id, u.name,
+    SELECT s.public_id, s.version, u.id, u.name,
            coalesce((SELECT jsonb_agg(jsonb_build_object('key', v.key, 'view', v.view,
                                                          'params', v.params, 'seq', v.seq,
                                                          'sub_id', v.sub_id)
@@ -82,23 +88,31 @@ BEGIN ATOMIC
     WHERE s.id_hash = place._session_hash(session_load.id);
 END;
 
-CREATE FUNCTION place.session_set_user(id text, user_id bigint) RETURNS boolean
+-- Tells the other gateways that `gateway` changed or took a session.
+CREATE FUNCTION place._session_dropped(public_id bigint, gateway bigint) RETURNS void
+LANGUAGE sql SET search_path = pg_catalog, pg_temp
+RETURN pg_notify('pgplace_sessions', 'drop ' || public_id || ' ' || to_hex(gateway));
+
+CREATE FUNCTION place.session_set_user(id text, user_id bigint, gateway bigint)
+RETURNS bigint
 LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 BEGIN ATOMIC
     WITH changed AS (
-        UPDATE place.sessions SET user_id = session_set_user.user_id
+        UPDATE place.sessions SET user_id = session_set_user.user_id, version = version + 1
         WHERE id_hash = place._session_hash(session_set_user.id)
-        RETURNING 1)
-    SELECT count(*) > 0 FROM changed;
+        RETURNING public_id, version)
+    SELECT version FROM changed, place._session_dropped(public_id, gateway);
 END;
 
 CREATE FUNCTION place.session_subscribe(id text, key text, view text, params jsonb,
-                                        board_id bigint, seq bigint, sub_id bigint)
-RETURNS boolean
+                                        board_id bigint, seq bigint, sub_id bigint,
+                                        gateway bigint)
+RETURNS bigint
 LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 BEGIN ATOMIC
-    WITH s AS (SELECT id_hash FROM place.sessions
-               WHERE id_hash = place._session_hash(session_subscribe.id)),
+    WITH s AS (UPDATE place.sessions SET version = version + 1
+               WHERE id_hash = place._session_hash(session_subscribe.id)
+               RETURNING id_hash, public_id, version),
     written AS (
         INSERT INTO place.session_views AS v (id_hash, key, view, params, board_id, seq, sub_id)
         SELECT s.id_hash, session_subscribe.key, session_subscribe.view,
@@ -109,18 +123,45 @@ BEGIN ATOMIC
         SET view = excluded.view, params = excluded.params,
             board_id = excluded.board_id, seq = excluded.seq, sub_id = excluded.sub_id
         RETURNING 1)
-    SELECT count(*) > 0 FROM written;
+    SELECT s.version FROM s, place._session_dropped(s.public_id, gateway)
+    WHERE EXISTS (SELECT FROM written);
 END;
 
-CREATE FUNCTION place.session_unsubscribe(id text, key text) RETURNS boolean
+-- The new version, or NULL when the session had no such subscription.
+CREATE FUNCTION place.session_unsubscribe(id text, key text, gateway bigint) RETURNS bigint
 LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 BEGIN ATOMIC
     WITH gone AS (
         DELETE FROM place.session_views
         WHERE id_hash = place._session_hash(session_unsubscribe.id)
           AND key = session_unsubscribe.key
-        RETURNING 1)
-    SELECT count(*) > 0 FROM gone;
+        RETURNING id_hash),
+    changed AS (
+        UPDATE place.sessions SET version = version + 1
+        WHERE id_hash IN (SELECT id_hash FROM gone)
+        RETURNING public_id, version)
+    SELECT version FROM changed, place._session_dropped(public_id, gateway);
+END;
+
+-- `gateway` answers the session's legacy polls from now on; returns the version.
+CREATE FUNCTION place.session_hold(id text, gateway bigint) RETURNS bigint
+LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+    WITH held AS (
+        UPDATE place.sessions SET holder = session_hold.gateway
+        WHERE id_hash = place._session_hash(session_hold.id)
+        RETURNING public_id, version)
+    SELECT version FROM held, place._session_dropped(public_id, gateway);
+END;
+
+-- Version and holder of sessions (by public id; the missing ones are gone): what a gateway
+-- that was not listening checks its copies against.
+CREATE FUNCTION place.session_states(public_ids bigint[])
+RETURNS TABLE (public_id bigint, version bigint, holder bigint)
+STABLE LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+    SELECT s.public_id, s.version, s.holder FROM place.sessions s
+    WHERE s.public_id = ANY (session_states.public_ids);
 END;
 
 CREATE FUNCTION place.session_destroy(id text) RETURNS boolean
@@ -176,16 +217,20 @@ BEGIN ATOMIC
     GROUP BY v.board_id;
 END;
 
-COMMENT ON FUNCTION place.session_create(text) IS
-    'Stores a new gateway session (its id is hashed); returns its public id.';
+COMMENT ON FUNCTION place.session_create(text, bigint) IS
+    'Stores a new gateway session (its id is hashed), held by the gateway that made it; returns its public id.';
 COMMENT ON FUNCTION place.session_load(text) IS
-    'A gateway session: its public id, user and subscriptions (no row: unknown or expired).';
-COMMENT ON FUNCTION place.session_set_user(text, bigint) IS
-    'Sets (NULL: clears) the user a session acts for. False when the session is unknown.';
-COMMENT ON FUNCTION place.session_subscribe(text, text, text, jsonb, bigint, bigint, bigint) IS
-    'Adds or replaces a subscription of a session (key, view, params; board and seq for a board''s views; the subscription''s id). False when the session is unknown.';
-COMMENT ON FUNCTION place.session_unsubscribe(text, text) IS
-    'Removes a subscription of a session. False when there was none.';
+    'A gateway session: its public id, version, user and subscriptions (no row: unknown or expired).';
+COMMENT ON FUNCTION place.session_set_user(text, bigint, bigint) IS
+    'Sets (NULL: clears) the user a session acts for and tells the other gateways; returns the new version (NULL: unknown session).';
+COMMENT ON FUNCTION place.session_subscribe(text, text, text, jsonb, bigint, bigint, bigint, bigint) IS
+    'Adds or replaces a subscription of a session (key, view, params; board and seq for a board''s views; the subscription''s id) and tells the other gateways; returns the new version (NULL: unknown session).';
+COMMENT ON FUNCTION place.session_unsubscribe(text, text, bigint) IS
+    'Removes a subscription of a session and tells the other gateways; returns the new version (NULL: there was none).';
+COMMENT ON FUNCTION place.session_hold(text, bigint) IS
+    'Makes a gateway the one that answers a session''s legacy polls and tells the others; returns the version (NULL: unknown session).';
+COMMENT ON FUNCTION place.session_states(bigint[]) IS
+    'The version and holder of sessions, by public id (missing: gone).';
 COMMENT ON FUNCTION place.session_destroy(text) IS
     'Removes a session and tells the gateways (channel pgplace_sessions). False when unknown.';
 COMMENT ON FUNCTION place.session_seen(bigint[]) IS
@@ -196,11 +241,13 @@ COMMENT ON FUNCTION place.session_watchers() IS
     'Subscriptions to each board''s views (board, board_region) over all gateways.';
 
 REVOKE EXECUTE ON FUNCTION
-    place.session_create(text),
+    place.session_create(text, bigint),
     place.session_load(text),
-    place.session_set_user(text, bigint),
-    place.session_subscribe(text, text, text, jsonb, bigint, bigint, bigint),
-    place.session_unsubscribe(text, text),
+    place.session_set_user(text, bigint, bigint),
+    place.session_subscribe(text, text, text, jsonb, bigint, bigint, bigint, bigint),
+    place.session_unsubscribe(text, text, bigint),
+    place.session_hold(text, bigint),
+    place.session_states(bigint[]),
     place.session_destroy(text),
     place.session_seen(bigint[]),
     place.session_expire(interval),

@@ -88,9 +88,9 @@ impl Listener {
                 session_store::CHANNEL
             ))
             .await?;
-        // What other gateways said about sessions meanwhile was not heard: every copy is
-        // read from the database again when next used.
-        self.sessions.forget_all();
+        // What other gateways said about sessions meanwhile was not heard: the copies that
+        // no longer match the database are read from it again when next used.
+        self.reconcile_sessions().await?;
         // Placements committed before LISTEN took effect are not notified to us: read them.
         for mirrored in self.boards.all() {
             self.catch_up(&mirrored.board).await?;
@@ -215,6 +215,25 @@ impl Listener {
                 }
             }
         }
+    }
+
+    async fn reconcile_sessions(&self) -> Result<(), tokio_postgres::Error> {
+        let copies = self.sessions.copies();
+        if copies.is_empty() {
+            return Ok(());
+        }
+        let client = self.client().await?;
+        let ids: Vec<i64> = copies.iter().map(|c| c.0).collect();
+        let stored = session_store::states(&client, &ids)
+            .await?
+            .into_iter()
+            .map(|(id, version, holder)| (id, (version, holder)))
+            .collect();
+        let forgotten = self.sessions.reconcile(&copies, &stored, self.gateway_id);
+        if forgotten > 0 {
+            tracing::info!("{forgotten} sessions changed elsewhere while LISTEN was down");
+        }
+        Ok(())
     }
 
     /// Brings one mirror up to what the database has committed now.

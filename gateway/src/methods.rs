@@ -95,13 +95,13 @@ async fn create(app: &App) -> Result<Reply, RpcError> {
     app.sessions.check_room()?;
     let id = new_session_id();
     let client = app.pool.get().await.map_err(from_pool)?;
-    let public_id = session_store::create(&client, &id)
+    let public_id = session_store::create(&client, &id, app.gateway_id)
         .await
         .map_err(|e| from_db(&e))?;
     // Nobody else has it: this copy's positions hold for legacy polls.
     let session = app
         .sessions
-        .insert(Session::new(id.into(), public_id, None, true))?;
+        .insert(Session::new(id.into(), public_id, 0, None, true))?;
     Ok(Reply::Value(json!(&*session.id)))
 }
 
@@ -128,12 +128,16 @@ async fn unsubscribe(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
         return Err(session.unsubscribe(&key).expect_err("no such subscription"));
     }
     let client = app.pool.get().await.map_err(from_pool)?;
-    session_store::unsubscribe(&client, &id, &key)
+    let version = session_store::unsubscribe(&client, &id, &key, app.gateway_id)
         .await
         .map_err(|e| from_db(&e))?;
     drop(client);
     session.unsubscribe(&key)?;
-    session_access::announce_change(app, &session).await?;
+    match version {
+        Some(version) => session.set_version(version),
+        // Gone meanwhile (another gateway's unsubscribe, an expiry): read it again next time.
+        None => app.sessions.forget(session.public_id),
+    }
     Ok(Reply::Value(json!(true)))
 }
 
@@ -146,18 +150,19 @@ async fn authorize(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
         .await
         .map_err(|e| from_db(&e))?
         .ok_or_else(|| RpcError::new(NOT_AUTHORIZED, "the token is not valid"))?;
-    if !session_store::set_user(&client, &id, Some(user_id))
+    let Some(version) = session_store::set_user(&client, &id, Some(user_id), app.gateway_id)
         .await
         .map_err(|e| from_db(&e))?
-    {
+    else {
+        app.sessions.forget(session.public_id);
         return Err(RpcError::unknown_session());
-    }
+    };
     drop(client);
     session.set_user(User {
         id: user_id,
         name: name.clone(),
     });
-    session_access::announce_change(app, &session).await?;
+    session.set_version(version);
     Ok(Reply::Value(json!({"user_id": user_id, "name": name})))
 }
 
@@ -179,16 +184,16 @@ async fn subscribe(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
         seq: built.seq,
         sub_id: built.sub.sub_id,
     };
-    if !session_store::subscribe(&client, &id, &stored)
+    let Some(version) = session_store::subscribe(&client, &id, &stored, app.gateway_id)
         .await
         .map_err(|e| from_db(&e))?
-    {
+    else {
         app.sessions.forget(session.public_id);
         return Err(RpcError::unknown_session());
-    }
+    };
     drop(client);
     session.subscribe(built.sub, app.config.max_subscriptions)?;
-    session_access::announce_change(app, &session).await?;
+    session.set_version(version);
     Ok(keyed_reply(&key, built.state))
 }
 

@@ -6,7 +6,7 @@
 //! served the session since. Other gateways say so on channel `pgplace_sessions` (they
 //! drop their copy when told); before a held copy answers, the listener confirms that every
 //! such word committed before now has been heard ([`sync_listener`]). A copy that is not
-//! held tells the others to drop theirs, then answers: its views read from the database
+//! held takes the session (`session_hold`: the others drop theirs), then answers: its views read from the database
 //! start with a `reset` (this gateway does not know what the client was given).
 //!
 //! Acking polls carry their positions: any copy answers them, after extending a board's
@@ -37,7 +37,13 @@ pub async fn session(app: &App, id: &str) -> Result<Arc<Session>, RpcError> {
         .ok_or_else(RpcError::unknown_session)?;
     drop(client);
     app.sessions.check_room()?;
-    let session = Session::new(id.into(), stored.public_id, stored.user, false);
+    let session = Session::new(
+        id.into(),
+        stored.public_id,
+        stored.version,
+        stored.user,
+        false,
+    );
     for view in &stored.views {
         match Box::pin(build_subscription(app, &view.view, &view.params)).await {
             Ok(built) => {
@@ -76,21 +82,14 @@ pub async fn for_legacy_poll(
     }
     if !session.is_held() {
         let client = app.pool.get().await.map_err(from_pool)?;
-        session_store::announce_drop(&client, session.public_id, app.gateway_id)
+        let version = session_store::hold(&client, id, app.gateway_id)
             .await
-            .map_err(|e| from_db(&e))?;
+            .map_err(|e| from_db(&e))?
+            .ok_or_else(RpcError::unknown_session)?;
+        session.set_version(version);
         session.hold();
     }
     Ok(Some(session))
-}
-
-/// Tells the other gateways that `session` changed here (they read it again when next
-/// asked).
-pub async fn announce_change(app: &App, session: &Session) -> Result<(), RpcError> {
-    let client = app.pool.get().await.map_err(from_pool)?;
-    session_store::announce_drop(&client, session.public_id, app.gateway_id)
-        .await
-        .map_err(|e| from_db(&e))
 }
 
 /// Waits until the listener has applied every notification committed before now. False

@@ -19,6 +19,7 @@ pub const CHANNEL: &str = "pgplace_sessions";
 #[derive(Debug)]
 pub struct Stored {
     pub public_id: i64,
+    pub version: i64,
     pub user: Option<User>,
     pub views: Vec<StoredView>,
 }
@@ -55,11 +56,24 @@ impl Message {
     }
 }
 
-pub async fn create(client: &ClientWrapper, id: &str) -> Result<i64, tokio_postgres::Error> {
+/// A gateway's id as the database stores it (the bits of the u64).
+fn gateway_column(gateway: u64) -> i64 {
+    gateway as i64
+}
+
+/// Stores a new session, held by `gateway`; its public id.
+pub async fn create(
+    client: &ClientWrapper,
+    id: &str,
+    gateway: u64,
+) -> Result<i64, tokio_postgres::Error> {
     let statement = client
-        .prepare_cached("SELECT place.session_create($1)")
+        .prepare_cached("SELECT place.session_create($1, $2)")
         .await?;
-    Ok(client.query_one(&statement, &[&id]).await?.get(0))
+    let row = client
+        .query_one(&statement, &[&id, &gateway_column(gateway)])
+        .await?;
+    Ok(row.get(0))
 }
 
 pub async fn load(
@@ -67,7 +81,9 @@ pub async fn load(
     id: &str,
 ) -> Result<Option<Stored>, tokio_postgres::Error> {
     let statement = client
-        .prepare_cached("SELECT public_id, user_id, user_name, views FROM place.session_load($1)")
+        .prepare_cached(
+            "SELECT public_id, version, user_id, user_name, views FROM place.session_load($1)",
+        )
         .await?;
     let Some(row) = client.query_opt(&statement, &[&id]).await? else {
         return Ok(None);
@@ -86,20 +102,27 @@ pub async fn load(
     });
     Ok(Some(Stored {
         public_id: row.get(0),
+        version: row.get(1),
         user,
         views,
     }))
 }
 
+/// The functions that change a session return its new version, or NULL (unknown session);
+/// the database tells the other gateways (`drop`).
 pub async fn set_user(
     client: &ClientWrapper,
     id: &str,
     user: Option<i64>,
-) -> Result<bool, tokio_postgres::Error> {
+    gateway: u64,
+) -> Result<Option<i64>, tokio_postgres::Error> {
     let statement = client
-        .prepare_cached("SELECT place.session_set_user($1, $2)")
+        .prepare_cached("SELECT place.session_set_user($1, $2, $3)")
         .await?;
-    Ok(client.query_one(&statement, &[&id, &user]).await?.get(0))
+    let row = client
+        .query_one(&statement, &[&id, &user, &gateway_column(gateway)])
+        .await?;
+    Ok(row.get(0))
 }
 
 /// A subscription as stored: enough for another gateway to make it again.
@@ -116,9 +139,10 @@ pub async fn subscribe(
     client: &ClientWrapper,
     id: &str,
     view: &NewView<'_>,
-) -> Result<bool, tokio_postgres::Error> {
+    gateway: u64,
+) -> Result<Option<i64>, tokio_postgres::Error> {
     let statement = client
-        .prepare_cached("SELECT place.session_subscribe($1, $2, $3, $4, $5, $6, $7)")
+        .prepare_cached("SELECT place.session_subscribe($1, $2, $3, $4, $5, $6, $7, $8)")
         .await?;
     let params = Value::Object(view.params.clone());
     // Stored as the bits of the u64 (the column is a bigint).
@@ -134,6 +158,7 @@ pub async fn subscribe(
                 &view.board,
                 &view.seq,
                 &sub_id,
+                &gateway_column(gateway),
             ],
         )
         .await?;
@@ -144,11 +169,48 @@ pub async fn unsubscribe(
     client: &ClientWrapper,
     id: &str,
     key: &str,
-) -> Result<bool, tokio_postgres::Error> {
+    gateway: u64,
+) -> Result<Option<i64>, tokio_postgres::Error> {
     let statement = client
-        .prepare_cached("SELECT place.session_unsubscribe($1, $2)")
+        .prepare_cached("SELECT place.session_unsubscribe($1, $2, $3)")
         .await?;
-    Ok(client.query_one(&statement, &[&id, &key]).await?.get(0))
+    let row = client
+        .query_one(&statement, &[&id, &key, &gateway_column(gateway)])
+        .await?;
+    Ok(row.get(0))
+}
+
+/// `gateway` answers the session's legacy polls from now on (the others drop their copy).
+pub async fn hold(
+    client: &ClientWrapper,
+    id: &str,
+    gateway: u64,
+) -> Result<Option<i64>, tokio_postgres::Error> {
+    let statement = client
+        .prepare_cached("SELECT place.session_hold($1, $2)")
+        .await?;
+    let row = client
+        .query_one(&statement, &[&id, &gateway_column(gateway)])
+        .await?;
+    Ok(row.get(0))
+}
+
+/// Version and holder of sessions by public id (the missing ones are gone).
+pub async fn states(
+    client: &ClientWrapper,
+    public_ids: &[i64],
+) -> Result<Vec<(i64, i64, Option<u64>)>, tokio_postgres::Error> {
+    let statement = client
+        .prepare_cached("SELECT public_id, version, holder FROM place.session_states($1)")
+        .await?;
+    let rows = client.query(&statement, &[&public_ids]).await?;
+    Ok(rows
+        .iter()
+        .map(|row| {
+            let holder: Option<i64> = row.get(2);
+            (row.get(0), row.get(1), holder.map(|h| h as u64))
+        })
+        .collect())
 }
 
 pub async fn destroy(client: &ClientWrapper, id: &str) -> Result<bool, tokio_postgres::Error> {
@@ -156,18 +218,6 @@ pub async fn destroy(client: &ClientWrapper, id: &str) -> Result<bool, tokio_pos
         .prepare_cached("SELECT place.session_destroy($1)")
         .await?;
     Ok(client.query_one(&statement, &[&id]).await?.get(0))
-}
-
-/// Tells the other gateways to forget their copy of a session.
-pub async fn announce_drop(
-    client: &ClientWrapper,
-    public_id: i64,
-    gateway: u64,
-) -> Result<(), tokio_postgres::Error> {
-    let statement = client.prepare_cached("SELECT pg_notify($1, $2)").await?;
-    let payload = format!("drop {public_id} {gateway:x}");
-    client.execute(&statement, &[&CHANNEL, &payload]).await?;
-    Ok(())
 }
 
 pub async fn seen(client: &ClientWrapper, public_ids: &[i64]) -> Result<(), tokio_postgres::Error> {

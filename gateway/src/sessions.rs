@@ -19,7 +19,7 @@ use crate::poll_cursor::{self, PollCursor};
 use crate::region::Region;
 use crate::shared_log::LogCursor;
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use tokio::sync::Notify;
@@ -278,6 +278,8 @@ pub struct Session {
     /// This gateway answered the session's last legacy poll, and no other gateway has
     /// changed or served the session since (it would have said so): `local` positions hold.
     held: AtomicBool,
+    /// The version of the stored session this copy reflects (`place.sessions.version`).
+    version: AtomicI64,
 }
 
 struct State {
@@ -306,7 +308,7 @@ impl Drop for CursorGuard {
 }
 
 impl Session {
-    pub fn new(id: Arc<str>, public_id: i64, user: Option<User>, held: bool) -> Self {
+    pub fn new(id: Arc<str>, public_id: i64, version: i64, user: Option<User>, held: bool) -> Self {
         Session {
             id,
             public_id,
@@ -323,7 +325,13 @@ impl Session {
             polls: AtomicU64::new(0),
             cursor_id: random_u64(),
             held: AtomicBool::new(held),
+            version: AtomicI64::new(version),
         }
+    }
+
+    /// The stored session changed here to `version`.
+    pub fn set_version(&self, version: i64) {
+        self.version.fetch_max(version, Ordering::SeqCst);
     }
 
     /// Whether this copy answered the last legacy poll (see `held`).
@@ -658,16 +666,38 @@ impl Sessions {
         session.end();
     }
 
-    /// Forgets every copy (what other gateways said meanwhile was not heard).
-    pub fn forget_all(&self) {
-        let all: Vec<Arc<Session>> = {
-            let mut maps = self.lock();
-            maps.by_public.clear();
-            maps.by_id.drain().map(|(_, s)| s).collect()
-        };
-        for session in all {
-            session.end();
+    /// Every copy: (public id, version, held here).
+    pub fn copies(&self) -> Vec<(i64, i64, bool)> {
+        self.lock()
+            .by_public
+            .values()
+            .map(|s| (s.public_id, s.version.load(Ordering::SeqCst), s.is_held()))
+            .collect()
+    }
+
+    /// Forgets the copies that no longer match the stored sessions: gone, changed since, or
+    /// held here but answered by another gateway (`stored`: public id -> version, holder).
+    /// For a gateway that was not listening for a while: it did not hear the others.
+    pub fn reconcile(
+        &self,
+        copies: &[(i64, i64, bool)],
+        stored: &HashMap<i64, (i64, Option<u64>)>,
+        gateway: u64,
+    ) -> usize {
+        let mut forgotten = 0;
+        for (public_id, version, held) in copies {
+            let current = match stored.get(public_id) {
+                Some((stored_version, holder)) => {
+                    stored_version == version && (!held || *holder == Some(gateway))
+                }
+                None => false,
+            };
+            if !current {
+                self.forget(*public_id);
+                forgotten += 1;
+            }
         }
+        forgotten
     }
 
     pub fn len(&self) -> usize {
@@ -758,7 +788,13 @@ mod tests {
         static NEXT: AtomicU64 = AtomicU64::new(1);
         sessions.check_room()?;
         let public_id = NEXT.fetch_add(1, Ordering::SeqCst) as i64;
-        sessions.insert(Session::new(new_session_id().into(), public_id, None, true))
+        sessions.insert(Session::new(
+            new_session_id().into(),
+            public_id,
+            0,
+            None,
+            true,
+        ))
     }
 
     fn board(log_capacity: u64) -> Arc<Board> {

@@ -2,40 +2,47 @@
 -- expired sessions removed (the gateways hear of it: tests/tests/gateway_scale_out.rs).
 SELECT place.create_board('sessions-board', 4, 4, 4, '0'::interval) AS board \gset
 SELECT place.create_user('session-user') AS user_token \gset
-SELECT place.session_create('session-aaaaaaaaaaaaaaaa') AS aaa \gset
-SELECT place.session_create('session-bbbbbbbbbbbbbbbb') AS bbb \gset
+SELECT place.session_create('session-aaaaaaaaaaaaaaaa', 1) AS aaa \gset
+SELECT place.session_create('session-bbbbbbbbbbbbbbbb', 1) AS bbb \gset
 SELECT :bbb = :aaa + 1 AS public_ids_differ;
 -- The id itself is not stored.
 SELECT count(*) AS rows_naming_the_id FROM place.sessions
 WHERE position(convert_to('session-aaaa', 'UTF8') IN id_hash) > 0;
 
 -- Refused: short ids, an id taken, NULL; nothing changes.
-SELECT expect_error('SELECT place.session_create(''short'')');
-SELECT expect_error('SELECT place.session_create(NULL)');
-SELECT expect_error('SELECT place.session_create(''session-aaaaaaaaaaaaaaaa'')');
+SELECT expect_error('SELECT place.session_create(''short'', 1)');
+SELECT expect_error('SELECT place.session_create(NULL, 1)');
+SELECT expect_error('SELECT place.session_create(''session-aaaaaaaaaaaaaaaa'', 1)');
 SELECT count(*) AS sessions FROM place.sessions;
 
 -- Subscribing writes the view; again under the same key replaces it.
 SELECT place.session_subscribe('session-aaaaaaaaaaaaaaaa', 'board/' || :board, 'board',
-                               jsonb_build_object('board', :board), :board, 0, 1);
+                               jsonb_build_object('board', :board), :board, 0, 1, 2);
 SELECT place.session_subscribe('session-aaaaaaaaaaaaaaaa', 'board/' || :board, 'board',
-                               jsonb_build_object('board', :board, 'presence', true), :board, 3, 2);
-SELECT place.session_subscribe('session-aaaaaaaaaaaaaaaa', 'top', 'top', '{"limit": 5}', NULL, NULL, 1);
+                               jsonb_build_object('board', :board, 'presence', true), :board, 3, 2, 2);
+SELECT place.session_subscribe('session-aaaaaaaaaaaaaaaa', 'top', 'top', '{"limit": 5}', NULL, NULL, 1, 2);
 SELECT place.session_subscribe('session-bbbbbbbbbbbbbbbb', 'board/' || :board || '/compact', 'board',
-                               jsonb_build_object('board', :board, 'compact', true), :board, 0, 1);
--- An unknown session: false, nothing written.
-SELECT place.session_subscribe('session-cccccccccccccccc', 'x', 'board', '{}', NULL, NULL, 1);
+                               jsonb_build_object('board', :board, 'compact', true), :board, 0, 1, 2);
+-- An unknown session: NULL, nothing written.
+SELECT place.session_subscribe('session-cccccccccccccccc', 'x', 'board', '{}', NULL, NULL, 1, 2);
 SELECT watching FROM place.session_watchers() WHERE board_id = :board;
 
 -- Authorizing, then loading (as another gateway would).
 SELECT place.session_set_user('session-aaaaaaaaaaaaaaaa',
-                              place.user_for_token(:'user_token'));
+                              place.user_for_token(:'user_token'), 2);
 SELECT public_id = :aaa AS same_session, user_name, jsonb_pretty(views) AS views
 FROM place.session_load('session-aaaaaaaaaaaaaaaa');
 SELECT count(*) AS unknown_rows FROM place.session_load('session-cccccccccccccccc');
+-- Every change bumped the version; the holder is the gateway that made it until another
+-- takes the session's legacy polls.
+SELECT * FROM place.session_states(ARRAY[:aaa, :bbb, 999999]::bigint[]) ORDER BY public_id;
+SELECT place.session_hold('session-aaaaaaaaaaaaaaaa', 7);
+SELECT place.session_hold('session-cccccccccccccccc', 7);
+SELECT public_id = :aaa AS same, version, holder
+FROM place.session_states(ARRAY[:aaa]::bigint[]);
 
-SELECT place.session_unsubscribe('session-aaaaaaaaaaaaaaaa', 'top');
-SELECT place.session_unsubscribe('session-aaaaaaaaaaaaaaaa', 'top');
+SELECT place.session_unsubscribe('session-aaaaaaaaaaaaaaaa', 'top', 2);
+SELECT place.session_unsubscribe('session-aaaaaaaaaaaaaaaa', 'top', 2);
 
 -- Seen marks; expiry removes what was not seen for the idle time, and tells.
 UPDATE place.sessions SET seen_at = now() - interval '1 hour';
@@ -52,9 +59,9 @@ SELECT place.session_destroy('session-bbbbbbbbbbbbbbbb');
 SELECT place.session_destroy('session-bbbbbbbbbbbbbbbb');
 
 -- A deleted board takes its subscriptions along.
-SELECT place.session_create('session-dddddddddddddddd') IS NOT NULL AS created;
+SELECT place.session_create('session-dddddddddddddddd', 1) IS NOT NULL AS created;
 SELECT place.session_subscribe('session-dddddddddddddddd', 'board/' || :board, 'board',
-                               jsonb_build_object('board', :board), :board, 0, 1);
+                               jsonb_build_object('board', :board), :board, 0, 1, 2);
 DELETE FROM place.boards WHERE id = :board;
 SELECT jsonb_array_length(views) AS views FROM place.session_load('session-dddddddddddddddd');
 SELECT place.session_destroy('session-dddddddddddddddd');
