@@ -89,13 +89,13 @@ pub async fn load(
         return Ok(None);
     };
     let user = match (
-        row.get::<_, Option<i64>>(1),
-        row.get::<_, Option<String>>(2),
+        row.get::<_, Option<i64>>(2),
+        row.get::<_, Option<String>>(3),
     ) {
         (Some(id), Some(name)) => Some(User { id, name }),
         _ => None,
     };
-    let views: Value = row.get(3);
+    let views: Value = row.get(4);
     let views = serde_json::from_value(views).unwrap_or_else(|error| {
         tracing::warn!("session views that do not read back ({error}); the session has none");
         Vec::new()

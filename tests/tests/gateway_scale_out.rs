@@ -1,0 +1,360 @@
+//! Several gateways, one database: any gateway serves any session; acking polls resume
+//! exactly from their cursor (another gateway, a lost answer, a restart); legacy polls that
+//! move get one `reset` per view, never a gap or a duplicate; `since` resumes a board.
+
+use pgplace_tests::gateway::{start_gateway, Http};
+use pgplace_tests::{connect, create_board, create_users, fresh_database};
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
+use tokio_postgres::Client;
+
+async fn place(sql: &Client, board: i64, user: i64, n: i32) {
+    for i in 0..n {
+        sql.execute(
+            "SELECT place.place($1, $2, 0, $3, $4)",
+            &[&board, &(i % 8), &(1 + i % 3), &user],
+        )
+        .await
+        .expect("place");
+    }
+}
+
+/// The seqs of the tile events (Qik form) in `events`.
+fn seqs(events: &Value) -> Vec<i64> {
+    events
+        .as_array()
+        .expect("a list of events")
+        .iter()
+        .filter(|e| e["action"] == "update")
+        .map(|e| e["obj"]["seq"].as_i64().unwrap())
+        .collect()
+}
+
+/// An acking poll: (events, cursor).
+async fn acked(http: &Http, session: &Value, ack: &str, timeout: f64) -> (Value, String) {
+    let answer = http
+        .ok("session.get_events", json!([session, timeout, ack]))
+        .await;
+    let cursor = answer["cursor"].as_str().expect("a cursor").to_string();
+    (answer["events"].clone(), cursor)
+}
+
+async fn setup(name: &str) -> (String, Client, i64, i64) {
+    let url = fresh_database(name).await;
+    let sql = connect(&url).await;
+    let board = create_board(&sql, "scale", (8, 2), 4, "0").await;
+    let user = create_users(&sql, "scaler", 1).await[0];
+    (url, sql, board, user)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acking_polls_alternating_gateways_see_every_seq_once() {
+    let (url, sql, board, user) = setup("gw_scale_ack").await;
+    let (a, b) = (
+        start_gateway(&url, |_| {}).await,
+        start_gateway(&url, |_| {}).await,
+    );
+    let gateways = [Http::new(a.addr), Http::new(b.addr)];
+    let session = gateways[0].ok("session.create", json!([])).await;
+    let reply = gateways[1]
+        .ok(
+            "session.subscribe",
+            json!([session, "board", {"board": board}]),
+        )
+        .await;
+    assert_eq!(reply[1]["seq"], 0);
+    let (mut got, mut cursor) = (Vec::new(), String::new());
+    for round in 0..12 {
+        place(&sql, board, user, 3).await;
+        let http = &gateways[round % 2];
+        // Until this round's three arrived (an answer may hold some of them).
+        while got.len() < 3 * (round + 1) {
+            let (events, next) = acked(http, &session, &cursor, 5.0).await;
+            got.extend(seqs(&events));
+            cursor = next;
+        }
+    }
+    assert_eq!(got, (1..=36).collect::<Vec<i64>>());
+    // Nothing more, on either gateway.
+    for http in &gateways {
+        let (events, _) = acked(http, &session, &cursor, 0.0).await;
+        assert_eq!(events, json!([]));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_answer_comes_again_and_nothing_twice_after_the_ack() {
+    let (url, sql, board, user) = setup("gw_scale_lost").await;
+    let (a, b) = (
+        start_gateway(&url, |_| {}).await,
+        start_gateway(&url, |_| {}).await,
+    );
+    let (a_http, b_http) = (Http::new(a.addr), Http::new(b.addr));
+    let session = a_http.ok("session.create", json!([])).await;
+    a_http
+        .ok(
+            "session.subscribe",
+            json!([session, "board", {"board": board}]),
+        )
+        .await;
+    place(&sql, board, user, 2).await;
+    let (first, first_cursor) = acked(&a_http, &session, "", 5.0).await;
+    let first_seqs = seqs(&first);
+    assert!(!first_seqs.is_empty());
+    place(&sql, board, user, 2).await;
+    // The client never received `first`: it acks what it had (nothing), on either gateway.
+    for http in [&a_http, &b_http] {
+        let mut again = Vec::new();
+        let mut cursor = String::new();
+        while again.len() < 4 {
+            let (events, next) = acked(http, &session, &cursor, 5.0).await;
+            again.extend(seqs(&events));
+            cursor = next;
+        }
+        assert_eq!(again, [1, 2, 3, 4]);
+    }
+    // It did receive `first`: the rest only.
+    let mut rest = Vec::new();
+    let mut cursor = first_cursor;
+    while first_seqs.len() + rest.len() < 4 {
+        let (events, next) = acked(&b_http, &session, &cursor, 5.0).await;
+        rest.extend(seqs(&events));
+        cursor = next;
+    }
+    let all: Vec<i64> = first_seqs.iter().chain(&rest).copied().collect();
+    assert_eq!(all, [1, 2, 3, 4]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_acks_are_refused_and_change_nothing() {
+    let (url, sql, board, user) = setup("gw_scale_bad_ack").await;
+    let gw = start_gateway(&url, |_| {}).await;
+    let http = Http::new(gw.addr);
+    let mine = http.ok("session.create", json!([])).await;
+    let other = http.ok("session.create", json!([])).await;
+    for session in [&mine, &other] {
+        http.ok(
+            "session.subscribe",
+            json!([session, "board", {"board": board}]),
+        )
+        .await;
+    }
+    let (_, other_cursor) = acked(&http, &other, "", 0.0).await;
+    place(&sql, board, user, 1).await;
+    for bad in [
+        json!("not a cursor"),
+        json!("e30"),
+        json!(other_cursor),
+        json!(17),
+    ] {
+        assert_eq!(
+            http.error_code("session.get_events", json!([mine, 0, bad]))
+                .await,
+            -32602,
+            "{bad}"
+        );
+    }
+    let (events, _) = acked(&http, &mine, "", 5.0).await;
+    assert_eq!(seqs(&events), [1]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_legacy_client_moving_between_gateways_gets_one_reset_per_view_never_a_duplicate() {
+    let (url, sql, board, user) = setup("gw_scale_legacy").await;
+    let (a, b) = (
+        start_gateway(&url, |_| {}).await,
+        start_gateway(&url, |_| {}).await,
+    );
+    let gateways = [Http::new(a.addr), Http::new(b.addr)];
+    let session = gateways[0].ok("session.create", json!([])).await;
+    let reply = gateways[0]
+        .ok(
+            "session.subscribe",
+            json!([session, "board", {"board": board}]),
+        )
+        .await;
+    // The client's view of the board: the seq it stands at.
+    let mut at = reply[1]["seq"].as_i64().unwrap();
+    let mut resets = 0;
+    // Twice on A, then B, A, B: every move is one reset, staying is exact.
+    for (round, gw) in [0, 0, 1, 0, 1, 1].into_iter().enumerate() {
+        place(&sql, board, user, 2).await;
+        let target = 2 * (round as i64 + 1);
+        while at < target {
+            let events = gateways[gw]
+                .ok("session.get_events", json!([session, 5]))
+                .await;
+            for event in events.as_array().unwrap() {
+                match event["action"].as_str() {
+                    Some("reset") => {
+                        let seq = event["obj"]["seq"].as_i64().unwrap();
+                        assert!(seq >= at, "a reset never goes back ({seq} < {at})");
+                        at = seq;
+                        resets += 1;
+                    }
+                    Some("update") => {
+                        let seq = event["obj"]["seq"].as_i64().unwrap();
+                        assert_eq!(seq, at + 1, "exactly the next seq: {events}");
+                        at = seq;
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    assert_eq!(at, 12);
+    assert_eq!(resets, 3, "one per move (A->B, B->A, A->B)");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_poll_on_another_gateway_answers_the_waiting_one_and_destroy_reaches_every_gateway() {
+    let (url, _sql, board, _user) = setup("gw_scale_newer").await;
+    let (a, b) = (
+        start_gateway(&url, |_| {}).await,
+        start_gateway(&url, |_| {}).await,
+    );
+    let (a_http, b_http) = (Http::new(a.addr), Http::new(b.addr));
+    let session = a_http.ok("session.create", json!([])).await;
+    a_http
+        .ok(
+            "session.subscribe",
+            json!([session, "board", {"board": board}]),
+        )
+        .await;
+    let waiting = {
+        let (http, session) = (a_http.clone(), session.clone());
+        tokio::spawn(async move {
+            let started = Instant::now();
+            let events = http.ok("session.get_events", json!([session, 30])).await;
+            (events, started.elapsed())
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let newer = {
+        let (http, session) = (b_http.clone(), session.clone());
+        tokio::spawn(async move { http.ok("session.get_events", json!([session, 30])).await })
+    };
+    let (events, waited) = waiting.await.unwrap();
+    assert_eq!(events, json!([]));
+    assert!(
+        waited < Duration::from_secs(10),
+        "answered when B took over: {waited:?}"
+    );
+    // Destroyed through A: B's waiting poll ends, and both gateways forget it.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    a_http.ok("session.destroy", json!([session])).await;
+    let events = tokio::time::timeout(Duration::from_secs(10), newer)
+        .await
+        .expect("the waiting poll ended")
+        .unwrap();
+    assert!(events
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|e| e["action"] == "reset"));
+    for http in [&a_http, &b_http] {
+        assert_eq!(
+            http.error_code("session.get_events", json!([session, 0]))
+                .await,
+            -32001
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_gateway_answers_acks_from_the_history_and_since_resumes_a_board() {
+    let (url, sql, board, user) = setup("gw_scale_restart").await;
+    let first = start_gateway(&url, |_| {}).await;
+    let http = Http::new(first.addr);
+    let session = http.ok("session.create", json!([])).await;
+    http.ok(
+        "session.subscribe",
+        json!([session, "board", {"board": board}]),
+    )
+    .await;
+    place(&sql, board, user, 3).await;
+    let mut got = Vec::new();
+    let mut cursor = String::new();
+    while got.len() < 3 {
+        let (events, next) = acked(&http, &session, &cursor, 5.0).await;
+        got.extend(seqs(&events));
+        cursor = next;
+    }
+    drop(first);
+    place(&sql, board, user, 4).await;
+    // A new gateway loads the board at seq 7; the client stands at 3.
+    let second = start_gateway(&url, |_| {}).await;
+    let http = Http::new(second.addr);
+    http.ok("board.get", json!([board])).await;
+    place(&sql, board, user, 1).await;
+    while got.len() < 8 {
+        let (events, next) = acked(&http, &session, &cursor, 5.0).await;
+        assert!(
+            events
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|e| e["action"] == "update"),
+            "no reset: {events}"
+        );
+        got.extend(seqs(&events));
+        cursor = next;
+    }
+    assert_eq!(got, (1..=8).collect::<Vec<i64>>());
+
+    // A reloaded page: a new session resumes from the seq it holds.
+    let page = http.ok("session.create", json!([])).await;
+    let reply = http
+        .ok(
+            "session.subscribe",
+            json!([page, "board", {"board": board, "since": 2}]),
+        )
+        .await;
+    assert_eq!(reply[1], json!({"seq": 2, "resumed": true}));
+    let (events, _) = acked(&http, &page, "", 5.0).await;
+    assert_eq!(seqs(&events), (3..=8).collect::<Vec<i64>>());
+    for bad in [json!(-1), json!(9), json!("2")] {
+        assert_eq!(
+            http.error_code(
+                "session.subscribe",
+                json!([page, "board", {"board": board, "since": bad}])
+            )
+            .await,
+            -32602,
+            "{bad}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watching_counts_subscriptions_on_every_gateway() {
+    let (url, _sql, board, _user) = setup("gw_scale_watching").await;
+    let (a, b) = (
+        start_gateway(&url, |_| {}).await,
+        start_gateway(&url, |_| {}).await,
+    );
+    let gateways = [Http::new(a.addr), Http::new(b.addr)];
+    for http in &gateways {
+        let session = http.ok("session.create", json!([])).await;
+        http.ok(
+            "session.subscribe",
+            json!([session, "board", {"board": board}]),
+        )
+        .await;
+    }
+    for http in &gateways {
+        let started = Instant::now();
+        loop {
+            let watching = http.ok("board.get", json!([board])).await["watching"].clone();
+            if watching == 2 {
+                break;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "{}: watching {watching}",
+                http.addr
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+}
