@@ -636,10 +636,14 @@ impl Board {
             out.push(Bytes::from(event).into());
             return Delivery::Ended;
         }
+        if cursor.seq > m.seq && cursor.epoch == m.epoch {
+            // A cursor another gateway wrote, ahead of this mirror (which has not heard the
+            // newest commits yet): what comes next is not here yet.
+            return Delivery::Continues;
+        }
         if cursor.epoch != m.epoch
             || cursor.seq < m.log.floor
             || cursor.notices < m.log.floor_notice
-            || cursor.seq > m.seq
         {
             drop(m);
             let (fresh, state) = self.initial_state();

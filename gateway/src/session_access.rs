@@ -72,13 +72,14 @@ pub async fn for_legacy_poll(
     wait: Duration,
 ) -> Result<Option<Arc<Session>>, RpcError> {
     let mut session = session(app, id).await?;
-    if session.is_held() {
-        if !sync_listener(app, wait).await {
-            return Ok(None);
-        }
-        if session.is_destroyed() {
-            session = self::session(app, id).await?;
-        }
+    // Held: no other gateway may have answered since. Not held: the `reset`s this poll
+    // gives must not be older than what another gateway gave before (this gateway's
+    // mirrors must have heard every commit the other one had).
+    if !sync_listener(app, wait).await {
+        return Ok(None);
+    }
+    if session.is_destroyed() {
+        session = self::session(app, id).await?;
     }
     if !session.is_held() {
         let client = app.pool.get().await.map_err(from_pool)?;

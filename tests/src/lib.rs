@@ -17,9 +17,15 @@
 //!   `gateway_png.rs`: settings, frozen tiles, watchers and pictures reaching clients.
 //! - `tests/gateway_lists.rs`: list views, one targeted case per kind of change;
 //!   `gateway_lists_random.rs`: random changes on two tables while sessions come and go.
+//! - `tests/gateway_scale_out.rs`: several gateways on one database (acks, moves, `since`).
+//! - `tests/scale_out_faults.rs` (with `soak`, `processes`): gateway processes behind
+//!   nginx through kills, LISTEN loss, a PostgreSQL restart and an nginx reload; the
+//!   `soak` binary is its long form (`./pgplace.sh soak`).
 
 pub mod gateway;
 pub mod list_check;
+pub mod processes;
+pub mod soak;
 pub mod stream_check;
 
 use futures::StreamExt;
