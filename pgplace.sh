@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# pgplace's developer entry point: `./pgplace.sh up | test | bench | bench-history | bench-gateway | bench-page | psql | stop`.
+# pgplace's developer entry point: `./pgplace.sh up | test | bench | bench-history | bench-gateway | bench-page | soak | psql | stop`.
 # Everything it creates lives under .pgplace/ (git-ignored; /var/tmp/pgplace-<hash> when
 # the postgres user cannot reach the checkout): the cluster's data, its
 # socket and log, the demo user's token, the gateway's log and pid.
@@ -36,7 +36,7 @@ as_postgres() { runuser -u postgres -- "$@"; }
 psql_q() { PGOPTIONS="-c client_min_messages=warning" "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 "$@"; }
 
 install_missing_packages() {
-    local wanted=(postgresql-15 postgresql-server-dev-15 postgresql-client-15 libclang-dev clang sudo curl)
+    local wanted=(postgresql-15 postgresql-server-dev-15 postgresql-client-15 libclang-dev clang sudo curl nginx)
     local missing=()
     for p in "${wanted[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
     if ((${#missing[@]})); then
@@ -163,16 +163,29 @@ cmd_test() {
     say "extension update paths (ALTER EXTENSION pgplace UPDATE)"
     PSQL="$PG_BIN/psql" PG_CONFIG="$PG_CONFIG" \
         PGPLACE_ADMIN_URL="postgresql://postgres@$PGHOST:$PGPORT/postgres" bash "$ROOT/tests/upgrade/run.sh"
-    say "client tests (real connections)"
-    # The gateway's restart test restarts this cluster with this command.
+    say "client tests (real connections; gateway processes behind nginx)"
+    cargo build -p pgplace-gateway --quiet
+    # The restart tests restart this cluster with this command.
     PGPLACE_TEST_ADMIN_URL="postgresql://postgres@$PGHOST:$PGPORT/postgres" \
         PGPLACE_TEST_PG_RESTART="runuser -u postgres -- $PG_BIN/pg_ctl -D $DATA -l $LOG -w -m fast restart" \
+        GATEWAY_BIN="$ROOT/target/debug/pgplace-gateway" \
         cargo test -p pgplace-tests
     say "web page tests (headless Chromium)"
     cargo build -p pgplace-gateway --quiet
     GATEWAY_BIN="$ROOT/target/debug/pgplace-gateway" PSQL="$PG_BIN/psql" \
         PGPLACE_ADMIN_URL="postgresql://postgres@$PGHOST:$PGPORT/postgres" \
         bash "$ROOT/tests/browser/run.sh"
+}
+
+# The long fault soak: ./pgplace.sh soak [--minutes 30 --sessions 5000 --rate 500 --fault-every 5]
+cmd_soak() {
+    setup
+    build_gateway
+    (cd "$ROOT" && cargo build --release -p pgplace-tests --bin soak --quiet)
+    PGPLACE_TEST_ADMIN_URL="postgresql://postgres@$PGHOST:$PGPORT/postgres" \
+        PGPLACE_TEST_PG_RESTART="runuser -u postgres -- $PG_BIN/pg_ctl -D $DATA -l $LOG -w -m fast restart" \
+        GATEWAY_BIN="$ROOT/target/release/pgplace-gateway" \
+        "$ROOT/target/release/soak" "$@"
 }
 
 cmd_bench() {
@@ -218,10 +231,11 @@ case "${1:-}" in
     up) cmd_up ;;
     test) cmd_test ;;
     bench) cmd_bench ;;
+    soak) shift; cmd_soak "$@" ;;
     bench-gateway) cmd_bench_gateway ;;
     bench-history) cmd_bench_history ;;
     bench-page) cmd_bench_page ;;
     stop) cmd_stop ;;
     psql) shift; exec "$PG_BIN/psql" -d pgplace "$@" ;;
-    *) echo "usage: $0 up | test | bench | bench-history | bench-gateway | bench-page | psql | stop" >&2; exit 2 ;;
+    *) echo "usage: $0 up | test | bench | bench-history | bench-gateway | bench-page | soak | psql | stop" >&2; exit 2 ;;
 esac

@@ -486,6 +486,9 @@ pub struct Report {
     pub acknowledged_not_in_history: u64,
     pub applied_twice: u64,
     pub final_seq: i64,
+    /// Placements acknowledged per second of placing (the machine may not reach the rate
+    /// asked for: the checking client shares it).
+    pub placement_rate: f64,
     pub recovery: Vec<(Fault, Option<Duration>)>,
     pub rss_max: Vec<(String, u64)>,
     pub client_errors: BTreeMap<String, u64>,
@@ -711,6 +714,7 @@ pub async fn run(config: SoakConfig) -> Report {
     let admin = connect(&url).await;
     let mut report = check(&admin, board, final_seq, &records, &placer_records).await;
     report.recovery = recovery;
+    report.placement_rate = report.placements_acknowledged as f64 / config.duration.as_secs_f64();
     let max = *rss_max.lock().unwrap();
     report.rss_max = vec![("gateway A".into(), max[0]), ("gateway B".into(), max[1])];
     report.elapsed = started.elapsed();
