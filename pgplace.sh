@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# pgplace's developer entry point: `./pgplace.sh up | test | bench | bench-history | bench-gateway | bench-page | soak | psql | stop`.
+# pgplace's developer entry point: `./pgplace.sh up | test | bench | bench-history | bench-gateway | bench-page | bench-peers | soak | psql | stop`.
 # Everything it creates lives under .pgplace/ (git-ignored; /var/tmp/pgplace-<hash> when
 # the postgres user cannot reach the checkout): the cluster's data, its
 # socket and log, the demo user's token, the gateway's log and pid.
@@ -209,6 +209,20 @@ cmd_bench_gateway() {
         GATEWAY_BIN="$ROOT/target/release/pgplace-gateway" bash "$ROOT/tests/bench/gateway.sh"
 }
 
+# pgplace beside Redis (Lua placements) and nginx (a static snapshot), same run.
+cmd_bench_peers() {
+    setup
+    local missing=()
+    for p in redis-server nginx; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+    if ((${#missing[@]})); then
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    fi
+    build_gateway
+    PGPLACE_ADMIN_URL="postgresql://postgres@$PGHOST:$PGPORT/postgres" PG_BIN="$PG_BIN" \
+        GATEWAY_BIN="$ROOT/target/release/pgplace-gateway" bash "$ROOT/tests/bench/gateway.sh" --only peers "$@"
+}
+
 cmd_bench_page() {
     setup
     build_gateway
@@ -235,7 +249,8 @@ case "${1:-}" in
     bench-gateway) cmd_bench_gateway ;;
     bench-history) cmd_bench_history ;;
     bench-page) cmd_bench_page ;;
+    bench-peers) shift; cmd_bench_peers "$@" ;;
     stop) cmd_stop ;;
     psql) shift; exec "$PG_BIN/psql" -d pgplace "$@" ;;
-    *) echo "usage: $0 up | test | bench | bench-history | bench-gateway | bench-page | soak | psql | stop" >&2; exit 2 ;;
+    *) echo "usage: $0 up | test | bench | bench-history | bench-gateway | bench-page | bench-peers | soak | psql | stop" >&2; exit 2 ;;
 esac

@@ -9,8 +9,8 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 
 /// A statement and the types of its parameters. Statements are always run as read-write
-/// so that each one takes a fresh snapshot: a query issued after the board lock sees
-/// what the previous lock holder committed.
+/// (on a primary) so that each one takes a fresh snapshot: a query issued after the board
+/// lock sees what the previous lock holder committed.
 pub struct Statement {
     pub sql: &'static str,
     pub params: &'static [pg_sys::Oid],
@@ -47,9 +47,20 @@ pub fn run<'conn>(
     args: &[DatumWithOid<'_>],
 ) -> SpiTupleTable<'conn> {
     let plan = plan(client, statement);
-    client
-        .update(plan, None, args)
-        .unwrap_or_else(|e| panic!("running {:?}: {e}", statement.sql))
+    let result = if on_standby() {
+        client.select(plan, None, args)
+    } else {
+        client.update(plan, None, args)
+    };
+    result.unwrap_or_else(|e| panic!("running {:?}: {e}", statement.sql))
+}
+
+/// Whether this server is a hot standby. There no statement may write (the readers still
+/// run: history, time travel, pictures), and none may ask for a transaction id, which is
+/// how SPI marks a transaction as writing: statements run without that mark there.
+fn on_standby() -> bool {
+    // SAFETY: a plain query of the server's state, valid in any backend.
+    unsafe { pg_sys::RecoveryInProgress() }
 }
 
 /// A cursor over a kept statement, for results too long to hold at once.
@@ -59,7 +70,11 @@ pub fn open_cursor<'conn>(
     args: &[DatumWithOid<'_>],
 ) -> SpiCursor<'conn> {
     let plan = plan(client, statement);
-    client.open_cursor_mut(plan, args)
+    if on_standby() {
+        client.open_cursor(plan, args)
+    } else {
+        client.open_cursor_mut(plan, args)
+    }
 }
 
 /// Column `ordinal` (1-based) of a row whose query makes it non-NULL and of type `T`.

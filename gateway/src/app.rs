@@ -68,6 +68,20 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         pg.application_name("pgplace-gateway");
     }
     let pool = db::pool(&pg, config.db_pool);
+    let replica = match &config.replica_url {
+        Some(url) => {
+            let mut replica: tokio_postgres::Config = url
+                .parse()
+                .map_err(|e| StartError(format!("--replica-url {url:?}: {e}")))?;
+            if replica.get_application_name().is_none() {
+                replica.application_name("pgplace-gateway");
+            }
+            // Its connections are made when first used: a replica that is down at start
+            // only sends those reads to the primary.
+            Some(db::replica_pool(&replica, config.db_pool))
+        }
+        None => None,
+    };
     let (catch_up_tx, catch_up_rx) = tokio::sync::mpsc::unbounded_channel();
     let boards = Arc::new(Boards::new(
         pool.clone(),
@@ -108,6 +122,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     let app = Arc::new(App {
         config,
         pool,
+        replica,
         boards,
         lists: lists.clone(),
         sessions: sessions.clone(),

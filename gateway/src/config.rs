@@ -20,6 +20,13 @@ pub struct Config {
     )]
     pub database_url: String,
 
+    /// A streaming replica of that database, for the reads that need no freshness
+    /// guarantee (board.tile_history, pictures of the past): they go there, and to the
+    /// primary while the replica cannot be reached. LISTEN and every write stay on the
+    /// primary, and so does everything a view's exactness rests on.
+    #[arg(long, env = "PGPLACE_REPLICA_URL")]
+    pub replica_url: Option<String>,
+
     /// Address and port to listen on (port 0 picks a free port).
     #[arg(long, env = "PGPLACE_LISTEN", default_value = "127.0.0.1:8080")]
     pub listen: SocketAddr,

@@ -26,6 +26,25 @@ pub fn pool(config: &tokio_postgres::Config, size: u32) -> Pool {
         .expect("a pool with a runtime and timeouts builds")
 }
 
+/// The replica's pool: a short wait for a connection, so that a replica that is down
+/// sends its reads to the primary quickly.
+pub fn replica_pool(config: &tokio_postgres::Config, size: u32) -> Pool {
+    let manager = Manager::from_config(
+        config.clone(),
+        NoTls,
+        ManagerConfig {
+            recycling_method: RecyclingMethod::Fast,
+        },
+    );
+    Pool::builder(manager)
+        .max_size(size as usize)
+        .runtime(Runtime::Tokio1)
+        .wait_timeout(Some(Duration::from_secs(2)))
+        .create_timeout(Some(Duration::from_secs(2)))
+        .build()
+        .expect("a pool with a runtime and timeouts builds")
+}
+
 /// freeze_after came with 0.2.0: read by name, a database still on 0.1.0 has none.
 const FREEZE_AFTER: &str =
     "extract(epoch FROM (to_jsonb(b) ->> 'freeze_after')::interval)::float8 AS freeze_after";

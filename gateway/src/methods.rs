@@ -432,7 +432,7 @@ async fn tile_history(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
     }
     let mirrored = app.boards.get(&board).await?;
     check_inside(&mirrored.board.settings(), x, y)?;
-    let client = app.pool.get().await.map_err(from_pool)?;
+    let client = app.lagging_read_client().await.map_err(from_pool)?;
     let rows = db::tile_history(&client, mirrored.board.id, x, y, limit.into())
         .await
         .map_err(|e| from_db(&e))?;

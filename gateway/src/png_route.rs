@@ -287,7 +287,7 @@ fn set_headers(response: &mut Response<Fragments>, etag: &str, cache: &str, seq:
 
 /// The board at `at` from `place.board_at`, or the response that explains why not.
 async fn board_at(app: &App, id: i64, at: &str) -> Result<db::Past, Response<Fragments>> {
-    let client = app.pool.get().await.map_err(|e| {
+    let client = app.lagging_read_client().await.map_err(|e| {
         tracing::warn!("database pool: {e}");
         error(
             StatusCode::SERVICE_UNAVAILABLE,

@@ -14,6 +14,8 @@ use tokio::sync::{mpsc, oneshot};
 pub struct App {
     pub config: Config,
     pub pool: Pool,
+    /// The replica's pool (`--replica-url`), for reads that may lag.
+    pub replica: Option<Pool>,
     pub boards: Arc<Boards>,
     pub lists: Arc<Lists>,
     pub sessions: Arc<Sessions>,
@@ -23,4 +25,20 @@ pub struct App {
     pub gateway_id: u64,
     /// Asks the listener to confirm it heard every notification committed before now.
     pub listener_sync: mpsc::UnboundedSender<oneshot::Sender<()>>,
+}
+
+impl App {
+    /// A connection for a read that may lag the primary: the replica's when there is one
+    /// and it answers, else the primary's.
+    pub async fn lagging_read_client(
+        &self,
+    ) -> Result<deadpool_postgres::Object, deadpool_postgres::PoolError> {
+        if let Some(replica) = &self.replica {
+            match replica.get().await {
+                Ok(client) => return Ok(client),
+                Err(error) => tracing::warn!("replica unavailable, reading the primary: {error}"),
+            }
+        }
+        self.pool.get().await
+    }
 }

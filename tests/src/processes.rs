@@ -142,16 +142,43 @@ pub struct Nginx {
 }
 
 impl Nginx {
+    /// Round-robin over `upstreams` (each waiting long poll holds two connections).
     pub fn start(upstreams: &[SocketAddr], dir: &Path, connections: usize) -> Self {
-        let prefix = dir.join("nginx");
-        std::fs::create_dir_all(prefix.join("logs")).expect("nginx's directory");
-        let addr = SocketAddr::from(([127, 0, 0, 1], free_port()));
         let servers: String = upstreams
             .iter()
             .map(|u| format!("        server {u} max_fails=1 fail_timeout=2s;\n"))
             .collect();
+        let http = format!(
+            "    upstream pgplace_gateways {{
+{servers}        keepalive 256;
+    }}
+    server {{
+        listen {{addr}};
+        location / {{
+            proxy_pass http://pgplace_gateways;
+            proxy_http_version 1.1;
+            proxy_set_header Connection \"\";
+            proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+            proxy_read_timeout 120s;
+            proxy_buffering off;
+            proxy_next_upstream error timeout;
+        }}
+    }}
+"
+        );
+        Self::start_with(dir, "nginx", &http, "", connections)
+    }
+
+    /// nginx with `http` inside its http block (`{addr}` stands for its address) and
+    /// `main` at the top level (load_module lines); in `dir`/`name`.
+    pub fn start_with(dir: &Path, name: &str, http: &str, main: &str, connections: usize) -> Self {
+        let prefix = dir.join(name);
+        std::fs::create_dir_all(prefix.join("logs")).expect("nginx's directory");
+        let addr = SocketAddr::from(([127, 0, 0, 1], free_port()));
+        let http = http.replace("{addr}", &addr.to_string());
         let conf = format!(
-            "# Written by tests/src/processes.rs (the pattern: docker/nginx-gateways.conf).
+            "# Written by tests/src/processes.rs (the proxy: docker/nginx-gateways.conf's pattern).
+{main}
 worker_processes 1;
 worker_rlimit_nofile {files};
 pid {prefix}/nginx.pid;
@@ -164,22 +191,7 @@ http {{
     fastcgi_temp_path {prefix}/fastcgi;
     uwsgi_temp_path {prefix}/uwsgi;
     scgi_temp_path {prefix}/scgi;
-    upstream pgplace_gateways {{
-{servers}        keepalive 256;
-    }}
-    server {{
-        listen {addr};
-        location / {{
-            proxy_pass http://pgplace_gateways;
-            proxy_http_version 1.1;
-            proxy_set_header Connection \"\";
-            proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
-            proxy_read_timeout 120s;
-            proxy_buffering off;
-            proxy_next_upstream error timeout;
-        }}
-    }}
-}}
+{http}}}
 ",
             prefix = prefix.display(),
             files = connections * 3 + 100,
@@ -199,6 +211,19 @@ http {{
             .expect("nginx starts (Debian's nginx package; ./pgplace.sh test installs it)");
         nginx.child = Some(child);
         nginx
+    }
+
+    /// The master's pid (CPU and memory of the server: its one worker is its child).
+    pub fn worker_pids(&self) -> Vec<u32> {
+        let Some(master) = self.child.as_ref().map(|c| c.id()) else {
+            return Vec::new();
+        };
+        let children = std::fs::read_to_string(format!("/proc/{master}/task/{master}/children"))
+            .unwrap_or_default();
+        children
+            .split_whitespace()
+            .filter_map(|p| p.parse().ok())
+            .collect()
     }
 
     fn command(&self) -> Command {

@@ -97,7 +97,9 @@ export const api = {
   }),
   unsubscribe: (session, key) => call('session.unsubscribe', { session, key }),
   setPresence: (session, board, x, y) => call('session.set_presence', { session, board, position: { x, y } }),
-  getEvents: (session, timeout, signal) => call('session.get_events', { session, timeout }, { signal }),
+  // Resumable: `ack` is '' first, then the last answer's cursor (an answer lost or aborted
+  // comes again; any gateway answers it).
+  getEvents: (session, timeout, ack, signal) => call('session.get_events', { session, timeout, ack }, { signal }),
   destroy: (session) => call('session.destroy', { session }),
   listBoards: () => call('board.list', []),
   place: (session, board, x, y, color) => call('board.place', { session, board, x, y, color }),

@@ -91,12 +91,20 @@ export class Live {
         await this.pace();
         this.poll = new AbortController();
         this.pollStarted = performance.now();
-        const events = await api.getEvents(this.session, POLL_SECONDS, this.poll.signal);
+        const answer = await api.getEvents(this.session, POLL_SECONDS, this.cursor, this.poll.signal);
         this.poll = null;
-        this.handle(events);
+        this.cursor = answer.cursor;
+        this.handle(answer.events);
       } catch (error) {
         this.poll = null;
+        // Aborted or not: the cursor stays, so whatever that poll held comes with the next.
         if (error?.name === 'AbortError') continue;
+        if (error instanceof RpcError && error.code === CODES.INVALID_PARAMS && this.cursor) {
+          // Not a cursor the gateway accepts (never expected): start the session over.
+          this.session = null;
+          this.subscribed = null;
+          continue;
+        }
         if (error instanceof RpcError && error.code === CODES.UNKNOWN_SESSION) {
           this.session = null;
           this.subscribed = null;
@@ -136,6 +144,7 @@ export class Live {
   async connect() {
     this.on.status('connecting');
     this.session = await api.createSession();
+    this.cursor = '';
     this.stats.sessions++;
     this.subscribed = null;
     this.key = null;

@@ -9,7 +9,9 @@
 //! - `gateway_bench/process.rs`: starting, watching (/proc) and stopping the gateway.
 //! - `gateway_bench/client.rs`: one keep-alive HTTP/1.1 connection and JSON-RPC over it.
 //! - `gateway_bench/report.rs`: percentiles, CPU clocks, the table and the machine.
-//! - `gateway_bench/{place,delivery,waiting,bits,lists,regions}.rs`: one file per scenario.
+//! - `gateway_bench/{place,delivery,waiting,bits,lists,regions}.rs`: one file per scenario;
+//!   `gateway_bench/peers.rs`: pgplace beside Redis and nginx (only with `--only peers`:
+//!   it starts those servers; `./pgplace.sh bench-peers`).
 
 // A binary's root looks for modules beside itself (src/bin/): point it at its folder.
 #[path = "gateway_bench/bits.rs"]
@@ -20,6 +22,8 @@ mod client;
 mod delivery;
 #[path = "gateway_bench/lists.rs"]
 mod lists;
+#[path = "gateway_bench/peers.rs"]
+mod peers;
 #[path = "gateway_bench/place.rs"]
 mod place;
 #[path = "gateway_bench/process.rs"]
@@ -76,6 +80,7 @@ enum Scenario {
     Bits,
     Lists,
     Regions,
+    Peers,
 }
 
 /// What the scenarios share: the scratch database and its fixtures.
@@ -167,6 +172,9 @@ async fn run_scenarios(setup: &Setup, table: &mut Table) {
     }
     if chosen(Scenario::Regions) {
         guarded(table, "regions", setup.phase() * 2, regions::run(setup)).await;
+    }
+    if setup.args.only == Some(Scenario::Peers) {
+        guarded(table, "peers", setup.phase() * 8, peers::run(setup)).await;
     }
 }
 

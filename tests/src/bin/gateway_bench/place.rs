@@ -18,10 +18,10 @@ const CALL_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What one client saw.
 #[derive(Default)]
-struct Tally {
-    latencies: Latencies,
+pub struct Tally {
+    pub latencies: Latencies,
     /// Error messages (trimmed to their start) and how often each came.
-    errors: BTreeMap<String, usize>,
+    pub errors: BTreeMap<String, usize>,
 }
 
 pub async fn run(setup: &Setup) -> Result<Table> {
@@ -59,7 +59,7 @@ pub async fn run(setup: &Setup) -> Result<Table> {
 }
 
 /// One client's loop: place a random tile, wait for the answer, again, until the phase ends.
-async fn place_for(mut conn: Conn, session: String, board: i64, phase: Duration) -> Tally {
+pub async fn place_for(mut conn: Conn, session: String, board: i64, phase: Duration) -> Tally {
     let mut tally = Tally::default();
     let end = Instant::now() + phase;
     while Instant::now() < end {
