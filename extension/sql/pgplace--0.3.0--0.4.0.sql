@@ -20,10 +20,14 @@
 -- (changed, or its legacy polls now answered, by that gateway: hex of its id). `version`
 -- and `holder` say the same for a gateway that was not listening for a while.
 
+-- A logged sequence (an unlogged table's own would start over after a crash, and a new
+-- session would take the public id of one a gateway still holds a copy of).
+CREATE SEQUENCE place.session_public_ids;
+
 CREATE UNLOGGED TABLE place.sessions (
     id_hash    bytea PRIMARY KEY,
     -- Names the session where its id may not appear: cursors, notifications.
-    public_id  bigint GENERATED ALWAYS AS IDENTITY UNIQUE,
+    public_id  bigint NOT NULL DEFAULT nextval('place.session_public_ids') UNIQUE,
     user_id    bigint REFERENCES place.users (id) ON DELETE SET NULL,
     created_at timestamptz NOT NULL DEFAULT now(),
     -- The last time a gateway said the session was in use (at most idle/4 old while it is).

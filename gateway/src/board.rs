@@ -72,6 +72,9 @@ pub struct Cursor {
     pub seq: i64,
     /// The last notice (settings change, tiles frozen) given.
     pub notices: u64,
+    /// The board's settings come first (the view resumes from a stretch older than this
+    /// mirror's log, whose settings changes the log does not hold).
+    pub settings_owed: bool,
 }
 
 impl Cursor {
@@ -80,6 +83,7 @@ impl Cursor {
         epoch: u64::MAX,
         seq: 0,
         notices: 0,
+        settings_owed: false,
     };
 }
 
@@ -150,7 +154,7 @@ impl Board {
                 notices: 0,
                 tile,
                 seq: snapshot.seq,
-                epoch: 0,
+                epoch: crate::shared_log::new_epoch(),
                 bits: snapshot.bits,
                 freezing: snapshot.freezing,
                 recent: Recent::new(snapshot.recent),
@@ -285,6 +289,8 @@ impl Board {
             epoch: m.epoch,
             seq,
             notices,
+            // Older than the log: settings may have changed in between, unseen here.
+            settings_owed: seq < m.log.floor,
         }
     }
 
@@ -483,7 +489,7 @@ impl Board {
         m.bits = snapshot.bits;
         m.freezing = snapshot.freezing;
         m.recent = Recent::new(snapshot.recent);
-        m.epoch += 1;
+        m.epoch = crate::shared_log::new_epoch();
         m.log = EventLog::new(snapshot.seq, m.log.capacity);
         m.state_cache = None;
         m.bits_cache = None;
@@ -660,6 +666,13 @@ impl Board {
             return Delivery::Continues;
         }
         let mut out = EventsOut::new(key, compact, out);
+        if std::mem::take(&mut cursor.settings_owed) {
+            out.event(event_bytes(
+                key,
+                "settings",
+                &settings_json(&m.settings, cursor.seq),
+            ));
+        }
         let start = m.log.entries.partition_point(|e| e.seq_end() < cursor.seq);
         for entry in m.log.entries.range(start..) {
             match entry {
@@ -692,6 +705,7 @@ impl Board {
 impl Mirror {
     fn cursor(&self) -> Cursor {
         Cursor {
+            settings_owed: false,
             epoch: self.epoch,
             seq: self.seq,
             notices: self.notices,
@@ -1099,10 +1113,13 @@ mod tests {
         assert!(board.backfill(epoch, &past(1), &history[1..3]));
         assert!(!board.is_behind(&cursor));
         let events = collect(&board, &mut cursor, false);
+        // The settings first: they may have changed in the stretch the log did not hold.
+        assert_eq!(events[0]["action"], "settings", "{events}");
         let got: Vec<(i64, i64, i64)> = events
             .as_array()
             .unwrap()
             .iter()
+            .skip(1)
             .map(|e| {
                 (
                     e["obj"]["seq"].as_i64().unwrap(),

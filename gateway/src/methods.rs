@@ -133,10 +133,9 @@ async fn unsubscribe(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
         .map_err(|e| from_db(&e))?;
     drop(client);
     session.unsubscribe(&key)?;
-    match version {
-        Some(version) => session.set_version(version),
-        // Gone meanwhile (another gateway's unsubscribe, an expiry): read it again next time.
-        None => app.sessions.forget(session.public_id),
+    // Changed elsewhere too, or gone meanwhile: read it again next time.
+    if !version.is_some_and(|v| session.advance_version(v)) {
+        app.sessions.forget(session.public_id);
     }
     Ok(Reply::Value(json!(true)))
 }
@@ -162,7 +161,9 @@ async fn authorize(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
         id: user_id,
         name: name.clone(),
     });
-    session.set_version(version);
+    if !session.advance_version(version) {
+        app.sessions.forget(session.public_id);
+    }
     Ok(Reply::Value(json!({"user_id": user_id, "name": name})))
 }
 
@@ -193,7 +194,10 @@ async fn subscribe(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
     };
     drop(client);
     session.subscribe(built.sub, app.config.max_subscriptions)?;
-    session.set_version(version);
+    if !session.advance_version(version) {
+        // Another gateway changed the session too: this copy may lack that change.
+        app.sessions.forget(session.public_id);
+    }
     Ok(keyed_reply(&key, built.state))
 }
 
@@ -223,6 +227,9 @@ pub async fn build_subscription(
     }
 }
 
+/// How long a `since` ahead of this gateway's copy of the board waits for it.
+const SINCE_CATCH_UP: Duration = Duration::from_secs(2);
+
 /// A whole board: its initial state, or with `since` (the last seq the client holds) the
 /// placements after it, read from the history when the gateway's log does not reach back.
 async fn build_board(app: &App, view_params: &Map<String, Value>) -> Result<Built, RpcError> {
@@ -241,6 +248,10 @@ async fn build_board(app: &App, view_params: &Map<String, Value>) -> Result<Buil
     let mut params = view_params.clone();
     params.remove("since");
     if let Some(since) = since {
+        if since > board.seq() {
+            // A seq another gateway gave, ahead of this one's copy for a moment.
+            let _ = tokio::time::timeout(SINCE_CATCH_UP, board.reached(since)).await;
+        }
         let seq = board.seq();
         if since < 0 || since > seq {
             return Err(RpcError::invalid_params(format!(
@@ -368,6 +379,8 @@ fn keyed_reply(key: &str, state: Bytes) -> Reply {
     Reply::Raw(out)
 }
 
+const HEAR_AT_LEAST: Duration = Duration::from_secs(1);
+
 /// Without `ack`: the bare list of events (legacy clients). With `ack` (`""` at first,
 /// then the last answer's `cursor`): `{"events": [...], "cursor": "..."}`, answered from
 /// where the ack says, whichever gateway answered before.
@@ -377,28 +390,37 @@ async fn get_events(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
     let ack = p.optional::<String>("ack")?;
     // Capped before converting: a Duration cannot hold 1e300 seconds.
     let timeout = Duration::from_secs_f64(timeout.min(app.config.max_poll().as_secs_f64()));
+    // How long a poll may wait for this gateway to hear the others (LISTEN down): at least
+    // a moment even for a poll that does not wait for events.
+    let hear_within = timeout.max(HEAR_AT_LEAST);
     let Some(ack) = ack else {
         let started = tokio::time::Instant::now();
-        let Some(session) = session_access::for_legacy_poll(app, &id, timeout).await? else {
+        let Some(session) = session_access::for_legacy_poll(app, &id, hear_within).await? else {
             return Ok(Reply::Value(json!([])));
         };
         let left = timeout.saturating_sub(started.elapsed());
         return Ok(Reply::Raw(session.get_events(left, None).await));
     };
-    let ack = match ack.as_str() {
+    let ack_text = ack;
+    let ack = match ack_text.as_str() {
         "" => None,
         text => Some(PollCursor::decode(text).map_err(RpcError::invalid_params)?),
     };
-    let session = session_access::session(app, &id).await?;
+    let started = tokio::time::Instant::now();
+    let Some(session) = session_access::current(app, &id, hear_within).await? else {
+        // This gateway could not hear the others in time: nothing now, same cursor.
+        return Ok(Reply::Value(json!({"events": [], "cursor": ack_text})));
+    };
     if ack.as_ref().is_some_and(|a| a.session != session.public_id) {
         return Err(RpcError::invalid_params(
             "`ack` is a cursor of another session",
         ));
     }
+    let timeout = timeout.saturating_sub(started.elapsed());
     let mut positions = session.ack_positions(ack.as_ref(), app.gateway_id);
     session_access::reach_back(app, &session, &positions).await?;
     let events = session.get_events(timeout, Some(&mut positions)).await;
-    let cursor = positions.cursor().encode();
+    let cursor = positions.cursor(&session).encode();
     let mut out = Fragments::new();
     out.push_static("{\"events\":");
     out.append(events);

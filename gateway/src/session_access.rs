@@ -14,7 +14,9 @@
 //! ([`reach_back`]).
 
 use crate::board::Board;
-use crate::errors::{from_db, from_pool, RpcError};
+use crate::errors::{
+    from_db, from_pool, RpcError, INVALID_PARAMS, RETRY, UNKNOWN_BOARD, UNKNOWN_VIEW,
+};
 use crate::methods::build_subscription;
 use crate::session_store;
 use crate::sessions::{AckPositions, Session};
@@ -25,11 +27,34 @@ use tokio::sync::oneshot;
 
 /// The session `id`: this gateway's copy, or read from the database.
 pub async fn session(app: &App, id: &str) -> Result<Arc<Session>, RpcError> {
-    if let Some(session) = app.sessions.get(id) {
-        if !session.is_destroyed() {
+    // A copy read while another gateway changed the session is refused: read it again.
+    for _ in 0..READS {
+        if let Some(session) = app.sessions.get(id) {
+            if !session.is_destroyed() {
+                return Ok(session);
+            }
+        }
+        if let Some(session) = read(app, id).await? {
             return Ok(session);
         }
     }
+    Err(changing())
+}
+
+/// How many times a session is read before giving up (it keeps changing elsewhere).
+const READS: usize = 3;
+
+fn changing() -> RpcError {
+    RpcError::new(
+        RETRY,
+        "the session is being changed through another gateway; retry",
+    )
+}
+
+/// Reads the session from the database and makes its subscriptions here; None when it
+/// changed meanwhile.
+async fn read(app: &App, id: &str) -> Result<Option<Arc<Session>>, RpcError> {
+    let mark = app.sessions.mark();
     let client = app.pool.get().await.map_err(from_pool)?;
     let stored = session_store::load(&client, id)
         .await
@@ -50,16 +75,43 @@ pub async fn session(app: &App, id: &str) -> Result<Arc<Session>, RpcError> {
                 let sub = built.sub.restored(view.sub_id as u64, view.seq);
                 session.subscribe(sub, usize::MAX)?;
             }
-            // The view went away (a dropped list view, say): the session goes on without.
-            Err(error) => tracing::info!(
-                "session {}: subscription {:?} not made again: {}",
-                stored.public_id,
-                view.key,
-                error.message
-            ),
+            // The view is gone for good (a dropped list view, a deleted board, a region
+            // outside a shrunk board): the session goes on without it.
+            Err(error) if [UNKNOWN_VIEW, UNKNOWN_BOARD, INVALID_PARAMS].contains(&error.code) => {
+                tracing::info!(
+                    "session {}: subscription {:?} not made again: {}",
+                    stored.public_id,
+                    view.key,
+                    error.message
+                )
+            }
+            // Anything else may pass (the database restarting): no copy without the view.
+            Err(error) => return Err(error),
         }
     }
-    app.sessions.insert(session)
+    app.sessions.insert_read(session, Some(mark))
+}
+
+/// Makes sure this gateway has heard every session change committed before now, and
+/// returns the copy of the session as it is after them. None when the listener could not
+/// confirm that within `wait` (the LISTEN connection is down).
+///
+/// Every poll passes here: an ack may name a subscription made or re-made through
+/// another gateway a moment ago, and a legacy poll must know whether another gateway
+/// answered the session since.
+pub async fn current(
+    app: &App,
+    id: &str,
+    wait: Duration,
+) -> Result<Option<Arc<Session>>, RpcError> {
+    let session = session(app, id).await?;
+    if !sync_listener(app, wait).await {
+        return Ok(None);
+    }
+    if session.is_destroyed() {
+        return Ok(Some(self::session(app, id).await?));
+    }
+    Ok(Some(session))
 }
 
 /// The copy that may answer a legacy poll now (see the module's comment); None when the
@@ -71,26 +123,29 @@ pub async fn for_legacy_poll(
     id: &str,
     wait: Duration,
 ) -> Result<Option<Arc<Session>>, RpcError> {
-    let mut session = session(app, id).await?;
-    // Held: no other gateway may have answered since. Not held: the `reset`s this poll
-    // gives must not be older than what another gateway gave before (this gateway's
-    // mirrors must have heard every commit the other one had).
-    if !sync_listener(app, wait).await {
-        return Ok(None);
-    }
-    if session.is_destroyed() {
-        session = self::session(app, id).await?;
-    }
-    if !session.is_held() {
+    for _ in 0..READS {
+        // Held: no other gateway may have answered since. Not held: the `reset`s this poll
+        // gives must not be older than what another gateway gave before (this gateway's
+        // mirrors must have heard every commit the other one had).
+        let Some(session) = current(app, id, wait).await? else {
+            return Ok(None);
+        };
+        if session.is_held() {
+            return Ok(Some(session));
+        }
         let client = app.pool.get().await.map_err(from_pool)?;
         let version = session_store::hold(&client, id, app.gateway_id)
             .await
             .map_err(|e| from_db(&e))?
             .ok_or_else(RpcError::unknown_session)?;
-        session.set_version(version);
-        session.hold();
+        if version == session.version() && !session.is_destroyed() {
+            session.hold();
+            return Ok(Some(session));
+        }
+        // Changed elsewhere since this copy was read: read it again.
+        app.sessions.forget(session.public_id);
     }
-    Ok(Some(session))
+    Err(changing())
 }
 
 /// Waits until the listener has applied every notification committed before now. False
@@ -130,7 +185,14 @@ pub async fn backfill(app: &App, board: &Arc<Board>, from: i64) -> Result<(), Rp
         Ok(Some(past)) if past.seq == from => past,
         // Not in the history any more (compacted, say): those views reset.
         Ok(_) => return Ok(()),
-        Err(error) if error.as_db_error().is_some() => {
+        // Compacted (55000) or outside the history (22xxx): those views reset. Anything
+        // else (a restart) fails the poll, and the client asks again with the same ack.
+        Err(error)
+            if error.as_db_error().is_some_and(|db| {
+                let code = db.code().code();
+                code == "55000" || code.starts_with("22")
+            }) =>
+        {
             tracing::info!(
                 "board {}: no board at seq {from} ({error}); those views reset",
                 board.id

@@ -95,11 +95,19 @@ pub async fn load(
         (Some(id), Some(name)) => Some(User { id, name }),
         _ => None,
     };
-    let views: Value = row.get(4);
-    let views = serde_json::from_value(views).unwrap_or_else(|error| {
-        tracing::warn!("session views that do not read back ({error}); the session has none");
-        Vec::new()
-    });
+    let views: Vec<Value> = serde_json::from_value(row.get(4)).unwrap_or_default();
+    let views = views
+        .into_iter()
+        .filter_map(|view| {
+            serde_json::from_value(view.clone())
+                .inspect_err(|error| {
+                    tracing::warn!(
+                        "a stored subscription that does not read back ({error}): {view}"
+                    )
+                })
+                .ok()
+        })
+        .collect();
     Ok(Some(Stored {
         public_id: row.get(0),
         version: row.get(1),

@@ -17,6 +17,9 @@ pub async fn run(pool: Pool, sessions: Arc<Sessions>, boards: Arc<Boards>, idle:
     // Seen well within the idle time: a session in use is marked at least 3 times per idle.
     let seen_every = (idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(30));
     let mut last_seen_mark = tokio::time::Instant::now();
+    // After a round that failed (the database was away), sessions are not expired for an
+    // idle time: the other gateways may not have marked theirs yet.
+    let mut failed_at: Option<tokio::time::Instant> = None;
     let mut tick = tokio::time::interval(WATCHERS_EVERY.min(seen_every));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -25,22 +28,34 @@ pub async fn run(pool: Pool, sessions: Arc<Sessions>, boards: Arc<Boards>, idle:
             Ok(client) => client,
             Err(error) => {
                 tracing::warn!("session upkeep waits for a database connection: {error}");
+                failed_at = Some(tokio::time::Instant::now());
                 continue;
             }
         };
         if last_seen_mark.elapsed() >= seen_every {
             let in_use = sessions.in_use(last_seen_mark.elapsed() + seen_every);
             last_seen_mark = tokio::time::Instant::now();
+            let may_expire = failed_at.is_none_or(|at| at.elapsed() > idle);
+            // Marks come every seen_every (plus a round's delay): a session in use on any
+            // gateway is never older than idle + 2 of them.
+            let expire_after = idle + seen_every * 2;
             let marked = async {
                 if !in_use.is_empty() {
                     session_store::seen(&client, &in_use).await?;
                 }
-                session_store::expire(&client, idle.as_secs_f64()).await
+                if may_expire {
+                    session_store::expire(&client, expire_after.as_secs_f64()).await
+                } else {
+                    Ok(0)
+                }
             };
             match marked.await {
                 Ok(0) => {}
                 Ok(expired) => tracing::debug!("{expired} sessions expired"),
-                Err(error) => tracing::warn!("session upkeep: {error}"),
+                Err(error) => {
+                    tracing::warn!("session upkeep: {error}");
+                    failed_at = Some(tokio::time::Instant::now());
+                }
             }
         }
         match session_store::watchers(&client).await {

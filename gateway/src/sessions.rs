@@ -170,6 +170,7 @@ impl Subscription {
                     epoch,
                     seq,
                     notices,
+                    settings_owed: false,
                 })
             }
             (Source::Board { board, .. }, poll_cursor::Position::Board(_, seq, _)) => {
@@ -249,16 +250,20 @@ pub struct AckPositions {
 }
 
 impl AckPositions {
-    pub fn cursor(&self) -> PollCursor {
+    /// The cursor that continues exactly after what was answered: only for the
+    /// subscriptions the session has now (one re-subscribed during the poll is a new one).
+    pub fn cursor(&self, session: &Session) -> PollCursor {
+        let state = session.lock();
         PollCursor {
             session: self.session,
             gateway: self.gateway,
-            views: self
-                .positions
+            views: state
+                .subscriptions
                 .iter()
-                .map(|(sub_id, (key, position))| {
-                    let entry = poll_cursor::Entry(*sub_id, to_cursor_position(position));
-                    (key.to_string(), entry)
+                .filter_map(|sub| {
+                    let (_, position) = self.positions.get(&sub.sub_id)?;
+                    let entry = poll_cursor::Entry(sub.sub_id, to_cursor_position(position));
+                    Some((sub.key.to_string(), entry))
                 })
                 .collect::<BTreeMap<_, _>>(),
         }
@@ -329,9 +334,21 @@ impl Session {
         }
     }
 
-    /// The stored session changed here to `version`.
-    pub fn set_version(&self, version: i64) {
-        self.version.fetch_max(version, Ordering::SeqCst);
+    /// The version of the stored session this copy reflects.
+    pub fn version(&self) -> i64 {
+        self.version.load(Ordering::SeqCst)
+    }
+
+    /// A change made here gave the stored session `version`: true when it is the very
+    /// next one (no other gateway changed the session since this copy was read); false
+    /// otherwise, and then the copy must be read again.
+    pub fn advance_version(&self, version: i64) -> bool {
+        let expected = self.version.load(Ordering::SeqCst) + 1;
+        version == expected
+            && self
+                .version
+                .compare_exchange(expected - 1, version, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok()
     }
 
     /// Whether this copy answered the last legacy poll (see `held`).
@@ -603,7 +620,19 @@ pub struct Sessions {
 struct Maps {
     by_id: HashMap<Arc<str>, Arc<Session>>,
     by_public: HashMap<i64, Arc<Session>>,
+    /// When each session was last forgotten (a mark of `forgotten`), for a while: a copy
+    /// read from the database before that is stale (see [`Sessions::mark`]).
+    forgotten_at: HashMap<i64, (u64, std::time::Instant)>,
+    /// Counts forgettings.
+    forgotten: u64,
 }
+
+/// How long a forgetting is remembered (longer than any read of a session takes).
+const FORGOTTEN_KEPT: Duration = Duration::from_secs(60);
+
+/// Where the forgettings stood when a session was read from the database.
+#[derive(Debug, Clone, Copy)]
+pub struct Mark(u64);
 
 impl Sessions {
     pub fn new(max: usize, idle: Duration) -> Self {
@@ -632,20 +661,49 @@ impl Sessions {
         Ok(())
     }
 
-    /// Keeps a copy of a session; when another request put one there first, that one.
+    /// Taken before reading a session from the database: `insert_read` then refuses the
+    /// copy if the session was forgotten meanwhile (another gateway changed it while it was
+    /// being read).
+    pub fn mark(&self) -> Mark {
+        Mark(self.lock().forgotten)
+    }
+
+    /// Keeps a copy of a session made here (`session.create`).
     pub fn insert(&self, session: Session) -> Result<Arc<Session>, RpcError> {
+        self.insert_read(session, None)
+            .map(|s| s.expect("not read from the database: never stale"))
+    }
+
+    /// Keeps a copy read from the database after `mark`; None when it is stale already.
+    /// When another request put a copy there first, that one.
+    pub fn insert_read(
+        &self,
+        session: Session,
+        mark: Option<Mark>,
+    ) -> Result<Option<Arc<Session>>, RpcError> {
         let mut maps = self.lock();
+        if let (Some(Mark(mark)), Some((at, _))) = (mark, maps.forgotten_at.get(&session.public_id))
+        {
+            if *at > mark {
+                return Ok(None);
+            }
+        }
         if let Some(existing) = maps.by_id.get(&session.id) {
-            return Ok(existing.clone());
+            return Ok(Some(existing.clone()));
         }
         if maps.by_id.len() >= self.max {
             drop(maps);
             return Err(self.check_room().expect_err("full"));
         }
         let session = Arc::new(session);
+        // Another session under the same public id can only be a copy from before a crash
+        // of the database (it lost its sessions): it is gone.
+        if let Some(old) = maps.by_public.insert(session.public_id, session.clone()) {
+            maps.by_id.remove(&old.id);
+            old.end();
+        }
         maps.by_id.insert(session.id.clone(), session.clone());
-        maps.by_public.insert(session.public_id, session.clone());
-        Ok(session)
+        Ok(Some(session))
     }
 
     pub fn get(&self, id: &str) -> Option<Arc<Session>> {
@@ -657,6 +715,14 @@ impl Sessions {
     pub fn forget(&self, public_id: i64) {
         let session = {
             let mut maps = self.lock();
+            maps.forgotten += 1;
+            let now = std::time::Instant::now();
+            let count = maps.forgotten;
+            maps.forgotten_at.insert(public_id, (count, now));
+            if maps.forgotten_at.len() > 1024 {
+                maps.forgotten_at
+                    .retain(|_, (_, at)| now.duration_since(*at) < FORGOTTEN_KEPT);
+            }
             let Some(session) = maps.by_public.remove(&public_id) else {
                 return;
             };
@@ -1050,7 +1116,7 @@ mod tests {
                 .get_events(Duration::ZERO, Some(&mut positions))
                 .await,
         );
-        (events, positions.cursor())
+        (events, positions.cursor(&session))
     }
 
     #[tokio::test(start_paused = true)]
@@ -1129,5 +1195,53 @@ mod tests {
         place(&b, 3, 2, 3);
         let (events, _) = acked_poll(&session, Some(&before), 9).await;
         assert_eq!(seqs(&events), [3]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_cursor_names_the_subscription_made_again_during_the_poll() {
+        let sessions = Sessions::new(10, Duration::from_secs(120));
+        let session = create(&sessions).unwrap();
+        let b = board(100);
+        subscribe(&session, &b, false);
+        let mut positions = session.ack_positions(None, 9);
+        let old_id = session.lock().subscriptions[0].sub_id;
+        place(&b, 1, 0, 1);
+        // The poll collects under the old subscription ...
+        json(
+            session
+                .get_events(Duration::ZERO, Some(&mut positions))
+                .await,
+        );
+        // ... which the client then replaces (same key) before the cursor is written.
+        subscribe(&session, &b, false);
+        let new_id = session.lock().subscriptions[0].sub_id;
+        assert_ne!(old_id, new_id);
+        let cursor = positions.cursor(&session);
+        let entries: Vec<u64> = cursor.views.values().map(|e| e.0).collect();
+        assert!(entries.iter().all(|id| *id != old_id), "{entries:?}");
+    }
+
+    #[test]
+    fn a_copy_read_before_the_session_was_forgotten_is_refused() {
+        let sessions = Sessions::new(10, Duration::from_secs(120));
+        let mark = sessions.mark();
+        // Another gateway changed session 77 while this one was reading it.
+        sessions.forget(77);
+        let stale = Session::new(new_session_id().into(), 77, 3, None, false);
+        assert!(sessions.insert_read(stale, Some(mark)).unwrap().is_none());
+        assert!(sessions.is_empty());
+        let fresh = Session::new(new_session_id().into(), 77, 4, None, false);
+        assert!(sessions
+            .insert_read(fresh, Some(sessions.mark()))
+            .unwrap()
+            .is_some());
+    }
+
+    #[test]
+    fn a_change_made_here_must_be_the_next_version() {
+        let session = Session::new(new_session_id().into(), 5, 3, None, false);
+        assert!(session.advance_version(4));
+        assert!(!session.advance_version(6), "5 was made elsewhere");
+        assert_eq!(session.version(), 4);
     }
 }

@@ -6,6 +6,14 @@
 use crate::fragments::ArrayBuilder;
 use bytes::Bytes;
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// A number no other log (or mirror) of this process has used: a cursor written for one
+/// never reads another, even one made later under the same key.
+pub fn new_epoch() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
 
 /// Where a reader stands in a [`SharedLog`].
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -44,7 +52,7 @@ pub struct SharedLog {
 impl SharedLog {
     pub fn new(capacity: usize) -> Self {
         SharedLog {
-            epoch: 0,
+            epoch: new_epoch(),
             first: 0,
             events: VecDeque::new(),
             capacity: capacity.max(1),
@@ -61,7 +69,7 @@ impl SharedLog {
 
     /// Forgets every event: every reader starts over.
     pub fn restart(&mut self) {
-        self.epoch += 1;
+        self.epoch = new_epoch();
         self.first += self.events.len() as u64;
         self.events.clear();
     }
@@ -87,5 +95,26 @@ impl SharedLog {
         }
         *cursor = end;
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cursor_of_one_log_is_not_read_by_another_made_later() {
+        let mut first = SharedLog::new(10);
+        first.push(Bytes::from_static(b"1"));
+        first.push(Bytes::from_static(b"2"));
+        let mut cursor = first.end();
+        // A new log under the same key (the old one was dropped) starts at 0 again.
+        let mut second = SharedLog::new(10);
+        for _ in 0..3 {
+            second.push(Bytes::from_static(b"x"));
+        }
+        let mut out = ArrayBuilder::new();
+        assert!(!second.read(&mut cursor, &mut out), "starts over instead");
+        assert_eq!(out.count(), 0);
     }
 }
