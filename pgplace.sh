@@ -209,11 +209,12 @@ cmd_bench_gateway() {
         GATEWAY_BIN="$ROOT/target/release/pgplace-gateway" bash "$ROOT/tests/bench/gateway.sh"
 }
 
-# pgplace beside Redis (Lua placements) and nginx (a static snapshot), same run.
+# pgplace beside Redis (Lua placements), nginx (a static snapshot) and Nchan (long-poll
+# fan-out), each in one run.
 cmd_bench_peers() {
     setup
     local missing=()
-    for p in redis-server nginx; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+    for p in redis-server nginx libnginx-mod-nchan; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
     if ((${#missing[@]})); then
         apt-get update -qq
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
@@ -221,6 +222,8 @@ cmd_bench_peers() {
     build_gateway
     PGPLACE_ADMIN_URL="postgresql://postgres@$PGHOST:$PGPORT/postgres" PG_BIN="$PG_BIN" \
         GATEWAY_BIN="$ROOT/target/release/pgplace-gateway" bash "$ROOT/tests/bench/gateway.sh" --only peers "$@"
+    PGPLACE_ADMIN_URL="postgresql://postgres@$PGHOST:$PGPORT/postgres" PG_BIN="$PG_BIN" \
+        GATEWAY_BIN="$ROOT/target/release/pgplace-gateway" bash "$ROOT/tests/bench/gateway.sh" --only fanout "$@"
 }
 
 cmd_bench_page() {

@@ -10,8 +10,9 @@
 //! - `gateway_bench/client.rs`: one keep-alive HTTP/1.1 connection and JSON-RPC over it.
 //! - `gateway_bench/report.rs`: percentiles, CPU clocks, the table and the machine.
 //! - `gateway_bench/{place,delivery,waiting,bits,lists,regions}.rs`: one file per scenario;
-//!   `gateway_bench/peers.rs`: pgplace beside Redis and nginx (only with `--only peers`:
-//!   it starts those servers; `./pgplace.sh bench-peers`).
+//!   `gateway_bench/peers.rs` and `fanout.rs`: pgplace beside Redis, nginx and Nchan (only
+//!   with `--only peers` / `--only fanout`: they start those servers; `./pgplace.sh
+//!   bench-peers` runs both).
 
 // A binary's root looks for modules beside itself (src/bin/): point it at its folder.
 #[path = "gateway_bench/bits.rs"]
@@ -20,6 +21,8 @@ mod bits;
 mod client;
 #[path = "gateway_bench/delivery.rs"]
 mod delivery;
+#[path = "gateway_bench/fanout.rs"]
+mod fanout;
 #[path = "gateway_bench/lists.rs"]
 mod lists;
 #[path = "gateway_bench/peers.rs"]
@@ -81,6 +84,7 @@ enum Scenario {
     Lists,
     Regions,
     Peers,
+    Fanout,
 }
 
 /// What the scenarios share: the scratch database and its fixtures.
@@ -175,6 +179,9 @@ async fn run_scenarios(setup: &Setup, table: &mut Table) {
     }
     if setup.args.only == Some(Scenario::Peers) {
         guarded(table, "peers", setup.phase() * 8, peers::run(setup)).await;
+    }
+    if setup.args.only == Some(Scenario::Fanout) {
+        guarded(table, "fanout", setup.phase() * 12 + Duration::from_secs(600), fanout::run(setup)).await;
     }
 }
 

@@ -24,10 +24,11 @@ pub struct Conn {
     driver: JoinHandle<()>,
 }
 
-/// A response: status, ETag, body.
+/// A response: status, ETag, Last-Modified, body.
 pub struct Response {
     pub status: u16,
     pub etag: Option<String>,
+    pub last_modified: Option<String>,
     pub body: Bytes,
 }
 
@@ -46,7 +47,7 @@ impl Conn {
         })
     }
 
-    async fn send(
+    pub async fn send(
         &mut self,
         method: Method,
         path: &str,
@@ -66,13 +67,21 @@ impl Conn {
         self.sender.ready().await?;
         let response = self.sender.send_request(request).await?;
         let status = response.status().as_u16();
-        let etag = response
-            .headers()
-            .get(header::ETAG)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_string);
+        let text = |name: header::HeaderName| {
+            response
+                .headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string)
+        };
+        let (etag, last_modified) = (text(header::ETAG), text(header::LAST_MODIFIED));
         let body = response.into_body().collect().await?.to_bytes();
-        Ok(Response { status, etag, body })
+        Ok(Response {
+            status,
+            etag,
+            last_modified,
+            body,
+        })
     }
 
     /// GET `path`: status and body.

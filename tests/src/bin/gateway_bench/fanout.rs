@@ -1,0 +1,508 @@
+//! Scenario `fanout`: long-poll fan-out, pgplace beside Nchan (the nginx pub/sub module,
+//! Debian's `libnginx-mod-nchan`, one worker), in the same run.
+//!
+//! N clients wait on one stream while R messages a second are published, for one phase:
+//! - pgplace: sessions on a small board's compact view, polling `get_events` with `ack`;
+//!   placements committed through SQL (`place_many`, one batch per 10 ms);
+//! - Nchan, default mode (one message per long-poll answer) and
+//!   `nchan_longpoll_multipart_response raw` (every buffered message per answer: the fair
+//!   match for `get_events`); messages POSTed to its publisher location, one batch per
+//!   10 ms, each client continuing from its last answer's `Last-Modified` and `Etag`.
+//!
+//! Latency is from the publisher's acknowledgement (`place_many` returned, the POST
+//! answered) to the answer's arrival. Lost: a message a client never got, including the
+//! ones Nchan skips for a client that fell more than its buffer behind (it answers 200
+//! with what it still has, no signal). Memory per waiting client: the server's RSS with
+//! every client waiting minus before they came, over N. CPU per 1,000 deliveries: the
+//! server's CPU during the phase over (client, message) pairs delivered.
+
+use crate::client::{compact_board, Conn};
+use crate::process::{cpu_of, status_kb};
+use crate::report::Table;
+use crate::{Result, Setup};
+use bytes::Bytes;
+use hdrhistogram::Histogram;
+use hyper::header::{self, HeaderName};
+use hyper::Method;
+use pgplace_tests::processes::Nginx;
+use serde::Deserialize;
+use serde_json::json;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::{watch, Semaphore};
+use tokio::time::MissedTickBehavior;
+
+const NAME: &str = "fanout";
+/// (waiting clients, messages per second).
+const CELLS: [(usize, u32); 4] = [(1_000, 100), (1_000, 1_000), (10_000, 100), (10_000, 1_000)];
+const PERIOD: Duration = Duration::from_millis(10);
+const SETUP_CONCURRENCY: usize = 64;
+const DRAIN: Duration = Duration::from_secs(3);
+/// Nchan keeps this many messages per channel (its default is 10: far less than the
+/// gateway's 20,000; given room, its losses are its design, not a small setting).
+const NCHAN_BUFFER: usize = 1_000;
+
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum System {
+    Pgplace,
+    NchanDefault,
+    NchanRaw,
+}
+
+impl System {
+    fn name(self) -> &'static str {
+        match self {
+            System::Pgplace => "pgplace get_events (ack)",
+            System::NchanDefault => "Nchan, one message per answer",
+            System::NchanRaw => "Nchan, multipart raw",
+        }
+    }
+}
+
+/// What the clients received: (first seq, last seq, arrival) per answer.
+#[derive(Default)]
+struct Received {
+    ranges: Vec<(i64, i64, Instant)>,
+    errors: usize,
+}
+
+/// One measured (system, N, R).
+struct Measured {
+    system: System,
+    clients: usize,
+    rate: u32,
+    p50_ms: f64,
+    p99_ms: f64,
+    delivered: u64,
+    lost: u64,
+    duplicated: u64,
+    out_of_order: u64,
+    rss_per_client: f64,
+    cpu_per_1000: f64,
+    errors: usize,
+}
+
+pub async fn run(setup: &Setup) -> Result<Table> {
+    let dir = setup.args.log_dir.join("fanout");
+    std::fs::create_dir_all(&dir)?;
+    let mut measured = Vec::new();
+    for (clients, rate) in CELLS {
+        for system in [System::Pgplace, System::NchanDefault, System::NchanRaw] {
+            println!("fanout: {} x {rate}/s, {}", clients, system.name());
+            let m = match system {
+                System::Pgplace => pgplace(setup, clients, rate).await?,
+                _ => nchan(setup, system, clients, rate, &dir).await?,
+            };
+            measured.push(m);
+        }
+    }
+    Ok(report(&measured))
+}
+
+/// The server's CPU and memory, by pid.
+struct Server {
+    pids: Vec<u32>,
+}
+
+impl Server {
+    fn rss(&self) -> u64 {
+        self.pids
+            .iter()
+            .map(|p| status_kb(&format!("/proc/{p}/status"), "VmRSS:") * 1024)
+            .sum()
+    }
+
+    fn cpu(&self) -> Duration {
+        self.pids
+            .iter()
+            .map(|p| cpu_of(&format!("/proc/{p}/stat")))
+            .sum()
+    }
+}
+
+#[derive(Deserialize)]
+struct Answer<'a> {
+    #[serde(borrow)]
+    result: AckedEvents<'a>,
+}
+
+#[derive(Deserialize)]
+struct AckedEvents<'a> {
+    #[serde(borrow)]
+    events: Vec<Event<'a>>,
+    cursor: String,
+}
+
+#[derive(Deserialize)]
+struct Event<'a> {
+    action: &'a str,
+    seq: Option<(i64, i64)>,
+}
+
+async fn pgplace(setup: &Setup, clients: usize, rate: u32) -> Result<Measured> {
+    let gateway = setup.gateway(&format!("{NAME}-{clients}-{rate}")).await?;
+    let server = Server {
+        pids: vec![gateway.pid],
+    };
+    let rss_before = server.rss();
+    let (stop, stopped) = watch::channel(false);
+    let permits = Arc::new(Semaphore::new(SETUP_CONCURRENCY));
+    let ready = Arc::new(tokio::sync::Barrier::new(clients + 1));
+    let mut tasks = Vec::with_capacity(clients);
+    for _ in 0..clients {
+        let (permits, ready, mut stopped) = (permits.clone(), ready.clone(), stopped.clone());
+        let (addr, board) = (gateway.addr, setup.small_board);
+        tasks.push(tokio::spawn(async move {
+            let mut received = Received::default();
+            let opened = async {
+                let _permit = permits.acquire().await.expect("never closed");
+                let mut conn = Conn::open(addr).await?;
+                let session = conn.session(None).await?;
+                conn.call("session.subscribe", compact_board(&session, board))
+                    .await?;
+                Ok::<_, crate::Error>((conn, session))
+            }
+            .await;
+            ready.wait().await;
+            let Ok((mut conn, session)) = opened else {
+                received.errors += 1;
+                return received;
+            };
+            let mut cursor = String::new();
+            loop {
+                let body: Bytes = json!({"jsonrpc": "2.0", "method": "session.get_events",
+                    "params": [session, 30, cursor], "id": 1})
+                .to_string()
+                .into();
+                tokio::select! {
+                    biased;
+                    _ = stopped.changed() => break,
+                    answer = conn.post(body) => {
+                        let at = Instant::now();
+                        let Ok(answer) = answer else { received.errors += 1; break };
+                        let Ok(parsed) = serde_json::from_slice::<Answer>(&answer) else {
+                            received.errors += 1;
+                            break;
+                        };
+                        for event in &parsed.result.events {
+                            if let ("tiles", Some((first, last))) = (event.action, event.seq) {
+                                received.ranges.push((first, last, at));
+                            }
+                        }
+                        cursor = parsed.result.cursor;
+                    }
+                }
+            }
+            received
+        }));
+    }
+    ready.wait().await;
+    // Every client subscribed: most are waiting (the others are about to).
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let rss_waiting = server.rss();
+    let cpu_before = server.cpu();
+    let acks = publish_sql(setup, rate).await?;
+    let cpu = server.cpu().saturating_sub(cpu_before);
+    tokio::time::sleep(DRAIN).await;
+    let _ = stop.send(true);
+    let mut all = Vec::with_capacity(clients);
+    for task in tasks {
+        all.push(task.await?);
+    }
+    gateway.stop().await;
+    Ok(measure(System::Pgplace, clients, rate, &acks, &all, rss_before, rss_waiting, cpu))
+}
+
+/// Commits `rate` placements a second (one batch per PERIOD) for one phase; each seq's
+/// acknowledgement time.
+async fn publish_sql(setup: &Setup, rate: u32) -> Result<Vec<(i64, Instant)>> {
+    let db = pgplace_tests::connect(&setup.db_url).await;
+    let statement = db
+        .prepare("SELECT seq FROM place.place_many($1, $2, $3, $4, $5) WHERE placed")
+        .await?;
+    let batch = (rate as usize / 100).max(1);
+    let users: Vec<i64> = setup.writers.iter().copied().cycle().take(batch).collect();
+    let mut acks = Vec::new();
+    let mut ticks = tokio::time::interval(PERIOD);
+    ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    let end = Instant::now() + setup.phase();
+    let mut n = 0i32;
+    while Instant::now() < end {
+        ticks.tick().await;
+        let xs: Vec<i32> = (0..batch as i32).map(|i| (n + i) % 16).collect();
+        let ys: Vec<i32> = (0..batch as i32).map(|i| (n / 16 + i) % 16).collect();
+        let cs: Vec<i32> = (0..batch as i32).map(|i| (n + i) % 16).collect();
+        n = n.wrapping_add(batch as i32);
+        let rows = db
+            .query(&statement, &[&setup.small_board, &users, &xs, &ys, &cs])
+            .await?;
+        let at = Instant::now();
+        acks.extend(rows.iter().map(|r| (r.get::<_, i64>(0), at)));
+    }
+    Ok(acks)
+}
+
+async fn nchan(
+    setup: &Setup,
+    system: System,
+    clients: usize,
+    rate: u32,
+    dir: &std::path::Path,
+) -> Result<Measured> {
+    let multipart = if system == System::NchanRaw { "raw" } else { "off" };
+    let http = format!(
+        "    server {{
+        listen {{addr}};
+        location = /pub {{
+            nchan_publisher;
+            nchan_channel_id board;
+            nchan_message_buffer_length {NCHAN_BUFFER};
+            nchan_message_timeout 10m;
+        }}
+        location = /sub {{
+            nchan_subscriber longpoll;
+            nchan_channel_id board;
+            nchan_subscriber_first_message newest;
+            nchan_longpoll_multipart_response {multipart};
+        }}
+    }}
+"
+    );
+    let nginx = Nginx::start_with(
+        dir,
+        &format!("nchan-{multipart}-{clients}-{rate}"),
+        &http,
+        "load_module /usr/lib/nginx/modules/ngx_nchan_module.so;",
+        clients + 64,
+    );
+    nginx.wait_ready().await;
+    let server = Server {
+        pids: nginx.worker_pids(),
+    };
+    let rss_before = server.rss();
+    // The first message opens the channel (subscribers to a channel never published to
+    // wait for it too, but its buffer settings come with the first publish).
+    let mut publisher = Conn::open(nginx.addr).await?;
+    post_message(&mut publisher, 0).await?;
+    let (stop, stopped) = watch::channel(false);
+    let permits = Arc::new(Semaphore::new(SETUP_CONCURRENCY));
+    let ready = Arc::new(tokio::sync::Barrier::new(clients + 1));
+    let mut tasks = Vec::with_capacity(clients);
+    for _ in 0..clients {
+        let (permits, ready, mut stopped, addr) =
+            (permits.clone(), ready.clone(), stopped.clone(), nginx.addr);
+        tasks.push(tokio::spawn(async move {
+            let mut received = Received::default();
+            let opened = {
+                let _permit = permits.acquire().await.expect("never closed");
+                Conn::open(addr).await
+            };
+            ready.wait().await;
+            let Ok(mut conn) = opened else {
+                received.errors += 1;
+                return received;
+            };
+            let (mut since, mut tag): (Option<String>, Option<String>) = (None, None);
+            loop {
+                let mut headers: Vec<(HeaderName, &str)> = Vec::new();
+                if let Some(since) = &since {
+                    headers.push((header::IF_MODIFIED_SINCE, since));
+                }
+                if let Some(tag) = &tag {
+                    headers.push((header::IF_NONE_MATCH, tag));
+                }
+                tokio::select! {
+                    biased;
+                    _ = stopped.changed() => break,
+                    answer = conn.send(Method::GET, "/sub", &headers, Bytes::new()) => {
+                        let at = Instant::now();
+                        let Ok(answer) = answer else { received.errors += 1; break };
+                        if answer.status != 200 {
+                            received.errors += 1;
+                            tokio::time::sleep(Duration::from_millis(10)).await;
+                            continue;
+                        }
+                        let text = String::from_utf8_lossy(&answer.body);
+                        let seqs: Vec<i64> = text
+                            .split('\n')
+                            .filter_map(|line| line.trim().parse().ok())
+                            .collect();
+                        // A range per run of consecutive messages.
+                        let mut i = 0;
+                        while i < seqs.len() {
+                            let mut j = i;
+                            while j + 1 < seqs.len() && seqs[j + 1] == seqs[j] + 1 {
+                                j += 1;
+                            }
+                            received.ranges.push((seqs[i], seqs[j], at));
+                            i = j + 1;
+                        }
+                        since = answer.last_modified;
+                        tag = answer.etag;
+                    }
+                }
+            }
+            received
+        }));
+    }
+    ready.wait().await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let rss_waiting = server.rss();
+    let cpu_before = server.cpu();
+    let acks = publish_nchan(&mut publisher, rate, setup.phase()).await?;
+    let cpu = server.cpu().saturating_sub(cpu_before);
+    tokio::time::sleep(DRAIN).await;
+    let _ = stop.send(true);
+    let mut all = Vec::with_capacity(clients);
+    for task in tasks {
+        all.push(task.await?);
+    }
+    drop(nginx);
+    Ok(measure(system, clients, rate, &acks, &all, rss_before, rss_waiting, cpu))
+}
+
+async fn post_message(publisher: &mut Conn, seq: i64) -> Result<()> {
+    let content = [(header::CONTENT_TYPE, "text/plain")];
+    let answer = publisher
+        .send(Method::POST, "/pub", &content, Bytes::from(seq.to_string()))
+        .await?;
+    if !(200..300).contains(&answer.status) {
+        return Err(format!("Nchan's publisher answered HTTP {}", answer.status).into());
+    }
+    Ok(())
+}
+
+/// Publishes `rate` messages a second (one batch per PERIOD) for one phase; seqs 1, 2, ….
+async fn publish_nchan(publisher: &mut Conn, rate: u32, phase: Duration) -> Result<Vec<(i64, Instant)>> {
+    let batch = (rate as usize / 100).max(1);
+    let mut acks = Vec::new();
+    let mut ticks = tokio::time::interval(PERIOD);
+    ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    let end = Instant::now() + phase;
+    let mut seq = 0;
+    while Instant::now() < end {
+        ticks.tick().await;
+        for _ in 0..batch {
+            seq += 1;
+            post_message(publisher, seq).await?;
+            acks.push((seq, Instant::now()));
+        }
+    }
+    Ok(acks)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn measure(
+    system: System,
+    clients: usize,
+    rate: u32,
+    acks: &[(i64, Instant)],
+    received: &[Received],
+    rss_before: u64,
+    rss_waiting: u64,
+    cpu: Duration,
+) -> Measured {
+    let ack_of: std::collections::HashMap<i64, Instant> = acks.iter().copied().collect();
+    let (first, last) = (
+        acks.first().map_or(0, |a| a.0),
+        acks.last().map_or(-1, |a| a.0),
+    );
+    let mut histogram = Histogram::<u64>::new_with_bounds(1, 600_000_000, 3).expect("bounds");
+    let (mut delivered, mut lost, mut duplicated, mut out_of_order, mut errors) = (0, 0, 0, 0, 0);
+    for client in received {
+        errors += client.errors;
+        let mut next = first;
+        for &(from, to, at) in &client.ranges {
+            for seq in from..=to {
+                if seq < first || seq > last {
+                    continue;
+                }
+                if seq < next {
+                    duplicated += 1;
+                    continue;
+                }
+                if seq > next {
+                    lost += (seq - next) as u64;
+                    out_of_order += 1;
+                }
+                next = seq + 1;
+                delivered += 1;
+                let latency = at
+                    .checked_duration_since(ack_of[&seq])
+                    .unwrap_or_default()
+                    .as_micros() as u64;
+                histogram.saturating_record(latency.max(1));
+            }
+        }
+        if next <= last {
+            lost += (last + 1 - next) as u64;
+        }
+    }
+    Measured {
+        system,
+        clients,
+        rate,
+        p50_ms: histogram.value_at_quantile(0.5) as f64 / 1000.0,
+        p99_ms: histogram.value_at_quantile(0.99) as f64 / 1000.0,
+        delivered,
+        lost,
+        duplicated,
+        out_of_order,
+        rss_per_client: rss_waiting.saturating_sub(rss_before) as f64 / clients as f64,
+        cpu_per_1000: if delivered > 0 {
+            cpu.as_secs_f64() * 1000.0 / delivered as f64 * 1000.0
+        } else {
+            0.0
+        },
+        errors,
+    }
+}
+
+fn report(measured: &[Measured]) -> Table {
+    let mut table = Table::new();
+    for m in measured {
+        let expected = m.delivered + m.lost;
+        table.info(
+            NAME,
+            &format!("{} x {}/s: {}", m.clients, m.rate, m.system.name()),
+            format!(
+                "p50 {:.1} / p99 {:.1} ms, delivered {} ({:.1}%), lost {}, duplicated {}, gaps {}, \
+                 {:.1} kB RSS per waiting client, {:.2} ms server CPU per 1,000 deliveries, {} client errors",
+                m.p50_ms,
+                m.p99_ms,
+                m.delivered,
+                100.0 * m.delivered as f64 / expected.max(1) as f64,
+                m.lost,
+                m.duplicated,
+                m.out_of_order,
+                m.rss_per_client / 1000.0,
+                m.cpu_per_1000,
+                m.errors
+            ),
+        );
+    }
+    // The targets: pgplace's p99 and memory per waiting client under Nchan's (raw) in
+    // every cell.
+    for ours in measured.iter().filter(|m| m.system == System::Pgplace) {
+        let Some(theirs) = measured.iter().find(|m| {
+            m.system == System::NchanRaw && (m.clients, m.rate) == (ours.clients, ours.rate)
+        }) else {
+            continue;
+        };
+        table.target(
+            NAME,
+            &format!("{} x {}/s: p99, pgplace / Nchan raw", ours.clients, ours.rate),
+            format!("{:.1} / {:.1} ms", ours.p99_ms, theirs.p99_ms),
+            "pgplace lower",
+            ours.p99_ms < theirs.p99_ms,
+        );
+        table.target(
+            NAME,
+            &format!("{} x {}/s: RSS per waiting client, pgplace / Nchan raw", ours.clients, ours.rate),
+            format!("{:.1} / {:.1} kB", ours.rss_per_client / 1000.0, theirs.rss_per_client / 1000.0),
+            "pgplace lower",
+            ours.rss_per_client < theirs.rss_per_client,
+        );
+    }
+    table
+}
