@@ -40,6 +40,7 @@ pub const FILES: &[(&str, &str, &[u8])] = &[
         JS,
         include_bytes!("../assets/js/packed.js"),
     ),
+    ("/js/resume.js", JS, include_bytes!("../assets/js/resume.js")),
     ("/js/view.js", JS, include_bytes!("../assets/js/view.js")),
 ];
 

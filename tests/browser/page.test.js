@@ -336,6 +336,27 @@ test('the page survives the gateway restarting: it reconnects, signs in again, s
   assertNoPageErrors();
 });
 
+test('a reloaded page resumes from the board it kept (since), without a fresh state', async () => {
+  const page = watcherPage;
+  await waitLive(page);
+  await waitBoard(page, ART);
+  const resumedAnswer = page.waitForResponse((r) => r.url().endsWith('/jsonrpc')
+    && r.request().postData()?.includes('"since"'));
+  await page.reload();
+  // Placed while the page comes back: the resumed stream brings it.
+  const [x, y] = [4, 7];
+  const color = ((await gateway.rpc('board.get', { board: ART })).seq % 15) + 1;
+  sql(`SELECT placed FROM place.place(${ART}, ${x}, ${y}, ${color}, ${fixture.users.painter.id})`);
+  const body = await (await resumedAnswer).json();
+  assert.equal(body.result?.[1]?.resumed, true, `the gateway resumed: ${JSON.stringify(body)}`);
+  await waitLive(page);
+  await page.waitForFunction(() => window.pgplace.live.stats.resumed === 1 && window.pgplace.live.stats.states === 1);
+  await page.waitForFunction(([x, y, color]) => window.pgplace.board.colorAt(x, y) === color, [x, y, color], { timeout: 5000 });
+  await assertBoardMatchesBits(page, ART);
+  await screenshot(page, 'resumed-after-reload');
+  assertNoPageErrors();
+});
+
 test('a page that fell too far behind gets a reset and draws it cleanly', async () => {
   // Hold the page's polls (it stays subscribed, but stops reading) ...
   const page = watcherPage;

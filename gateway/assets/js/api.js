@@ -91,7 +91,11 @@ export function describe(error) {
 export const api = {
   createSession: () => call('session.create', []),
   authorize: (session, token) => call('session.authorize', { session, token }),
-  subscribe: (session, board) => call('session.subscribe', { session, view: 'board', params: { board, compact: true, presence: true } }),
+  // `since`: the seq of a board the page kept; answered `{seq, resumed: true}` when the
+  // gateway continues from there, else with a fresh state.
+  subscribe: (session, board, since) => call('session.subscribe', {
+    session, view: 'board', params: { board, compact: true, presence: true, ...(since === undefined ? {} : { since }) },
+  }),
   subscribeRegion: (session, board, { x, y, width, height }) => call('session.subscribe', {
     session, view: 'board_region', params: { board, x, y, width, height, compact: true, presence: true },
   }),

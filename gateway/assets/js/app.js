@@ -14,6 +14,7 @@
 //   cursors.js      other people's cursors on the view, and telling the gateway where ours is
 //   (app.js itself: which region of a large board to follow when zoomed in)
 //   hash.js         board, position and zoom in the URL hash
+//   resume.js       the board kept across a reload, resumed with `since`
 
 import { api, CODES, describe, RpcError } from './api.js';
 import { BoardImage } from './board-image.js';
@@ -23,6 +24,7 @@ import { Cursors } from './cursors.js';
 import { readHash, writeHash } from './hash.js';
 import { TileHistory } from './history.js';
 import { Live } from './live.js';
+import { keepBoard, takeKeptBoard } from './resume.js';
 import { View } from './view.js';
 
 const $ = (id) => document.getElementById(id);
@@ -63,6 +65,9 @@ function say(text, kind = 'info') {
 // ---- the live connection ----------------------------------------------------------------
 
 const live = new Live({
+  keptBoard(wantedBoard) {
+    return takeKeptBoard(wantedBoard);
+  },
   state(state) {
     const another = board.settings?.id !== state.id;
     if (another) countdown.clear();
@@ -475,3 +480,11 @@ if (first === undefined) {
 } else {
   live.show(first);
 }
+
+// Leaving (a reload, another page): keep the whole board shown, so that the next load
+// continues from its seq instead of fetching it again (resume.js).
+window.addEventListener('pagehide', () => {
+  if (!live.key || live.subscribedRegion || !board.settings || board.settings.region) return;
+  board.flush();
+  keepBoard(board.settings, live.seq, board.indexes, frozen.tiles);
+});

@@ -41,7 +41,7 @@ export class Live {
     this.wake = null;
     this.liveWaiters = [];
     // What arrived, for tests and for curious people in the console.
-    this.stats = { sessions: 0, states: 0, resets: 0, tileEvents: 0, tiles: 0, settings: 0, frozenEvents: 0, frozenTiles: 0 };
+    this.stats = { sessions: 0, states: 0, resumed: 0, resets: 0, tileEvents: 0, tiles: 0, settings: 0, frozenEvents: 0, frozenTiles: 0 };
     this.layout = null; // width, height, bits_per_tile of the shown state
   }
 
@@ -178,9 +178,15 @@ export class Live {
     const region = this.subscribed === board || this.subscribed === null ? this.region : null;
     if (this.key) api.unsubscribe(this.session, this.key).catch(() => {});
     this.key = null;
-    const [key, state] = region
+    // A board kept by the page before it was reloaded continues from its seq.
+    const kept = region ? null : this.on.keptBoard?.(board) ?? null;
+    let [key, state] = region
       ? await api.subscribeRegion(this.session, board, region)
-      : await api.subscribe(this.session, board);
+      : await api.subscribe(this.session, board, kept?.seq);
+    if (state.resumed && kept) {
+      state = kept;
+      this.stats.resumed++;
+    }
     this.key = key;
     this.subscribed = board;
     this.subscribedRegion = region;

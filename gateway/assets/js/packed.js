@@ -11,6 +11,28 @@ export function fromBase64(text) {
   return bytes;
 }
 
+/** Bytes → base64 text. */
+export function toBase64(bytes) {
+  if (typeof bytes.toBase64 === 'function') return bytes.toBase64();
+  let binary = '';
+  for (let i = 0; i < bytes.length; i += 0x8000) {
+    binary += String.fromCharCode.apply(null, bytes.subarray(i, i + 0x8000));
+  }
+  return btoa(binary);
+}
+
+/** The packed bits of palette indexes (one byte each): `unpack`'s inverse. */
+export function pack(indexes, bitsPerTile) {
+  if (bitsPerTile === 8) return Uint8Array.from(indexes);
+  const perByte = 8 / bitsPerTile;
+  const out = new Uint8Array(Math.ceil(indexes.length / perByte));
+  for (let n = 0; n < indexes.length; n++) {
+    const shift = 8 - bitsPerTile * ((n % perByte) + 1);
+    out[(n / perByte) | 0] |= indexes[n] << shift;
+  }
+  return out;
+}
+
 /** Palette index of every tile (one byte each) from the packed bits. */
 export function unpack(bits, bitsPerTile, tiles) {
   const out = new Uint8Array(tiles);
