@@ -174,6 +174,8 @@ impl Nginx {
     pub fn start_with(dir: &Path, name: &str, http: &str, main: &str, connections: usize) -> Self {
         let prefix = dir.join(name);
         std::fs::create_dir_all(prefix.join("logs")).expect("nginx's directory");
+        // nginx reads -c relative to -p: both absolute.
+        let prefix = std::fs::canonicalize(&prefix).expect("nginx's directory exists");
         let addr = SocketAddr::from(([127, 0, 0, 1], free_port()));
         let http = http.replace("{addr}", &addr.to_string());
         let conf = format!(
