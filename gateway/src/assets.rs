@@ -40,7 +40,11 @@ pub const FILES: &[(&str, &str, &[u8])] = &[
         JS,
         include_bytes!("../assets/js/packed.js"),
     ),
-    ("/js/resume.js", JS, include_bytes!("../assets/js/resume.js")),
+    (
+        "/js/resume.js",
+        JS,
+        include_bytes!("../assets/js/resume.js"),
+    ),
     ("/js/view.js", JS, include_bytes!("../assets/js/view.js")),
 ];
 

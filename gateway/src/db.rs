@@ -9,26 +9,28 @@ use pgplace_core::payload::Placement;
 use std::time::Duration;
 use tokio_postgres::{NoTls, Row};
 
+/// The primary's pool: up to 10 s for a connection (a restart), 5 s to make one.
 pub fn pool(config: &tokio_postgres::Config, size: u32) -> Pool {
-    let manager = Manager::from_config(
-        config.clone(),
-        NoTls,
-        ManagerConfig {
-            recycling_method: RecyclingMethod::Fast,
-        },
-    );
-    Pool::builder(manager)
-        .max_size(size as usize)
-        .runtime(Runtime::Tokio1)
-        .wait_timeout(Some(Duration::from_secs(10)))
-        .create_timeout(Some(Duration::from_secs(5)))
-        .build()
-        .expect("a pool with a runtime and timeouts builds")
+    pool_waiting(
+        config,
+        size,
+        Duration::from_secs(10),
+        Duration::from_secs(5),
+    )
 }
 
 /// The replica's pool: a short wait for a connection, so that a replica that is down
 /// sends its reads to the primary quickly.
 pub fn replica_pool(config: &tokio_postgres::Config, size: u32) -> Pool {
+    pool_waiting(config, size, Duration::from_secs(2), Duration::from_secs(2))
+}
+
+fn pool_waiting(
+    config: &tokio_postgres::Config,
+    size: u32,
+    wait: Duration,
+    create: Duration,
+) -> Pool {
     let manager = Manager::from_config(
         config.clone(),
         NoTls,
@@ -39,8 +41,8 @@ pub fn replica_pool(config: &tokio_postgres::Config, size: u32) -> Pool {
     Pool::builder(manager)
         .max_size(size as usize)
         .runtime(Runtime::Tokio1)
-        .wait_timeout(Some(Duration::from_secs(2)))
-        .create_timeout(Some(Duration::from_secs(2)))
+        .wait_timeout(Some(wait))
+        .create_timeout(Some(create))
         .build()
         .expect("a pool with a runtime and timeouts builds")
 }

@@ -90,6 +90,20 @@ async fn list(app: &App) -> Result<Reply, RpcError> {
     Ok(Reply::Value(Value::Array(list)))
 }
 
+/// A change of the stored session made here gave it `version` (None: it is gone). When
+/// another gateway changed it too, this copy may lack that change: it is read again next
+/// time. (A change made to a copy that is forgotten right after is harmless.)
+fn changed_here(app: &App, session: &Session, version: Option<i64>) -> Result<(), RpcError> {
+    let Some(version) = version else {
+        app.sessions.forget(session.public_id);
+        return Err(RpcError::unknown_session());
+    };
+    if !session.advance_version(version) {
+        app.sessions.forget(session.public_id);
+    }
+    Ok(())
+}
+
 /// A new session, stored in the database (any gateway can serve it from then on).
 async fn create(app: &App) -> Result<Reply, RpcError> {
     app.sessions.check_room()?;
@@ -149,21 +163,15 @@ async fn authorize(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
         .await
         .map_err(|e| from_db(&e))?
         .ok_or_else(|| RpcError::new(NOT_AUTHORIZED, "the token is not valid"))?;
-    let Some(version) = session_store::set_user(&client, &id, Some(user_id), app.gateway_id)
+    let version = session_store::set_user(&client, &id, Some(user_id), app.gateway_id)
         .await
-        .map_err(|e| from_db(&e))?
-    else {
-        app.sessions.forget(session.public_id);
-        return Err(RpcError::unknown_session());
-    };
+        .map_err(|e| from_db(&e))?;
     drop(client);
+    changed_here(app, &session, version)?;
     session.set_user(User {
         id: user_id,
         name: name.clone(),
     });
-    if !session.advance_version(version) {
-        app.sessions.forget(session.public_id);
-    }
     Ok(Reply::Value(json!({"user_id": user_id, "name": name})))
 }
 
@@ -185,19 +193,12 @@ async fn subscribe(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
         seq: built.seq,
         sub_id: built.sub.sub_id,
     };
-    let Some(version) = session_store::subscribe(&client, &id, &stored, app.gateway_id)
+    let version = session_store::subscribe(&client, &id, &stored, app.gateway_id)
         .await
-        .map_err(|e| from_db(&e))?
-    else {
-        app.sessions.forget(session.public_id);
-        return Err(RpcError::unknown_session());
-    };
+        .map_err(|e| from_db(&e))?;
     drop(client);
     session.subscribe(built.sub, app.config.max_subscriptions)?;
-    if !session.advance_version(version) {
-        // Another gateway changed the session too: this copy may lack that change.
-        app.sessions.forget(session.public_id);
-    }
+    changed_here(app, &session, version)?;
     Ok(keyed_reply(&key, built.state))
 }
 

@@ -2,6 +2,7 @@
 //! exactly from their cursor (another gateway, a lost answer, a restart); legacy polls that
 //! move get one `reset` per view, never a gap or a duplicate; `since` resumes a board.
 
+use pgplace_gateway::Running;
 use pgplace_tests::gateway::{start_gateway, Http};
 use pgplace_tests::{connect, create_board, create_users, fresh_database};
 use serde_json::{json, Value};
@@ -39,6 +40,14 @@ async fn acked(http: &Http, session: &Value, ack: &str, timeout: f64) -> (Value,
     (answer["events"].clone(), cursor)
 }
 
+/// Two gateways on one database.
+async fn two_gateways(url: &str) -> (Running, Running) {
+    (
+        start_gateway(url, |_| {}).await,
+        start_gateway(url, |_| {}).await,
+    )
+}
+
 async fn setup(name: &str) -> (String, Client, i64, i64) {
     let url = fresh_database(name).await;
     let sql = connect(&url).await;
@@ -50,10 +59,7 @@ async fn setup(name: &str) -> (String, Client, i64, i64) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acking_polls_alternating_gateways_see_every_seq_once() {
     let (url, sql, board, user) = setup("gw_scale_ack").await;
-    let (a, b) = (
-        start_gateway(&url, |_| {}).await,
-        start_gateway(&url, |_| {}).await,
-    );
+    let (a, b) = two_gateways(&url).await;
     let gateways = [Http::new(a.addr), Http::new(b.addr)];
     let session = gateways[0].ok("session.create", json!([])).await;
     let reply = gateways[1]
@@ -85,10 +91,7 @@ async fn acking_polls_alternating_gateways_see_every_seq_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lost_answer_comes_again_and_nothing_twice_after_the_ack() {
     let (url, sql, board, user) = setup("gw_scale_lost").await;
-    let (a, b) = (
-        start_gateway(&url, |_| {}).await,
-        start_gateway(&url, |_| {}).await,
-    );
+    let (a, b) = two_gateways(&url).await;
     let (a_http, b_http) = (Http::new(a.addr), Http::new(b.addr));
     let session = a_http.ok("session.create", json!([])).await;
     a_http
@@ -161,10 +164,7 @@ async fn bad_acks_are_refused_and_change_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_legacy_client_moving_between_gateways_gets_one_reset_per_view_never_a_duplicate() {
     let (url, sql, board, user) = setup("gw_scale_legacy").await;
-    let (a, b) = (
-        start_gateway(&url, |_| {}).await,
-        start_gateway(&url, |_| {}).await,
-    );
+    let (a, b) = two_gateways(&url).await;
     let gateways = [Http::new(a.addr), Http::new(b.addr)];
     let session = gateways[0].ok("session.create", json!([])).await;
     let reply = gateways[0]
@@ -209,10 +209,7 @@ async fn a_legacy_client_moving_between_gateways_gets_one_reset_per_view_never_a
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_poll_on_another_gateway_answers_the_waiting_one_and_destroy_reaches_every_gateway() {
     let (url, _sql, board, _user) = setup("gw_scale_newer").await;
-    let (a, b) = (
-        start_gateway(&url, |_| {}).await,
-        start_gateway(&url, |_| {}).await,
-    );
+    let (a, b) = two_gateways(&url).await;
     let (a_http, b_http) = (Http::new(a.addr), Http::new(b.addr));
     let session = a_http.ok("session.create", json!([])).await;
     a_http
@@ -331,10 +328,7 @@ async fn a_restarted_gateway_answers_acks_from_the_history_and_since_resumes_a_b
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watching_counts_subscriptions_on_every_gateway() {
     let (url, _sql, board, _user) = setup("gw_scale_watching").await;
-    let (a, b) = (
-        start_gateway(&url, |_| {}).await,
-        start_gateway(&url, |_| {}).await,
-    );
+    let (a, b) = two_gateways(&url).await;
     let gateways = [Http::new(a.addr), Http::new(b.addr)];
     for http in &gateways {
         let session = http.ok("session.create", json!([])).await;

@@ -181,7 +181,13 @@ async fn run_scenarios(setup: &Setup, table: &mut Table) {
         guarded(table, "peers", setup.phase() * 8, peers::run(setup)).await;
     }
     if setup.args.only == Some(Scenario::Fanout) {
-        guarded(table, "fanout", setup.phase() * 12 + Duration::from_secs(600), fanout::run(setup)).await;
+        guarded(
+            table,
+            "fanout",
+            setup.phase() * 12 + Duration::from_secs(600),
+            fanout::run(setup),
+        )
+        .await;
     }
 }
 

@@ -216,7 +216,16 @@ async fn pgplace(setup: &Setup, clients: usize, rate: u32) -> Result<Measured> {
         all.push(task.await?);
     }
     gateway.stop().await;
-    Ok(measure(System::Pgplace, clients, rate, &acks, &all, rss_before, rss_waiting, cpu))
+    Ok(measure(
+        System::Pgplace,
+        clients,
+        rate,
+        &acks,
+        &all,
+        rss_before,
+        rss_waiting,
+        cpu,
+    ))
 }
 
 /// Commits `rate` placements a second (one batch per PERIOD) for one phase; each seq's
@@ -255,7 +264,11 @@ async fn nchan(
     rate: u32,
     dir: &std::path::Path,
 ) -> Result<Measured> {
-    let multipart = if system == System::NchanRaw { "raw" } else { "off" };
+    let multipart = if system == System::NchanRaw {
+        "raw"
+    } else {
+        "off"
+    };
     let http = format!(
         "    server {{
         listen {{addr}};
@@ -365,7 +378,16 @@ async fn nchan(
         all.push(task.await?);
     }
     drop(nginx);
-    Ok(measure(system, clients, rate, &acks, &all, rss_before, rss_waiting, cpu))
+    Ok(measure(
+        system,
+        clients,
+        rate,
+        &acks,
+        &all,
+        rss_before,
+        rss_waiting,
+        cpu,
+    ))
 }
 
 async fn post_message(publisher: &mut Conn, seq: i64) -> Result<()> {
@@ -382,7 +404,11 @@ async fn post_message(publisher: &mut Conn, seq: i64) -> Result<()> {
 /// Publishes `rate` messages a second (one batch per PERIOD) for one phase; seqs 1, 2, ….
 /// Each message is POSTed on a connection of its own from a pool: Nchan answers a publish
 /// only after its fan-out, so one connection alone could not keep the rate.
-async fn publish_nchan(addr: std::net::SocketAddr, rate: u32, phase: Duration) -> Result<Vec<(i64, Instant)>> {
+async fn publish_nchan(
+    addr: std::net::SocketAddr,
+    rate: u32,
+    phase: Duration,
+) -> Result<Vec<(i64, Instant)>> {
     let batch = (rate as usize / 100).max(1);
     let idle: Arc<tokio::sync::Mutex<Vec<Conn>>> = Arc::default();
     let acks: Arc<std::sync::Mutex<Vec<(i64, Instant)>>> = Arc::default();
@@ -398,7 +424,11 @@ async fn publish_nchan(addr: std::net::SocketAddr, rate: u32, phase: Duration) -
         for _ in 0..batch {
             seq += 1;
             let (idle, acks) = (idle.clone(), acks.clone());
-            let permit = in_flight.clone().acquire_owned().await.expect("never closed");
+            let permit = in_flight
+                .clone()
+                .acquire_owned()
+                .await
+                .expect("never closed");
             posts.spawn(async move {
                 let _permit = permit;
                 let conn = idle.lock().await.pop();
@@ -539,15 +569,25 @@ fn report(measured: &[Measured]) -> Table {
         };
         table.target(
             NAME,
-            &format!("{} x {}/s: p99, pgplace / Nchan raw", ours.clients, ours.rate),
+            &format!(
+                "{} x {}/s: p99, pgplace / Nchan raw",
+                ours.clients, ours.rate
+            ),
             format!("{:.1} / {:.1} ms", ours.p99_ms, theirs.p99_ms),
             "pgplace lower",
             ours.p99_ms < theirs.p99_ms,
         );
         table.target(
             NAME,
-            &format!("{} x {}/s: RSS per waiting client, pgplace / Nchan raw", ours.clients, ours.rate),
-            format!("{:.1} / {:.1} kB", ours.rss_per_client / 1000.0, theirs.rss_per_client / 1000.0),
+            &format!(
+                "{} x {}/s: RSS per waiting client, pgplace / Nchan raw",
+                ours.clients, ours.rate
+            ),
+            format!(
+                "{:.1} / {:.1} kB",
+                ours.rss_per_client / 1000.0,
+                theirs.rss_per_client / 1000.0
+            ),
             "pgplace lower",
             ours.rss_per_client < theirs.rss_per_client,
         );

@@ -425,7 +425,13 @@ async fn bits_from_nginx(setup: &Setup, dir: &std::path::Path) -> Result<Measure
         root.display()
     );
     // Its workers read the file as root: the checkout may be closed to other users.
-    let nginx = Nginx::start_with(dir, "nginx-static", &http, "user root;", SNAPSHOT_CONNECTIONS + 16);
+    let nginx = Nginx::start_with(
+        dir,
+        "nginx-static",
+        &http,
+        "user root;",
+        SNAPSHOT_CONNECTIONS + 16,
+    );
     nginx.wait_ready().await;
     let workers = nginx.worker_pids();
     let watched: Vec<(&str, u32)> = workers.iter().map(|p| ("nginx", *p)).collect();
