@@ -26,7 +26,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
@@ -647,7 +647,6 @@ pub async fn run(config: SoakConfig) -> Report {
     };
 
     let placing_started = Instant::now();
-    let probe_seq = Arc::new(AtomicI64::new(0));
     let mut recovery = Vec::new();
     for (at, fault) in &config.faults {
         tokio::time::sleep(at.saturating_sub(placing_started.elapsed())).await;
@@ -688,7 +687,6 @@ pub async fn run(config: SoakConfig) -> Report {
         }
         // Recovery: a placement made after the fault, seen by the probe session.
         let seq = place_probe(&url, board, probe_user).await;
-        probe_seq.store(seq, Ordering::SeqCst);
         let seen = wait_arrival(&arrivals, seq, Duration::from_secs(30)).await;
         recovery.push((*fault, seen.map(|at| at.duration_since(injected))));
     }
