@@ -26,8 +26,13 @@
 //!   `region`: a rectangle of a board (`board_region`), fed by the board's mirror.
 //! - `cursors`: where the people watching a board point (`session.set_presence`).
 //! - `listener`: the LISTEN connection that keeps the mirrors and list views exact.
-//! - `sessions`: sessions, their subscriptions (a board, region or list view, each with
-//!   its cursor), their cursors on boards, long polls and expiry.
+//! - `sessions`: this gateway's copies of sessions, their subscriptions (a board, region or
+//!   list view, each with where it began and where a legacy client stands), their cursors
+//!   on boards, long polls and expiry; `poll_cursor`: the `cursor` of a resumable poll.
+//! - `session_store`: sessions in the database (any gateway serves any session);
+//!   `session_access`: finding a session's copy, hearing the other gateways before a poll,
+//!   legacy takeovers, extending a board's log back for an old ack; `session_upkeep`:
+//!   seen marks, expiry and watching counts over every gateway.
 //! - `placer`: group commit of placements through `place.place_many`.
 //! - `png_route`: `GET /boards/{id}.png`, a board drawn as a PNG.
 //! - `assets`: the embedded web page;
