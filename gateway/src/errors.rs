@@ -148,6 +148,14 @@ pub fn from_db(error: &tokio_postgres::Error) -> RpcError {
         code if code.starts_with("22") => RpcError::invalid_params(message),
         "40001" | "40P01" => RpcError::new(RETRY, format!("{message}; retry")),
         "57P01" | "57P02" | "57P03" | "08000" | "08003" | "08006" => RpcError::unavailable(),
+        // A function this gateway calls is missing: the database was not updated with it.
+        "42883" => {
+            tracing::error!(
+                "{message}: this database's pgplace is older than the gateway; \
+                 run ALTER EXTENSION pgplace UPDATE (README, Upgrades)"
+            );
+            RpcError::internal()
+        }
         code => {
             tracing::error!("database error {code}: {message}");
             RpcError::internal()
