@@ -138,9 +138,7 @@ async fn unsubscribe(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
     let id = p.required::<String>("session")?;
     let key = p.required::<String>("key")?;
     let session = session_access::session(app, &id).await?;
-    if !session.has_subscription(&key) {
-        return Err(session.unsubscribe(&key).expect_err("no such subscription"));
-    }
+    session.require_subscription(&key)?;
     let client = app.pool.get().await.map_err(from_pool)?;
     let version = session_store::unsubscribe(&client, &id, &key, app.gateway_id)
         .await

@@ -451,20 +451,20 @@ impl Session {
         Ok(())
     }
 
-    pub fn has_subscription(&self, key: &str) -> bool {
-        self.lock().subscriptions.iter().any(|s| &*s.key == key)
+    /// Refuses a key the session has no subscription under.
+    pub fn require_subscription(&self, key: &str) -> Result<(), RpcError> {
+        if self.lock().subscriptions.iter().any(|s| &*s.key == key) {
+            return Ok(());
+        }
+        Err(RpcError::new(
+            UNKNOWN_VIEW,
+            format!("this session has no subscription {key:?}"),
+        ))
     }
 
     pub fn unsubscribe(&self, key: &str) -> Result<(), RpcError> {
-        let mut state = self.lock();
-        let before = state.subscriptions.len();
-        state.subscriptions.retain(|s| &*s.key != key);
-        if state.subscriptions.len() == before {
-            return Err(RpcError::new(
-                UNKNOWN_VIEW,
-                format!("this session has no subscription {key:?}"),
-            ));
-        }
+        self.require_subscription(key)?;
+        self.lock().subscriptions.retain(|s| &*s.key != key);
         Ok(())
     }
 

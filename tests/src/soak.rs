@@ -795,16 +795,7 @@ async fn check(
         final_seq,
         ..Default::default()
     };
-    let history: BTreeMap<i64, (i32, i32, i32, i64)> = admin
-        .query(
-            "SELECT seq, x, y, color, user_id FROM place.placements WHERE board_id = $1",
-            &[&board],
-        )
-        .await
-        .expect("reading the history")
-        .iter()
-        .map(|r| (r.get(0), (r.get(1), r.get(2), r.get(3), r.get(4))))
-        .collect();
+    let history = crate::stream_check::history(admin, board).await;
     let mut states: HashMap<i64, Vec<u8>> = HashMap::new();
     for record in records {
         report.acking_sessions += usize::from(record.acking);

@@ -112,9 +112,11 @@ async fn wait_for_seq(http: &Http, board: i64, seq: i64) {
     panic!("the gateway's board never reached seq {seq}");
 }
 
-type Row = (i32, i32, i32, i64);
+/// A placement as the history holds it: (x, y, color, user).
+pub type Row = (i32, i32, i32, i64);
 
-async fn history(client: &tokio_postgres::Client, board: i64) -> BTreeMap<i64, Row> {
+/// A board's history by seq.
+pub async fn history(client: &tokio_postgres::Client, board: i64) -> BTreeMap<i64, Row> {
     client
         .query(
             "SELECT seq, x, y, color, user_id FROM place.placements WHERE board_id = $1",
