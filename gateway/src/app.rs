@@ -6,6 +6,7 @@ use crate::boards::Boards;
 use crate::config::Config;
 use crate::cursors::TELL_CURSORS_EVERY;
 use crate::db;
+use crate::delivery::ConnectionDeliveries;
 use crate::http;
 use crate::listener::Listener;
 use crate::lists::Lists;
@@ -19,7 +20,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::net::{TcpListener, TcpSocket};
+use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -250,22 +251,45 @@ async fn accept(tcp: TcpListener, app: Arc<App>, stop: CancellationToken) {
             _ = stop.cancelled() => return,
         };
         let _ = stream.set_nodelay(true);
-        let app = app.clone();
-        let stop = stop.clone();
-        tokio::spawn(async move {
-            let service = service_fn(move |req| http::handle(app.clone(), req));
-            let connection = http1::Builder::new()
-                .timer(TokioTimer::new())
-                .header_read_timeout(Duration::from_secs(30))
-                .serve_connection(TokioIo::new(stream), service);
-            tokio::pin!(connection);
-            tokio::select! {
-                _ = connection.as_mut() => {}
-                _ = stop.cancelled() => {
-                    connection.as_mut().graceful_shutdown();
-                    let _ = tokio::time::timeout(Duration::from_secs(1), connection).await;
-                }
-            }
-        });
+        tokio::spawn(serve(stream, app.clone(), stop.clone()));
     }
+}
+
+/// One client connection, until it ends; then the legacy answers it carried are settled
+/// by whether the client's TCP stack acknowledged them (`delivery`).
+async fn serve(stream: TcpStream, app: Arc<App>, stop: CancellationToken) {
+    let deliveries = ConnectionDeliveries::new();
+    let requests = deliveries.clone();
+    let service = service_fn(move |req| {
+        // A request on the connection: its client has read the earlier answers.
+        requests.received_all();
+        Box::pin(requests.scope(http::handle(app.clone(), req)))
+    });
+    let mut connection = http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(Duration::from_secs(30))
+        // A client may close its sending side once its request is out and still read
+        // the answer (RFC 9112, 9.6).
+        .half_close(true)
+        .serve_connection(TokioIo::new(stream), service);
+    let finished = tokio::select! {
+        finished = std::future::poll_fn(|cx| connection.poll_without_shutdown(cx)) => Some(finished),
+        _ = stop.cancelled() => None,
+    };
+    let finished = match finished {
+        Some(finished) => finished,
+        None => {
+            std::pin::Pin::new(&mut connection).graceful_shutdown();
+            tokio::time::timeout(
+                Duration::from_secs(1),
+                std::future::poll_fn(|cx| connection.poll_without_shutdown(cx)),
+            )
+            .await
+            .unwrap_or(Ok(()))
+        }
+    };
+    // A malformed or slow request after an answer: the client was there to send it.
+    let failed = finished.is_err_and(|e| !(e.is_parse() || e.is_timeout()));
+    let stream = connection.into_parts().io.into_inner();
+    deliveries.settle(stream, failed).await;
 }

@@ -33,6 +33,7 @@
 //!   `session_access`: finding a session's copy, hearing the other gateways before a poll,
 //!   legacy takeovers, extending a board's log back for an old ack; `session_upkeep`:
 //!   seen marks, expiry and watching counts over every gateway.
+//! - `delivery`: whether a legacy poll's answer reached its client (else it comes again).
 //! - `placer`: group commit of placements through `place.place_many`.
 //! - `png_route`: `GET /boards/{id}.png`, a board drawn as a PNG.
 //! - `assets`: the embedded web page;
@@ -46,6 +47,7 @@ pub mod boards;
 pub mod config;
 pub mod cursors;
 pub mod db;
+pub mod delivery;
 pub mod errors;
 pub mod events;
 pub mod fragments;

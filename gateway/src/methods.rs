@@ -398,7 +398,7 @@ async fn get_events(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
             return Ok(Reply::Value(json!([])));
         };
         let left = timeout.saturating_sub(started.elapsed());
-        return Ok(Reply::Raw(session.get_events(left, None).await));
+        return Ok(Reply::Raw(session.legacy_poll(left).await));
     };
     let ack_text = ack;
     let ack = match ack_text.as_str() {

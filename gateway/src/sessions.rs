@@ -298,6 +298,9 @@ struct State {
     /// The boards this session shows its cursor on (removed with the session).
     cursors: Vec<CursorGuard>,
     last_presence: Option<Instant>,
+    /// The last legacy answer while it is not known to have reached the client: its token
+    /// and the `local` positions from before it, by subscription (see `delivery`).
+    unconfirmed: Option<(u64, Vec<(u64, Position)>)>,
 }
 
 /// A session's cursor on a board, for as long as the session lives.
@@ -325,6 +328,7 @@ impl Session {
                 destroyed: false,
                 cursors: Vec::new(),
                 last_presence: None,
+                unconfirmed: None,
             }),
             wake: Notify::new(),
             polls: AtomicU64::new(0),
@@ -508,9 +512,18 @@ impl Session {
     }
 
     /// The events queued for this session (every view), moving its positions past them:
-    /// the `local` ones, or an acking poll's.
-    fn take_events(&self, mut acked: Option<&mut AckPositions>) -> (Fragments, usize) {
+    /// the `local` ones, or an acking poll's. A legacy answer with events also returns the
+    /// token that settles it (`answer_received`, `answer_lost`).
+    fn take_events(&self, mut acked: Option<&mut AckPositions>) -> (Fragments, usize, Option<u64>) {
         let mut state = self.lock();
+        let before: Vec<(u64, Position)> = match acked {
+            None => state
+                .subscriptions
+                .iter()
+                .map(|s| (s.sub_id, s.local))
+                .collect(),
+            Some(_) => Vec::new(),
+        };
         let mut out = ArrayBuilder::new();
         state.subscriptions.retain_mut(|sub| {
             let delivery = match acked.as_deref_mut() {
@@ -537,7 +550,36 @@ impl Session {
             delivery == Delivery::Continues
         });
         let count = out.count();
-        (out.finish(), count)
+        let token = (acked.is_none() && count > 0).then(|| {
+            let token = random_u64();
+            state.unconfirmed = Some((token, before));
+            token
+        });
+        (out.finish(), count, token)
+    }
+
+    /// The legacy answer `token` reached its client: its positions stand.
+    pub fn answer_received(&self, token: u64) {
+        let mut state = self.lock();
+        if state.unconfirmed.as_ref().is_some_and(|(t, _)| *t == token) {
+            state.unconfirmed = None;
+        }
+    }
+
+    /// The legacy answer `token` did not reach its client: unless a later poll came
+    /// meanwhile, the views go back to where they stood before it, so its events come again.
+    pub fn answer_lost(&self, token: u64) {
+        let mut state = self.lock();
+        let Some((_, before)) = state.unconfirmed.take_if(|(t, _)| *t == token) else {
+            return;
+        };
+        for sub in &mut state.subscriptions {
+            if let Some((_, position)) = before.iter().find(|(id, _)| *id == sub.sub_id) {
+                sub.local = *position;
+            }
+        }
+        drop(state);
+        self.wake.notify_waiters();
     }
 
     fn wakers(&self) -> Vec<Waker> {
@@ -555,8 +597,26 @@ impl Session {
     pub async fn get_events(
         &self,
         timeout: Duration,
-        mut acked: Option<&mut AckPositions>,
+        acked: Option<&mut AckPositions>,
     ) -> Fragments {
+        self.poll(timeout, acked).await.0
+    }
+
+    /// A legacy client's poll: like `get_events` without positions, and its answer is
+    /// registered with the connection it goes out on, which settles it (`delivery`).
+    pub async fn legacy_poll(self: &Arc<Self>, timeout: Duration) -> Fragments {
+        let (events, token) = self.poll(timeout, None).await;
+        if let Some(token) = token {
+            crate::delivery::register(self, token);
+        }
+        events
+    }
+
+    async fn poll(
+        &self,
+        timeout: Duration,
+        mut acked: Option<&mut AckPositions>,
+    ) -> (Fragments, Option<u64>) {
         let poll = self.polls.fetch_add(1, Ordering::SeqCst) + 1;
         self.wake.notify_waiters();
         let _waiting = Waiting::start(self);
@@ -574,15 +634,15 @@ impl Session {
                 waker.as_mut().enable();
             }
             if self.polls.load(Ordering::SeqCst) != poll || self.lock().destroyed {
-                return ArrayBuilder::new().finish();
+                return (ArrayBuilder::new().finish(), None);
             }
-            let (events, count) = self.take_events(acked.as_deref_mut());
+            let (events, count, token) = self.take_events(acked.as_deref_mut());
             if count > 0 {
-                return events;
+                return (events, token);
             }
             tokio::select! {
                 _ = futures_util::future::select_all(wakers) => {}
-                _ = tokio::time::sleep_until(deadline) => return events,
+                _ = tokio::time::sleep_until(deadline) => return (events, None),
             }
         }
     }

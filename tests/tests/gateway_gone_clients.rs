@@ -1,0 +1,162 @@
+//! A legacy client (no `ack`) whose answer never reached it loses nothing: it sent
+//! `get_events` and went away before reading (at once, or after the answer arrived unread,
+//! or while the poll waited), and the events come with its session's next poll. A client
+//! that half-closes after its request still gets its answer, and those events do not
+//! come twice.
+
+use pgplace_tests::gateway::{start_gateway, Http};
+use pgplace_tests::{connect, create_board, create_users, fresh_database};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+const SESSIONS: usize = 40;
+const ROUNDS: usize = 6;
+const PER_ROUND: i32 = 10;
+
+/// How a client treats one poll.
+#[derive(Clone, Copy, Debug)]
+enum Client {
+    /// Sends the request and closes at once.
+    GoneAtOnce,
+    /// Sends the request, lets the answer arrive, closes without reading it.
+    GoneUnread,
+    /// Sends the request, closes its sending side, reads the answer.
+    HalfClosed,
+    /// An ordinary client.
+    Reads,
+}
+
+fn poll_request(session: &Value, timeout: f64) -> Vec<u8> {
+    let body = json!({"jsonrpc": "2.0", "method": "session.get_events",
+        "params": [session, timeout], "id": 1})
+    .to_string();
+    format!(
+        "POST /jsonrpc HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\n\
+         Connection: close\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
+
+/// One poll by a client of kind `how`: the events it read (none when it went away).
+async fn poll(addr: SocketAddr, session: &Value, how: Client, timeout: f64) -> Vec<Value> {
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    stream
+        .write_all(&poll_request(session, timeout))
+        .await
+        .unwrap();
+    match how {
+        Client::GoneAtOnce => return Vec::new(),
+        Client::GoneUnread => {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            return Vec::new();
+        }
+        Client::HalfClosed => stream.shutdown().await.unwrap(),
+        Client::Reads => {}
+    }
+    let mut answer = Vec::new();
+    tokio::time::timeout(Duration::from_secs(20), stream.read_to_end(&mut answer))
+        .await
+        .expect("the answer comes")
+        .unwrap();
+    let text = String::from_utf8(answer).unwrap();
+    let (head, body) = text.split_once("\r\n\r\n").expect("an HTTP answer");
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let reply: Value = serde_json::from_str(body).unwrap();
+    reply["result"].as_array().expect("events").clone()
+}
+
+fn seqs(events: &[Value]) -> Vec<i64> {
+    events
+        .iter()
+        .filter_map(|e| e["obj"]["seq"].as_i64())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_that_never_reached_their_client_come_again() {
+    let url = fresh_database("gw_gone").await;
+    let sql = connect(&url).await;
+    let board = create_board(&sql, "gone", (64, 64), 4, "0").await;
+    let user = create_users(&sql, "gone", 1).await[0];
+    let gw = start_gateway(&url, |_| {}).await;
+    let http = Http::new(gw.addr);
+
+    let mut sessions = Vec::new();
+    for _ in 0..SESSIONS {
+        let session = http.ok("session.create", json!([])).await;
+        http.ok(
+            "session.subscribe",
+            json!([session, "board", {"board": board}]),
+        )
+        .await;
+        sessions.push(session);
+    }
+    let mut next = 0;
+    let mut place = async |count: i32| {
+        let xs: Vec<i32> = (next..next + count).map(|i| i % 64).collect();
+        let ys: Vec<i32> = (next..next + count).map(|i| i / 64 % 64).collect();
+        let colors: Vec<i32> = (next..next + count).map(|i| 1 + i % 15).collect();
+        next += count;
+        sql.execute(
+            "SELECT place.place_many($1, array_fill($2::bigint, ARRAY[$3::int]), $4, $5, $6)",
+            &[&board, &user, &count, &xs, &ys, &colors],
+        )
+        .await
+        .unwrap();
+    };
+
+    let mut read: BTreeMap<usize, Vec<i64>> = BTreeMap::new();
+    let kinds = [
+        Client::GoneAtOnce,
+        Client::GoneUnread,
+        Client::HalfClosed,
+        Client::Reads,
+    ];
+    let mut gone = 0;
+    for round in 0..ROUNDS {
+        place(PER_ROUND).await;
+        // The answer is ready when each request arrives.
+        let polls = sessions.iter().enumerate().map(|(i, session)| {
+            let how = kinds[(i + round) % kinds.len()];
+            async move { (i, how, poll(gw.addr, session, how, 5.0).await) }
+        });
+        for (i, how, events) in futures::future::join_all(polls).await {
+            if matches!(how, Client::GoneAtOnce | Client::GoneUnread) {
+                gone += 1;
+            }
+            read.entry(i).or_default().extend(seqs(&events));
+        }
+    }
+    // Polls that wait, whose clients go away before the events come.
+    let waiting = sessions
+        .iter()
+        .map(|session| poll(gw.addr, session, Client::GoneAtOnce, 10.0));
+    futures::future::join_all(waiting).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    place(PER_ROUND).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    let placed = next as i64;
+    for (i, session) in sessions.iter().enumerate() {
+        let got = read.entry(i).or_default();
+        while got.last().copied().unwrap_or(0) < placed {
+            let events = poll(gw.addr, session, Client::Reads, 5.0).await;
+            assert!(!events.is_empty(), "session {i} stopped at {got:?}");
+            got.extend(seqs(&events));
+        }
+        assert_eq!(
+            *got,
+            (1..=placed).collect::<Vec<_>>(),
+            "session {i}: every placement exactly once, in order"
+        );
+    }
+    assert!(
+        gone >= SESSIONS * ROUNDS / 2 - 1,
+        "{gone} polls went unread"
+    );
+}
