@@ -23,6 +23,7 @@ use std::time::Duration;
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 /// A started gateway.
 pub struct Running {
@@ -30,9 +31,35 @@ pub struct Running {
     pub app: Arc<App>,
     stop: CancellationToken,
     tasks: Vec<JoinHandle<()>>,
+    connections: TaskTracker,
 }
 
 impl Running {
+    /// Stops the way SIGTERM asks: no new connections; every waiting `get_events`
+    /// answers with what it has; requests in progress (a placement group among them)
+    /// finish and are answered, each connection closing after its answer; then the LISTEN
+    /// connection and the background tasks stop. Connections still open at `within` are
+    /// dropped (a placement in flight is then committed wholly or not at all, unanswered).
+    pub async fn shutdown_gracefully(&self, within: Duration) {
+        let deadline = tokio::time::Instant::now() + within;
+        self.app.closing.store(true, Ordering::SeqCst);
+        self.app.sessions.drain();
+        self.stop.cancel();
+        self.connections.close();
+        if tokio::time::timeout_at(deadline, self.connections.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                "{} connections still open after {within:?}: dropped",
+                self.connections.len()
+            );
+        }
+        for task in &self.tasks {
+            task.abort();
+        }
+    }
+
     /// Stops accepting, closes connections after their current request, stops the
     /// listener and the expiry.
     pub fn shutdown(&self) {
@@ -130,8 +157,10 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         listening,
         gateway_id,
         listener_sync,
+        closing: AtomicBool::new(false),
     });
     let stop = CancellationToken::new();
+    let connections = TaskTracker::new();
     let tasks = vec![
         tokio::spawn(listener.run()),
         tokio::spawn(sessions.clone().run_expiry()),
@@ -143,13 +172,14 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         )),
         tokio::spawn(lists.run_pings(Duration::from_secs(app.config.list_ping_secs))),
         freezer,
-        tokio::spawn(accept(tcp, app.clone(), stop.clone())),
+        tokio::spawn(accept(tcp, app.clone(), stop.clone(), connections.clone())),
     ];
     Ok(Running {
         addr,
         app,
         stop,
         tasks,
+        connections,
     })
 }
 
@@ -236,7 +266,12 @@ fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
     socket.listen(LISTEN_BACKLOG)
 }
 
-async fn accept(tcp: TcpListener, app: Arc<App>, stop: CancellationToken) {
+async fn accept(
+    tcp: TcpListener,
+    app: Arc<App>,
+    stop: CancellationToken,
+    connections: TaskTracker,
+) {
     loop {
         let (stream, _) = tokio::select! {
             accepted = tcp.accept() => match accepted {
@@ -251,13 +286,18 @@ async fn accept(tcp: TcpListener, app: Arc<App>, stop: CancellationToken) {
             _ = stop.cancelled() => return,
         };
         let _ = stream.set_nodelay(true);
-        tokio::spawn(serve(stream, app.clone(), stop.clone()));
+        connections.spawn(serve(stream, app.clone(), stop.clone()));
     }
 }
+
+/// How long a connection may stay open once shutdown began: a client that sends its next
+/// request on it meanwhile is answered (and told to close) rather than cut off.
+const CLOSE_IDLE_AFTER: Duration = Duration::from_millis(300);
 
 /// One client connection, until it ends; then the legacy answers it carried are settled
 /// by whether the client's TCP stack acknowledged them (`delivery`).
 async fn serve(stream: TcpStream, app: Arc<App>, stop: CancellationToken) {
+    let header_timeout = Duration::from_secs(app.config.header_timeout_secs);
     let deliveries = ConnectionDeliveries::new();
     let requests = deliveries.clone();
     let service = service_fn(move |req| {
@@ -267,25 +307,19 @@ async fn serve(stream: TcpStream, app: Arc<App>, stop: CancellationToken) {
     });
     let mut connection = http1::Builder::new()
         .timer(TokioTimer::new())
-        .header_read_timeout(Duration::from_secs(30))
+        .header_read_timeout(header_timeout)
         // A client may close its sending side once its request is out and still read
         // the answer (RFC 9112, 9.6).
         .half_close(true)
         .serve_connection(TokioIo::new(stream), service);
     let finished = tokio::select! {
-        finished = std::future::poll_fn(|cx| connection.poll_without_shutdown(cx)) => Some(finished),
-        _ = stop.cancelled() => None,
-    };
-    let finished = match finished {
-        Some(finished) => finished,
-        None => {
+        finished = std::future::poll_fn(|cx| connection.poll_without_shutdown(cx)) => finished,
+        _ = async { stop.cancelled().await; tokio::time::sleep(CLOSE_IDLE_AFTER).await } => {
+            // Shutting down: answers meanwhile said `Connection: close`; a connection
+            // still idle now is closed, one with a request in progress once it is answered
+            // (a waiting poll has been told to answer at once).
             std::pin::Pin::new(&mut connection).graceful_shutdown();
-            tokio::time::timeout(
-                Duration::from_secs(1),
-                std::future::poll_fn(|cx| connection.poll_without_shutdown(cx)),
-            )
-            .await
-            .unwrap_or(Ok(()))
+            std::future::poll_fn(|cx| connection.poll_without_shutdown(cx)).await
         }
     };
     // A malformed or slow request after an answer: the client was there to send it.

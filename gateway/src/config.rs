@@ -68,6 +68,15 @@ pub struct Config {
     #[arg(long, env = "PGPLACE_MAX_BATCH", default_value_t = 100)]
     pub max_batch: usize,
 
+    /// Seconds a client has to send a request's headers once it started (or, on a kept-alive
+    /// connection, once the last answer went out): slow clients hold a connection no longer.
+    #[arg(long, env = "PGPLACE_HEADER_TIMEOUT", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub header_timeout_secs: u64,
+
+    /// Seconds a request body may take to arrive once its headers have.
+    #[arg(long, env = "PGPLACE_BODY_TIMEOUT", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub body_timeout_secs: u64,
+
     /// `stale-while-revalidate` seconds sent with /boards/{id}/bits.
     #[arg(long, env = "PGPLACE_BITS_STALE", default_value_t = 10)]
     pub bits_stale_secs: u64,

@@ -19,14 +19,18 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// How long a request body may take to arrive once its headers have.
-const BODY_TIMEOUT: Duration = Duration::from_secs(30);
-
 pub async fn handle(
     app: Arc<App>,
     req: Request<Incoming>,
 ) -> Result<Response<Fragments>, Infallible> {
     let path = req.uri().path().to_string();
+    // RFC 9112, 3.2: a server must answer 400 to an HTTP/1.1 request without Host.
+    if req.version() == hyper::Version::HTTP_11 && !req.headers().contains_key(header::HOST) {
+        return Ok(json_status(
+            StatusCode::BAD_REQUEST,
+            json!({"error": "an HTTP/1.1 request must have a Host header"}),
+        ));
+    }
     let response = match (req.method(), path.as_str()) {
         // Boxed: a connection keeps its handler's future allocated for its whole life, so
         // the future must stay small; only the route that runs pays for its state.
@@ -50,6 +54,12 @@ pub async fn handle(
             "routes": ["POST /jsonrpc", "GET /boards/{id}/bits", "GET /healthz"]}),
         ),
     };
+    let mut response = response;
+    if app.closing.load(Ordering::SeqCst) {
+        response
+            .headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
     Ok(response)
 }
 
@@ -101,12 +111,56 @@ fn json_response(body: Fragments) -> Response<Fragments> {
     response
 }
 
+/// The request body types /jsonrpc reads as JSON: JSON's own, and the ones legacy clients
+/// and tools send it under (`curl -d` sends a form type; browsers avoid a CORS preflight
+/// with text/plain).
+const JSON_BODY_TYPES: [&str; 5] = [
+    "application/json",
+    "application/json-rpc",
+    "application/jsonrequest",
+    "text/plain",
+    "application/x-www-form-urlencoded",
+];
+
+/// Whether a request's Content-Type (none counts as JSON) names a body /jsonrpc can read.
+fn is_json_body_type(content_type: Option<&HeaderValue>) -> bool {
+    let Some(value) = content_type else {
+        return true;
+    };
+    let Ok(text) = value.to_str() else {
+        return false;
+    };
+    let essence = text
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    JSON_BODY_TYPES.contains(&essence.as_str())
+        || (essence.starts_with("application/") && essence.ends_with("+json"))
+}
+
 async fn rpc(app: &App, req: Request<Incoming>) -> Response<Fragments> {
+    if !is_json_body_type(req.headers().get(header::CONTENT_TYPE)) {
+        let error = RpcError::invalid_request(format!(
+            "the request body must be JSON: Content-Type {} (or one of {})",
+            "application/json",
+            JSON_BODY_TYPES[1..].join(", ")
+        ));
+        let mut response = json_response(jsonrpc::error_response(
+            jsonrpc::Version::V2,
+            &Value::Null,
+            &error,
+        ));
+        *response.status_mut() = StatusCode::UNSUPPORTED_MEDIA_TYPE;
+        return response;
+    }
     let limit = app.config.max_body_bytes;
+    let body_timeout = Duration::from_secs(app.config.body_timeout_secs);
     // Boxed, like the routes: its timer is freed once the body is in, not kept in the
     // state of a request that then waits for events.
     let read = Box::pin(tokio::time::timeout(
-        BODY_TIMEOUT,
+        body_timeout,
         Limited::new(req.into_body(), limit).collect(),
     ));
     let failure = match read.await {
@@ -129,7 +183,7 @@ async fn rpc(app: &App, req: Request<Incoming>) -> Response<Fragments> {
             StatusCode::REQUEST_TIMEOUT,
             RpcError::invalid_request(format!(
                 "the request body did not arrive within {} s",
-                BODY_TIMEOUT.as_secs()
+                body_timeout.as_secs()
             )),
         )),
     };
@@ -275,4 +329,34 @@ async fn bits(app: &App, req: &Request<Incoming>, id: &str) -> Response<Fragment
         }
     }
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_bodies_come_under_json_and_legacy_types_only() {
+        let accepts = |value: &str| is_json_body_type(Some(&HeaderValue::from_str(value).unwrap()));
+        assert!(is_json_body_type(None));
+        for ok in [
+            "application/json",
+            "Application/JSON; charset=utf-8",
+            "application/vnd.api+json",
+            "text/plain;charset=UTF-8",
+            "application/x-www-form-urlencoded",
+            "application/json-rpc",
+        ] {
+            assert!(accepts(ok), "{ok}");
+        }
+        for refused in [
+            "text/html",
+            "application/xml",
+            "multipart/form-data; boundary=x",
+            "image/png",
+            "",
+        ] {
+            assert!(!accepts(refused), "{refused}");
+        }
+    }
 }

@@ -27,9 +27,18 @@ async fn main() {
         running.addr
     );
     wait_for_stop().await;
-    tracing::info!("stopping");
+    tracing::info!("stopping: answering waiting polls and requests in progress");
+    tokio::select! {
+        _ = running.shutdown_gracefully(SHUTDOWN_WITHIN) => {}
+        _ = wait_for_stop() => tracing::warn!("asked again: stopping at once"),
+    }
     running.shutdown();
+    tracing::info!("stopped");
 }
+
+/// How long a SIGTERM gives requests in progress (orchestrators wait 10 s or more before
+/// they kill).
+const SHUTDOWN_WITHIN: std::time::Duration = std::time::Duration::from_secs(4);
 
 async fn wait_for_stop() {
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())

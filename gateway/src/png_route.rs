@@ -315,6 +315,18 @@ async fn board_at(app: &App, id: i64, at: &str) -> Result<db::Past, Response<Fra
             Some(db) if db.code().code() == "42704" => {
                 error(StatusCode::NOT_FOUND, db.message().to_string())
             }
+            // Before the kept history (`compact_history`): that picture is gone for good.
+            Some(db) if db.code().code() == "55000" => {
+                error(StatusCode::GONE, db.message().to_string())
+            }
+            // The history was compacted under the read: asking again finds the keyframe.
+            Some(db) if db.code().code() == "40001" => {
+                let mut response = error(StatusCode::SERVICE_UNAVAILABLE, db.message().to_string());
+                response
+                    .headers_mut()
+                    .insert(hyper::header::RETRY_AFTER, HeaderValue::from(1));
+                response
+            }
             Some(db) => {
                 tracing::error!("place.board_at: {} {}", db.code().code(), db.message());
                 error(StatusCode::INTERNAL_SERVER_ERROR, db.message().to_string())

@@ -285,6 +285,8 @@ pub struct Session {
     held: AtomicBool,
     /// The version of the stored session this copy reflects (`place.sessions.version`).
     version: AtomicI64,
+    /// The gateway is shutting down: polls answer with what they have, without waiting.
+    draining: AtomicBool,
 }
 
 struct State {
@@ -335,7 +337,14 @@ impl Session {
             cursor_id: random_u64(),
             held: AtomicBool::new(held),
             version: AtomicI64::new(version),
+            draining: AtomicBool::new(false),
         }
+    }
+
+    /// From now on, polls answer with what they have at once (a waiting one too).
+    fn drain(&self) {
+        self.draining.store(true, Ordering::SeqCst);
+        self.wake.notify_waiters();
     }
 
     /// The version of the stored session this copy reflects.
@@ -637,7 +646,7 @@ impl Session {
                 return (ArrayBuilder::new().finish(), None);
             }
             let (events, count, token) = self.take_events(acked.as_deref_mut());
-            if count > 0 {
+            if count > 0 || self.draining.load(Ordering::SeqCst) {
                 return (events, token);
             }
             tokio::select! {
@@ -674,6 +683,8 @@ pub struct Sessions {
     map: Mutex<Maps>,
     max: usize,
     idle: Duration,
+    /// Shutting down: every session's polls answer at once (`drain`).
+    draining: AtomicBool,
 }
 
 #[derive(Default)]
@@ -700,6 +711,16 @@ impl Sessions {
             map: Mutex::new(Maps::default()),
             max,
             idle,
+            draining: AtomicBool::new(false),
+        }
+    }
+
+    /// The gateway is shutting down: every waiting poll answers now with what it has, and
+    /// later ones answer at once, so that no client waits on a gateway about to go.
+    pub fn drain(&self) {
+        self.draining.store(true, Ordering::SeqCst);
+        for session in self.lock().by_id.values() {
+            session.drain();
         }
     }
 
@@ -763,6 +784,9 @@ impl Sessions {
             old.end();
         }
         maps.by_id.insert(session.id.clone(), session.clone());
+        if self.draining.load(Ordering::SeqCst) {
+            session.drain();
+        }
         Ok(Some(session))
     }
 

@@ -25,6 +25,8 @@ pub struct App {
     pub gateway_id: u64,
     /// Asks the listener to confirm it heard every notification committed before now.
     pub listener_sync: mpsc::UnboundedSender<oneshot::Sender<()>>,
+    /// Shutting down: every answer closes its connection (`Connection: close`).
+    pub closing: AtomicBool,
 }
 
 impl App {

@@ -53,19 +53,28 @@ impl Http {
 
     /// POSTs `body` to /jsonrpc: the status and the body (None when empty).
     pub async fn post(&self, body: &str) -> (StatusCode, Option<Value>) {
+        self.try_post(body).await.expect("the gateway answers")
+    }
+
+    /// Like `post`; an Err when no answer came (the connection failed).
+    pub async fn try_post(&self, body: &str) -> Result<(StatusCode, Option<Value>), String> {
         let req = Request::builder()
             .method(Method::POST)
             .uri(format!("http://{}/jsonrpc", self.addr))
             .header("content-type", "application/json")
             .body(Full::new(Bytes::from(body.to_string())))
             .expect("a valid request");
-        let response = self.client.request(req).await.expect("the gateway answers");
+        let response = self
+            .client
+            .request(req)
+            .await
+            .map_err(|e| format!("{e:?}"))?;
         let status = response.status();
         let body = response
             .into_body()
             .collect()
             .await
-            .expect("a body")
+            .map_err(|e| format!("{e:?}"))?
             .to_bytes();
         let value =
             if body.is_empty() {
@@ -75,21 +84,32 @@ impl Http {
                     panic!("not JSON ({e}): {}", String::from_utf8_lossy(&body))
                 }))
             };
-        (status, value)
+        Ok((status, value))
     }
 
     /// A JSON-RPC 2.0 call: Ok(result) or Err(error object).
     pub async fn call(&self, method: &str, params: Value) -> Result<Value, Value> {
+        self.try_call(method, params)
+            .await
+            .expect("the gateway answers")
+    }
+
+    /// Like `call`; an outer Err when no answer came (the connection failed).
+    pub async fn try_call(
+        &self,
+        method: &str,
+        params: Value,
+    ) -> Result<Result<Value, Value>, String> {
         let body = json!({"jsonrpc": "2.0", "method": method, "params": params, "id": 1});
-        let (status, value) = self.post(&body.to_string()).await;
+        let (status, value) = self.try_post(&body.to_string()).await?;
         assert_eq!(status, StatusCode::OK, "{method}: HTTP {status}");
         let value = value.expect("a response body");
         assert_eq!(value["jsonrpc"], "2.0");
         assert_eq!(value["id"], 1);
-        match value.get("error") {
+        Ok(match value.get("error") {
             Some(error) => Err(error.clone()),
             None => Ok(value["result"].clone()),
-        }
+        })
     }
 
     /// Like `call`, panicking on an error.

@@ -109,6 +109,16 @@ impl GatewayProcess {
         }
     }
 
+    /// SIGTERM, then waits for the process to end: its exit status and how long it took.
+    pub fn terminate(&mut self) -> (std::process::ExitStatus, Duration) {
+        let mut child = self.child.take().expect("the gateway runs");
+        let started = std::time::Instant::now();
+        // SAFETY: kill(2) on our own child's pid, which we have not waited for yet.
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+        let status = child.wait().expect("the gateway's exit status");
+        (status, started.elapsed())
+    }
+
     /// Starts again on the same port.
     pub fn restart(&mut self) {
         self.kill();
