@@ -112,7 +112,7 @@ start_gateway() {
         nohup "$ROOT/target/release/pgplace-gateway" >"$STATE/gateway.log" 2>&1 &
     echo $! >"$STATE/gateway.pid"
     for _ in $(seq 100); do
-        curl -fsS "http://$GATEWAY_LISTEN/healthz" >/dev/null 2>&1 && return 0
+        curl -fsS "http://$GATEWAY_LISTEN/readyz" >/dev/null 2>&1 && return 0
         kill -0 "$(cat "$STATE/gateway.pid")" 2>/dev/null || break
         sleep 0.1
     done

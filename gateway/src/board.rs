@@ -651,6 +651,14 @@ impl Board {
             || cursor.seq < m.log.floor
             || cursor.notices < m.log.floor_notice
         {
+            let reason = if *cursor == Cursor::STALE {
+                "position_elsewhere"
+            } else if cursor.epoch != m.epoch {
+                "board_reloaded"
+            } else {
+                "fell_behind"
+            };
+            crate::metrics::metrics().reset(reason);
             drop(m);
             let (fresh, state) = self.initial_state();
             *cursor = fresh;

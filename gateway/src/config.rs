@@ -7,8 +7,9 @@ use std::time::Duration;
 /// Long-polling JSON-RPC gateway for pgplace boards.
 ///
 /// Clients POST JSON-RPC 2.0 (or 1.0-style) requests to /jsonrpc; GET /boards/{id}/bits
-/// returns a board's packed tiles; GET /healthz says whether the database and the LISTEN
-/// connection are up. Every flag can also be given by the environment variable shown.
+/// returns a board's packed tiles; GET /readyz says whether the database and the LISTEN
+/// connection are up, GET /healthz that the process is alive, GET /metrics what it does
+/// (Prometheus). Every flag can also be given by the environment variable shown.
 #[derive(Parser, Debug, Clone)]
 #[command(name = "pgplace-gateway", version)]
 pub struct Config {

@@ -1,4 +1,5 @@
-//! HTTP routes: POST /jsonrpc, GET /boards/{id}/bits, GET /healthz.
+//! HTTP routes: POST /jsonrpc, GET /boards/{id}/bits, GET /healthz, /readyz, /metrics (the
+//! picture, /boards/{id}.png, is `png_route`).
 
 use crate::assets;
 use crate::db::BoardRef;
@@ -6,6 +7,7 @@ use crate::errors::RpcError;
 use crate::fragments::Fragments;
 use crate::jsonrpc::{self, Body};
 use crate::methods;
+use crate::metrics::{method_label, metrics, MethodLabel, RouteLabel};
 use crate::png_route;
 use crate::responses::not_modified;
 use crate::state::App;
@@ -36,7 +38,12 @@ pub async fn handle(
         // the future must stay small; only the route that runs pays for its state.
         (&Method::POST, "/jsonrpc") => Box::pin(rpc(&app, req)).await,
         (_, "/jsonrpc") => method_not_allowed("POST"),
-        (&Method::GET | &Method::HEAD, "/healthz") => Box::pin(healthz(&app)).await,
+        (&Method::GET | &Method::HEAD, "/healthz") => {
+            json_status(StatusCode::OK, json!({"ok": true}))
+        }
+        (&Method::GET | &Method::HEAD, "/readyz") => Box::pin(readyz(&app)).await,
+        (&Method::GET | &Method::HEAD, "/metrics") => metrics_text(&app),
+        (_, "/healthz" | "/readyz" | "/metrics") => method_not_allowed("GET, HEAD"),
         (&Method::GET | &Method::HEAD, path) if bits_path(path).is_some() => {
             let id = bits_path(path).expect("checked");
             Box::pin(bits(&app, &req, id)).await
@@ -51,10 +58,18 @@ pub async fn handle(
         _ => json_status(
             StatusCode::NOT_FOUND,
             json!({"error": format!("no route for {path}"),
-            "routes": ["POST /jsonrpc", "GET /boards/{id}/bits", "GET /healthz"]}),
+            "routes": ["POST /jsonrpc", "GET /boards/{id}/bits", "GET /boards/{id}.png",
+                "GET /healthz", "GET /readyz", "GET /metrics"]}),
         ),
     };
     let mut response = response;
+    metrics()
+        .http_requests
+        .get_or_create(&RouteLabel {
+            route: route_label(&path),
+            status: response.status().as_u16(),
+        })
+        .inc();
     if app.closing.load(Ordering::SeqCst) {
         response
             .headers_mut()
@@ -153,6 +168,7 @@ async fn rpc(app: &App, req: Request<Incoming>) -> Response<Fragments> {
             &error,
         ));
         *response.status_mut() = StatusCode::UNSUPPORTED_MEDIA_TYPE;
+        metrics().rejected("content_type");
         return response;
     }
     let limit = app.config.max_body_bytes;
@@ -170,6 +186,7 @@ async fn rpc(app: &App, req: Request<Incoming>) -> Response<Fragments> {
                 .downcast_ref::<http_body_util::LengthLimitError>()
                 .is_some() =>
         {
+            metrics().rejected("body_size");
             Err((
                 StatusCode::PAYLOAD_TOO_LARGE,
                 RpcError::invalid_request(format!("the request body is larger than {limit} bytes")),
@@ -179,13 +196,16 @@ async fn rpc(app: &App, req: Request<Incoming>) -> Response<Fragments> {
             StatusCode::BAD_REQUEST,
             RpcError::parse(format!("the request body could not be read: {error}")),
         )),
-        Err(_) => Err((
-            StatusCode::REQUEST_TIMEOUT,
-            RpcError::invalid_request(format!(
-                "the request body did not arrive within {} s",
-                body_timeout.as_secs()
-            )),
-        )),
+        Err(_) => {
+            metrics().rejected("body_timeout");
+            Err((
+                StatusCode::REQUEST_TIMEOUT,
+                RpcError::invalid_request(format!(
+                    "the request body did not arrive within {} s",
+                    body_timeout.as_secs()
+                )),
+            ))
+        }
     };
     let body = match failure {
         Ok(body) => body,
@@ -237,15 +257,25 @@ async fn answer(app: &App, request: jsonrpc::Parsed) -> Option<Fragments> {
     match request {
         Err((version, id, error)) => Some(jsonrpc::error_response(version, &id, &error)),
         Ok(request) => {
+            let started = std::time::Instant::now();
             let outcome = methods::call(app, &request.method, request.params.as_ref()).await;
+            metrics()
+                .rpc_seconds
+                .get_or_create(&MethodLabel {
+                    method: method_label(&request.method),
+                })
+                .observe(started.elapsed().as_secs_f64());
             let id = request.id?;
             Some(jsonrpc::response(request.version, &id, outcome))
         }
     }
 }
 
-async fn healthz(app: &App) -> Response<Fragments> {
+/// Ready for traffic: the database answers, the LISTEN connection is up, and the gateway
+/// is not shutting down (a balancer stops sending it requests then).
+async fn readyz(app: &App) -> Response<Fragments> {
     let listening = app.listening.load(Ordering::SeqCst);
+    let closing = app.closing.load(Ordering::SeqCst);
     let database = tokio::time::timeout(Duration::from_secs(2), async {
         let client = app.pool.get().await.ok()?;
         client.simple_query("SELECT 1").await.ok()
@@ -254,19 +284,46 @@ async fn healthz(app: &App) -> Response<Fragments> {
     .ok()
     .flatten()
     .is_some();
-    let status = if listening && database {
+    let status = if listening && database && !closing {
         StatusCode::OK
     } else {
         StatusCode::SERVICE_UNAVAILABLE
     };
     let mut response = json_status(
         status,
-        json!({"ok": status == StatusCode::OK, "database": database, "listen": listening}),
+        json!({"ok": status == StatusCode::OK, "database": database, "listen": listening,
+            "shutting_down": closing}),
     );
     response
         .headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     response
+}
+
+fn metrics_text(app: &App) -> Response<Fragments> {
+    let mut response = Response::new(Fragments::from(metrics().encode(app).into_bytes()));
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8"),
+    );
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+/// A route as a metrics label (paths with ids in them are one route).
+fn route_label(path: &str) -> &'static str {
+    match path {
+        "/jsonrpc" => "/jsonrpc",
+        "/healthz" => "/healthz",
+        "/readyz" => "/readyz",
+        "/metrics" => "/metrics",
+        path if bits_path(path).is_some() => "/boards/{id}/bits",
+        path if png_route::png_path(path).is_some() => "/boards/{id}.png",
+        path if assets::find(path).is_some() => "page",
+        _ => "other",
+    }
 }
 
 async fn bits(app: &App, req: &Request<Incoming>, id: &str) -> Response<Fragments> {

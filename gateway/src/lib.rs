@@ -34,6 +34,7 @@
 //!   legacy takeovers, extending a board's log back for an old ack; `session_upkeep`:
 //!   seen marks, expiry and watching counts over every gateway.
 //! - `delivery`: whether a legacy poll's answer reached its client (else it comes again).
+//! - `metrics`: what `GET /metrics` reports.
 //! - `placer`: group commit of placements through `place.place_many`.
 //! - `png_route`: `GET /boards/{id}.png`, a board drawn as a PNG.
 //! - `assets`: the embedded web page;
@@ -59,6 +60,7 @@ pub mod list_view;
 pub mod listener;
 pub mod lists;
 pub mod methods;
+pub mod metrics;
 pub mod params;
 pub mod placer;
 pub mod png_route;

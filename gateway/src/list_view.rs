@@ -235,6 +235,7 @@ impl ListView {
             return Delivery::Ended;
         }
         if !s.log.read(cursor, out) {
+            crate::metrics::metrics().reset("list_position_lost");
             let rows = s.rows_json();
             let mut event = Fragments::new();
             event.push(ClientEvent::reset_prefix(&self.key));

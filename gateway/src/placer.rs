@@ -6,6 +6,7 @@
 use crate::board::Board;
 use crate::db::{self, Outcome, PlaceItem};
 use crate::errors::{from_db, from_pool, RpcError, INVALID_PARAMS, NOT_AUTHORIZED, RETRY};
+use crate::metrics::OutcomeLabel;
 use deadpool_postgres::Pool;
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
@@ -110,6 +111,22 @@ fn answer(
     outcome: Result<Vec<Outcome>, RpcError>,
     replies: impl Iterator<Item = oneshot::Sender<Result<Outcome, RpcError>>>,
 ) {
+    let metrics = crate::metrics::metrics();
+    match &outcome {
+        Ok(outcomes) => {
+            metrics.placement_group_size.observe(outcomes.len() as f64);
+            let placed = outcomes.iter().filter(|o| o.placed).count() as u64;
+            let count = |outcome| metrics.placements.get_or_create(&OutcomeLabel { outcome });
+            count("placed").inc_by(placed);
+            count("refused").inc_by(outcomes.len() as u64 - placed);
+        }
+        Err(_) => {
+            metrics
+                .placements
+                .get_or_create(&OutcomeLabel { outcome: "failed" })
+                .inc();
+        }
+    }
     match outcome {
         Ok(outcomes) => {
             for (reply, outcome) in replies.zip(outcomes) {

@@ -647,6 +647,9 @@ impl Session {
             }
             let (events, count, token) = self.take_events(acked.as_deref_mut());
             if count > 0 || self.draining.load(Ordering::SeqCst) {
+                crate::metrics::metrics()
+                    .events_delivered
+                    .inc_by(count as u64);
                 return (events, token);
             }
             tokio::select! {
@@ -848,6 +851,12 @@ impl Sessions {
             }
         }
         forgotten
+    }
+
+    /// How many `get_events` calls wait now, over every session.
+    pub fn waiting_polls(&self) -> usize {
+        let sessions: Vec<Arc<Session>> = self.lock().by_id.values().cloned().collect();
+        sessions.iter().map(|s| s.lock().waiting).sum()
     }
 
     pub fn len(&self) -> usize {

@@ -19,7 +19,7 @@ pub struct App {
     pub boards: Arc<Boards>,
     pub lists: Arc<Lists>,
     pub sessions: Arc<Sessions>,
-    /// Whether the LISTEN connection is up (for /healthz).
+    /// Whether the LISTEN connection is up (for /readyz).
     pub listening: Arc<AtomicBool>,
     /// Names this gateway process to the others (random at start).
     pub gateway_id: u64,

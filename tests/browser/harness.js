@@ -52,7 +52,7 @@ export class Gateway {
     return `http://127.0.0.1:${this.port}`;
   }
 
-  /** Starts the binary (on a free port the first time, on the same port after) and waits until /healthz says ok. */
+  /** Starts the binary (on a free port the first time, on the same port after) and waits until /readyz says ok. */
   async start() {
     // A small session buffer: a page that stops polling for a while gets a `reset`.
     const args = ['--database-url', databaseUrl(), '--listen', `127.0.0.1:${this.port}`, '--session-buffer', String(this.sessionBuffer)];
@@ -76,7 +76,7 @@ export class Gateway {
     const deadline = Date.now() + 20000;
     for (;;) {
       try {
-        const response = await fetch(`${this.url}/healthz`);
+        const response = await fetch(`${this.url}/readyz`);
         if (response.ok) return;
       } catch {}
       if (Date.now() > deadline) throw new Error('the gateway is not healthy after 20 s; see gateway.log');

@@ -24,11 +24,11 @@ pub async fn start_gateway(url: &str, tune: impl FnOnce(&mut Config)) -> Running
     running
 }
 
-/// Waits (up to 20 s) until /healthz says ok.
+/// Waits (up to 20 s) until /readyz says ok.
 pub async fn wait_healthy(addr: SocketAddr) {
     let http = Http::new(addr);
     for _ in 0..200 {
-        if let Ok((StatusCode::OK, _, _)) = http.try_get("/healthz", &HeaderMap::new()).await {
+        if let Ok((StatusCode::OK, _, _)) = http.try_get("/readyz", &HeaderMap::new()).await {
             return;
         }
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
@@ -85,6 +85,20 @@ impl Http {
                 }))
             };
         Ok((status, value))
+    }
+
+    /// POSTs `body` to /jsonrpc as `content_type`: the status.
+    pub async fn raw_post(&self, content_type: &str, body: &str) -> StatusCode {
+        let req = Request::builder()
+            .method(Method::POST)
+            .uri(format!("http://{}/jsonrpc", self.addr))
+            .header("content-type", content_type)
+            .body(Full::new(Bytes::from(body.to_string())))
+            .expect("a valid request");
+        let response = self.client.request(req).await.expect("the gateway answers");
+        let status = response.status();
+        let _ = response.into_body().collect().await;
+        status
     }
 
     /// A JSON-RPC 2.0 call: Ok(result) or Err(error object).

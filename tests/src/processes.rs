@@ -78,12 +78,12 @@ impl GatewayProcess {
         self.child = Some(child);
     }
 
-    /// Waits until /healthz answers (up to 30 s).
+    /// Waits until /readyz says ready (up to 30 s).
     pub async fn wait_healthy(&self) {
         for _ in 0..300 {
             if let Ok(mut stream) = tokio::net::TcpStream::connect(self.addr).await {
                 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-                let request = "GET /healthz HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
+                let request = "GET /readyz HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
                 let mut answer = Vec::new();
                 if stream.write_all(request.as_bytes()).await.is_ok()
                     && stream.read_to_end(&mut answer).await.is_ok()

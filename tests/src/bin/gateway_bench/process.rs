@@ -69,7 +69,7 @@ impl Gateway {
         Ok(gateway)
     }
 
-    /// Waits (up to 30 s) for GET /healthz to answer 200.
+    /// Waits (up to 30 s) for GET /readyz to answer 200.
     async fn wait_healthy(&mut self) -> Result<()> {
         let started = Instant::now();
         while started.elapsed() < Duration::from_secs(30) {
@@ -77,7 +77,7 @@ impl Gateway {
                 return Err(self.failure(&format!("the gateway exited ({status})")));
             }
             if let Ok(mut conn) = Conn::open(self.addr).await {
-                if let Ok((200, _)) = conn.get("/healthz", None).await {
+                if let Ok((200, _)) = conn.get("/readyz", None).await {
                     return Ok(());
                 }
             }

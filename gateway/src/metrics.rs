@@ -1,0 +1,207 @@
+//! What `GET /metrics` reports, in the Prometheus (OpenMetrics) text format.
+//!
+//! Counters and histograms are the process's (one registry, as a scrape sees one process);
+//! the gauges of the state (sessions, waiting polls, the pool) are read when scraped.
+
+use crate::state::App;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+use std::sync::LazyLock;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct MethodLabel {
+    pub method: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReasonLabel {
+    pub reason: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct LimitLabel {
+    pub limit: &'static str,
+}
+
+/// `placed`, `refused` (cooldown, frozen tile, ...: the group committed without it) or
+/// `failed` (the group's transaction failed).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct OutcomeLabel {
+    pub outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RouteLabel {
+    pub route: &'static str,
+    pub status: u16,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PoolLabel {
+    pub state: &'static str,
+}
+
+pub struct Metrics {
+    registry: Registry,
+    sessions: Gauge,
+    waiting_polls: Gauge,
+    db_pool: Family<PoolLabel, Gauge>,
+    pub events_delivered: Counter,
+    pub placements: Family<OutcomeLabel, Counter>,
+    pub placement_group_size: Histogram,
+    pub listen_reconnects: Counter,
+    pub catch_up_seqs: Histogram,
+    pub resets: Family<ReasonLabel, Counter>,
+    pub rpc_seconds: Family<MethodLabel, Histogram>,
+    pub http_requests: Family<RouteLabel, Counter>,
+    pub rejected: Family<LimitLabel, Counter>,
+}
+
+/// The process's metrics.
+pub fn metrics() -> &'static Metrics {
+    static METRICS: LazyLock<Metrics> = LazyLock::new(Metrics::new);
+    &METRICS
+}
+
+fn latency_histogram() -> Histogram {
+    // 100 µs .. ~105 s: a placement's commit to a long poll's whole wait.
+    Histogram::new(exponential_buckets(0.0001, 2.0, 21))
+}
+
+impl Metrics {
+    fn new() -> Self {
+        let m = Metrics {
+            registry: Registry::with_prefix("pgplace"),
+            sessions: Gauge::default(),
+            waiting_polls: Gauge::default(),
+            db_pool: Family::default(),
+            events_delivered: Counter::default(),
+            placements: Family::default(),
+            placement_group_size: Histogram::new(exponential_buckets(1.0, 2.0, 14)),
+            listen_reconnects: Counter::default(),
+            catch_up_seqs: Histogram::new(exponential_buckets(1.0, 4.0, 12)),
+            resets: Family::default(),
+            rpc_seconds: Family::new_with_constructor(latency_histogram as fn() -> Histogram),
+            http_requests: Family::default(),
+            rejected: Family::default(),
+        };
+        let mut registry = m.registry;
+        registry.register(
+            "sessions",
+            "Sessions this gateway holds a copy of",
+            m.sessions.clone(),
+        );
+        registry.register(
+            "waiting_polls",
+            "get_events calls waiting for events",
+            m.waiting_polls.clone(),
+        );
+        registry.register(
+            "db_pool_connections",
+            "Database pool connections (size, available, waiting callers, max)",
+            m.db_pool.clone(),
+        );
+        registry.register(
+            "events_delivered",
+            "Events sent in get_events answers",
+            m.events_delivered.clone(),
+        );
+        registry.register(
+            "placements",
+            "Placements through board.place by outcome",
+            m.placements.clone(),
+        );
+        registry.register(
+            "placement_group_size",
+            "Placements committed in one place_many group",
+            m.placement_group_size.clone(),
+        );
+        registry.register(
+            "listen_reconnects",
+            "Times the LISTEN connection was made again",
+            m.listen_reconnects.clone(),
+        );
+        registry.register(
+            "catch_up_seqs",
+            "Placements a board caught up on from the database after LISTEN was lost or a notice was missed",
+            m.catch_up_seqs.clone(),
+        );
+        registry.register(
+            "resets",
+            "reset events sent to views, by reason",
+            m.resets.clone(),
+        );
+        registry.register(
+            "rpc_duration_seconds",
+            "JSON-RPC calls by method (a get_events includes its wait)",
+            m.rpc_seconds.clone(),
+        );
+        registry.register(
+            "http_requests",
+            "HTTP requests by route and status",
+            m.http_requests.clone(),
+        );
+        registry.register(
+            "rejected_requests",
+            "Requests refused by a limit",
+            m.rejected.clone(),
+        );
+        Metrics { registry, ..m }
+    }
+
+    pub fn reset(&self, reason: &'static str) {
+        self.resets.get_or_create(&ReasonLabel { reason }).inc();
+    }
+
+    pub fn rejected(&self, limit: &'static str) {
+        self.rejected.get_or_create(&LimitLabel { limit }).inc();
+    }
+
+    /// The text a scrape gets: the gauges read from `app` now, then every metric.
+    pub fn encode(&self, app: &App) -> String {
+        self.sessions.set(app.sessions.len() as i64);
+        self.waiting_polls.set(app.sessions.waiting_polls() as i64);
+        let pool = app.pool.status();
+        for (state, value) in [
+            ("size", pool.size),
+            ("available", pool.available),
+            ("waiting", pool.waiting),
+            ("max", pool.max_size),
+        ] {
+            self.db_pool
+                .get_or_create(&PoolLabel { state })
+                .set(value as i64);
+        }
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &self.registry)
+            .expect("writing to a String cannot fail");
+        text
+    }
+}
+
+/// A method's name as a label: one of the known methods, else "other" (a client must not
+/// grow the label set).
+pub fn method_label(method: &str) -> &'static str {
+    const METHODS: [&str; 11] = [
+        "session.create",
+        "session.authorize",
+        "session.subscribe",
+        "session.get_events",
+        "session.set_presence",
+        "session.unsubscribe",
+        "session.destroy",
+        "board.list",
+        "board.get",
+        "board.tile_history",
+        "board.place",
+    ];
+    METHODS
+        .iter()
+        .find(|m| **m == method)
+        .copied()
+        .unwrap_or("other")
+}

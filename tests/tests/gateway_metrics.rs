@@ -1,0 +1,86 @@
+//! GET /metrics (Prometheus text) counts what the gateway did; /healthz says the process
+//! lives, /readyz that it can serve.
+
+use hyper::header::HeaderMap;
+use hyper::StatusCode;
+use pgplace_tests::gateway::{start_gateway, Http};
+use pgplace_tests::{connect, create_board, create_users_with_tokens, fresh_database};
+use serde_json::json;
+use std::collections::HashMap;
+use std::time::Duration;
+
+/// The samples of a scrape: `name{labels}` → value.
+async fn scrape(http: &Http) -> HashMap<String, f64> {
+    let (status, headers, body) = http.get("/metrics", &HeaderMap::new()).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(headers["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("application/openmetrics-text"));
+    let text = String::from_utf8(body.to_vec()).unwrap();
+    assert!(text.ends_with("# EOF\n"), "a complete exposition");
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| {
+            let (name, value) = l.rsplit_once(' ').expect("name value");
+            (name.to_string(), value.parse().expect("a number"))
+        })
+        .collect()
+}
+
+fn sample(samples: &HashMap<String, f64>, name: &str) -> f64 {
+    *samples
+        .get(name)
+        .unwrap_or_else(|| panic!("no sample {name} in {samples:?}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_count_sessions_polls_placements_and_refusals() {
+    let url = fresh_database("gw_metrics").await;
+    let sql = connect(&url).await;
+    let board = create_board(&sql, "metrics", (16, 16), 4, "0").await;
+    let users = create_users_with_tokens(&sql, "metrics", 1).await;
+    let gw = start_gateway(&url, |_| {}).await;
+    let http = Http::new(gw.addr);
+    let before = scrape(&http).await;
+
+    let (session, _) = http.signed_in_view(&users[0].1, json!({"board": board})).await;
+    for i in 0..5 {
+        http.ok("board.place", json!([session, board, i, 0, 3])).await;
+    }
+    let events = http.ok("session.get_events", json!([session, 1])).await;
+    assert_eq!(events.as_array().unwrap().len(), 5);
+    let refused = http.raw_post("text/html", "{}").await;
+    assert_eq!(refused, StatusCode::UNSUPPORTED_MEDIA_TYPE);
+    // One poll waits while the metrics are read.
+    let waiting = {
+        let http = http.clone();
+        let session = session.clone();
+        tokio::spawn(async move { http.ok("session.get_events", json!([session, 3])).await })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    let after = scrape(&http).await;
+    let grew = |name: &str| sample(&after, name) - before.get(name).copied().unwrap_or(0.0);
+    assert!(sample(&after, "pgplace_sessions") >= 1.0);
+    assert!(sample(&after, "pgplace_waiting_polls") >= 1.0);
+    assert!(grew("pgplace_events_delivered_total") >= 5.0);
+    assert!(grew("pgplace_placements_total{outcome=\"placed\"}") >= 5.0);
+    assert!(grew("pgplace_rpc_duration_seconds_count{method=\"board.place\"}") >= 5.0);
+    assert!(grew("pgplace_rejected_requests_total{limit=\"content_type\"}") >= 1.0);
+    assert!(grew("pgplace_http_requests_total{route=\"/jsonrpc\",status=\"415\"}") >= 1.0);
+    assert!(sample(&after, "pgplace_db_pool_connections{state=\"max\"}") >= 1.0);
+    waiting.await.unwrap();
+
+    let (status, _, _) = http.get("/healthz", &HeaderMap::new()).await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, _, body) = http.get("/readyz", &HeaderMap::new()).await;
+    assert_eq!(status, StatusCode::OK, "{body:?}");
+
+    // Shutting down: not ready any more (a balancer stops sending), still alive.
+    gw.app.closing.store(true, std::sync::atomic::Ordering::SeqCst);
+    let (status, _, _) = http.get("/readyz", &HeaderMap::new()).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    let (status, _, _) = http.get("/healthz", &HeaderMap::new()).await;
+    assert_eq!(status, StatusCode::OK);
+}
