@@ -4,10 +4,12 @@
 use crate::board::Board;
 use crate::boards::Boards;
 use crate::config::Config;
+use crate::cors::Cors;
 use crate::cursors::TELL_CURSORS_EVERY;
 use crate::db;
 use crate::delivery::ConnectionDeliveries;
 use crate::http;
+use crate::limits::{ConnectionSlot, Limits};
 use crate::listener::Listener;
 use crate::lists::Lists;
 use crate::sessions::Sessions;
@@ -16,7 +18,7 @@ use deadpool_postgres::Pool;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -124,6 +126,9 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     ));
     let listening = Arc::new(AtomicBool::new(false));
     let sessions = Arc::new(Sessions::new(config.max_sessions, config.session_idle()));
+    let trusted = config.trusted_proxy_networks().map_err(StartError)?;
+    let limits = Limits::new(&config, trusted);
+    let cors = Cors::new(config.cors_origin_list());
     let tcp = bind(config.listen)
         .map_err(|e| StartError(format!("cannot listen on {}: {e}", config.listen)))?;
     let addr = tcp.local_addr().map_err(|e| StartError(e.to_string()))?;
@@ -158,6 +163,8 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         gateway_id,
         listener_sync,
         closing: AtomicBool::new(false),
+        limits: limits.clone(),
+        cors,
     });
     let stop = CancellationToken::new();
     let connections = TaskTracker::new();
@@ -171,6 +178,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
             app.config.session_idle(),
         )),
         tokio::spawn(lists.run_pings(Duration::from_secs(app.config.list_ping_secs))),
+        tokio::spawn(limits.run_upkeep()),
         freezer,
         tokio::spawn(accept(tcp, app.clone(), stop.clone(), connections.clone())),
     ];
@@ -273,7 +281,7 @@ async fn accept(
     connections: TaskTracker,
 ) {
     loop {
-        let (stream, _) = tokio::select! {
+        let (stream, peer) = tokio::select! {
             accepted = tcp.accept() => match accepted {
                 Ok(accepted) => accepted,
                 Err(error) => {
@@ -286,8 +294,24 @@ async fn accept(
             _ = stop.cancelled() => return,
         };
         let _ = stream.set_nodelay(true);
-        connections.spawn(serve(stream, app.clone(), stop.clone()));
+        let Some(slot) = app.limits.connection(peer.ip()) else {
+            connections.spawn(refuse(stream));
+            continue;
+        };
+        connections.spawn(serve(stream, peer.ip(), slot, app.clone(), stop.clone()));
     }
+}
+
+/// A connection over its address's limit: told so, then closed (nothing is read from it).
+async fn refuse(mut stream: TcpStream) {
+    const BODY: &str = r#"{"error":"too many connections from this address"}"#;
+    let answer = format!(
+        "HTTP/1.1 429 Too Many Requests\r\ncontent-type: application/json\r\n\
+         connection: close\r\ncontent-length: {}\r\n\r\n{BODY}",
+        BODY.len()
+    );
+    let write = tokio::io::AsyncWriteExt::write_all(&mut stream, answer.as_bytes());
+    let _ = tokio::time::timeout(Duration::from_secs(1), write).await;
 }
 
 /// How long a connection may stay open once shutdown began: a client that sends its next
@@ -296,14 +320,20 @@ const CLOSE_IDLE_AFTER: Duration = Duration::from_millis(300);
 
 /// One client connection, until it ends; then the legacy answers it carried are settled
 /// by whether the client's TCP stack acknowledged them (`delivery`).
-async fn serve(stream: TcpStream, app: Arc<App>, stop: CancellationToken) {
+async fn serve(
+    stream: TcpStream,
+    peer: IpAddr,
+    _slot: ConnectionSlot,
+    app: Arc<App>,
+    stop: CancellationToken,
+) {
     let header_timeout = Duration::from_secs(app.config.header_timeout_secs);
     let deliveries = ConnectionDeliveries::new();
     let requests = deliveries.clone();
     let service = service_fn(move |req| {
         // A request on the connection: its client has read the earlier answers.
         requests.received_all();
-        Box::pin(requests.scope(http::handle(app.clone(), req)))
+        Box::pin(requests.scope(http::handle(app.clone(), req, peer)))
     });
     let mut connection = http1::Builder::new()
         .timer(TokioTimer::new())

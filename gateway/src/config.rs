@@ -78,6 +78,46 @@ pub struct Config {
     #[arg(long, env = "PGPLACE_BODY_TIMEOUT", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
     pub body_timeout_secs: u64,
 
+    /// Proxies whose `X-Forwarded-For` names the client (IP addresses or networks,
+    /// comma-separated; "" for none). A request from one that names no other client is not
+    /// limited per address or session: by default, loopback (a local nginx, local tools).
+    #[arg(
+        long,
+        env = "PGPLACE_TRUSTED_PROXIES",
+        default_value = "127.0.0.0/8,::1/128"
+    )]
+    pub trusted_proxies: String,
+
+    /// Most connections open at once from one client address (not a trusted proxy).
+    #[arg(long, env = "PGPLACE_MAX_CONNECTIONS_PER_ADDRESS", default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_connections_per_address: u32,
+
+    /// Most sessions one client address may hold on this gateway.
+    #[arg(long, env = "PGPLACE_MAX_SESSIONS_PER_ADDRESS", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_sessions_per_address: u32,
+
+    /// Sessions one client address may create per second, on average ...
+    #[arg(long, env = "PGPLACE_SESSION_CREATE_RATE", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
+    pub session_create_rate: u32,
+
+    /// ... and at once (a burst: an office behind one address opening the page).
+    #[arg(long, env = "PGPLACE_SESSION_CREATE_BURST", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
+    pub session_create_burst: u32,
+
+    /// board.place calls one session may make per second (cooldowns limit users; this
+    /// limits a script hammering one session).
+    #[arg(long, env = "PGPLACE_PLACE_RATE_PER_SESSION", default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
+    pub place_rate_per_session: u32,
+
+    /// board.place calls one client address may make per second (bursts of twice that).
+    #[arg(long, env = "PGPLACE_PLACE_RATE_PER_ADDRESS", default_value_t = 500, value_parser = clap::value_parser!(u32).range(1..))]
+    pub place_rate_per_address: u32,
+
+    /// Origins whose pages may call the gateway (CORS), comma-separated, or "*"; by
+    /// default none: only the gateway's own page.
+    #[arg(long, env = "PGPLACE_CORS_ORIGINS", default_value = "")]
+    pub cors_origins: String,
+
     /// `stale-while-revalidate` seconds sent with /boards/{id}/bits.
     #[arg(long, env = "PGPLACE_BITS_STALE", default_value_t = 10)]
     pub bits_stale_secs: u64,
@@ -97,6 +137,25 @@ impl Config {
         Duration::from_secs(self.session_idle_secs)
     }
 
+    /// `trusted_proxies` read: the error names the entry that is not an address or network.
+    pub fn trusted_proxy_networks(&self) -> Result<Vec<ipnet::IpNet>, String> {
+        list(&self.trusted_proxies)
+            .map(|entry| {
+                entry
+                    .parse::<ipnet::IpNet>()
+                    .or_else(|_| entry.parse::<std::net::IpAddr>().map(ipnet::IpNet::from))
+                    .map_err(|_| {
+                        format!("--trusted-proxies: {entry:?} is not an IP address or network")
+                    })
+            })
+            .collect()
+    }
+
+    /// `cors_origins` read.
+    pub fn cors_origin_list(&self) -> Vec<String> {
+        list(&self.cors_origins).map(str::to_string).collect()
+    }
+
     pub fn max_poll(&self) -> Duration {
         Duration::from_secs(self.max_poll_secs)
     }
@@ -108,4 +167,9 @@ impl Config {
         config.listen = SocketAddr::from(([127, 0, 0, 1], 0));
         config
     }
+}
+
+/// The entries of a comma-separated list.
+fn list(text: &str) -> impl Iterator<Item = &str> {
+    text.split(',').map(str::trim).filter(|e| !e.is_empty())
 }

@@ -5,6 +5,7 @@ use crate::assets;
 use crate::db::BoardRef;
 use crate::errors::RpcError;
 use crate::fragments::Fragments;
+use crate::jsonrpc::Reply;
 use crate::jsonrpc::{self, Body};
 use crate::methods;
 use crate::metrics::{method_label, metrics, MethodLabel, RouteLabel};
@@ -17,15 +18,20 @@ use hyper::header::{self, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 use serde_json::{json, Value};
 use std::convert::Infallible;
+use std::net::IpAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// Answers one request that came from `peer`.
 pub async fn handle(
     app: Arc<App>,
     req: Request<Incoming>,
+    peer: IpAddr,
 ) -> Result<Response<Fragments>, Infallible> {
     let path = req.uri().path().to_string();
+    let client = app.limits.client_address(peer, req.headers());
+    let request_headers = app.cors_enabled().then(|| req.headers().clone());
     // RFC 9112, 3.2: a server must answer 400 to an HTTP/1.1 request without Host.
     if req.version() == hyper::Version::HTTP_11 && !req.headers().contains_key(header::HOST) {
         return Ok(json_status(
@@ -36,7 +42,8 @@ pub async fn handle(
     let response = match (req.method(), path.as_str()) {
         // Boxed: a connection keeps its handler's future allocated for its whole life, so
         // the future must stay small; only the route that runs pays for its state.
-        (&Method::POST, "/jsonrpc") => Box::pin(rpc(&app, req)).await,
+        (&Method::POST, "/jsonrpc") => Box::pin(rpc(&app, req, client)).await,
+        (&Method::OPTIONS, "/jsonrpc") => app.cors.preflight(req.headers()),
         (_, "/jsonrpc") => method_not_allowed("POST"),
         (&Method::GET | &Method::HEAD, "/healthz") => {
             json_status(StatusCode::OK, json!({"ok": true}))
@@ -63,6 +70,9 @@ pub async fn handle(
         ),
     };
     let mut response = response;
+    if let Some(headers) = &request_headers {
+        app.cors.decorate(headers, &mut response);
+    }
     metrics()
         .http_requests
         .get_or_create(&RouteLabel {
@@ -155,7 +165,7 @@ fn is_json_body_type(content_type: Option<&HeaderValue>) -> bool {
         || (essence.starts_with("application/") && essence.ends_with("+json"))
 }
 
-async fn rpc(app: &App, req: Request<Incoming>) -> Response<Fragments> {
+async fn rpc(app: &App, req: Request<Incoming>, client: IpAddr) -> Response<Fragments> {
     if !is_json_body_type(req.headers().get(header::CONTENT_TYPE)) {
         let error = RpcError::invalid_request(format!(
             "the request body must be JSON: Content-Type {} (or one of {})",
@@ -222,7 +232,7 @@ async fn rpc(app: &App, req: Request<Incoming>) -> Response<Fragments> {
     drop(body);
     let answer = match parsed {
         Err(error) => Some(error),
-        Ok(Body::Single(request)) => answer(app, request).await,
+        Ok(Body::Single(request)) => answer(app, request, client).await,
         Ok(Body::Batch(requests)) => {
             // In order (a Qik client may create a session and subscribe in one batch), but
             // get_events last: it moves the session's cursors, and nothing that could
@@ -234,11 +244,11 @@ async fn rpc(app: &App, req: Request<Incoming>) -> Response<Fragments> {
                 if matches!(&request, Ok(r) if r.method == "session.get_events") {
                     polls.push((i, request));
                 } else {
-                    answers[i] = answer(app, request).await;
+                    answers[i] = answer(app, request, client).await;
                 }
             }
             for (i, request) in polls {
-                answers[i] = answer(app, request).await;
+                answers[i] = answer(app, request, client).await;
             }
             jsonrpc::batch_response(answers.into_iter().flatten().collect())
         }
@@ -253,12 +263,22 @@ async fn rpc(app: &App, req: Request<Incoming>) -> Response<Fragments> {
     }
 }
 
-async fn answer(app: &App, request: jsonrpc::Parsed) -> Option<Fragments> {
+async fn answer(app: &App, request: jsonrpc::Parsed, client: IpAddr) -> Option<Fragments> {
     match request {
         Err((version, id, error)) => Some(jsonrpc::error_response(version, &id, &error)),
         Ok(request) => {
             let started = std::time::Instant::now();
-            let outcome = methods::call(app, &request.method, request.params.as_ref()).await;
+            let outcome = match within_limits(app, &request, client) {
+                Ok(()) => methods::call(app, &request.method, request.params.as_ref()).await,
+                Err(refused) => Err(refused),
+            };
+            if let (Ok(Reply::Value(Value::String(id))), "session.create") =
+                (&outcome, request.method.as_str())
+            {
+                if let Some(session) = app.sessions.get(id) {
+                    app.limits.created(client, &session);
+                }
+            }
             metrics()
                 .rpc_seconds
                 .get_or_create(&MethodLabel {
@@ -268,6 +288,24 @@ async fn answer(app: &App, request: jsonrpc::Parsed) -> Option<Fragments> {
             let id = request.id?;
             Some(jsonrpc::response(request.version, &id, outcome))
         }
+    }
+}
+
+/// The per-address and per-session limits of the calls that create or write (`limits`).
+fn within_limits(app: &App, request: &jsonrpc::Request, client: IpAddr) -> Result<(), RpcError> {
+    match request.method.as_str() {
+        "session.create" => app.limits.check_create(client),
+        "board.place" => {
+            let session = match &request.params {
+                Some(Value::Array(items)) => items.first(),
+                Some(Value::Object(map)) => map.get("session"),
+                _ => None,
+            };
+            // A call without a session string fails on its params, counted per address.
+            let session = session.and_then(Value::as_str).unwrap_or("");
+            app.limits.check_place(client, session)
+        }
+        _ => Ok(()),
     }
 }
 

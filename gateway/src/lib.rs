@@ -34,7 +34,8 @@
 //!   legacy takeovers, extending a board's log back for an old ack; `session_upkeep`:
 //!   seen marks, expiry and watching counts over every gateway.
 //! - `delivery`: whether a legacy poll's answer reached its client (else it comes again).
-//! - `metrics`: what `GET /metrics` reports.
+//! - `metrics`: what `GET /metrics` reports; `limits`: per-address and per-session abuse
+//!   limits (and who the client is behind a proxy); `cors`: which other origins may call.
 //! - `placer`: group commit of placements through `place.place_many`.
 //! - `png_route`: `GET /boards/{id}.png`, a board drawn as a PNG.
 //! - `assets`: the embedded web page;
@@ -46,6 +47,7 @@ pub mod assets;
 pub mod board;
 pub mod boards;
 pub mod config;
+pub mod cors;
 pub mod cursors;
 pub mod db;
 pub mod delivery;
@@ -55,6 +57,7 @@ pub mod fragments;
 pub mod freezing;
 pub mod http;
 pub mod jsonrpc;
+pub mod limits;
 pub mod list_diff;
 pub mod list_view;
 pub mod listener;

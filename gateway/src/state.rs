@@ -4,6 +4,8 @@
 
 use crate::boards::Boards;
 use crate::config::Config;
+use crate::cors::Cors;
+use crate::limits::Limits;
 use crate::lists::Lists;
 use crate::sessions::Sessions;
 use deadpool_postgres::Pool;
@@ -27,9 +29,17 @@ pub struct App {
     pub listener_sync: mpsc::UnboundedSender<oneshot::Sender<()>>,
     /// Shutting down: every answer closes its connection (`Connection: close`).
     pub closing: AtomicBool,
+    /// Per-address and per-session limits.
+    pub limits: Arc<Limits>,
+    pub cors: Cors,
 }
 
 impl App {
+    /// Whether any other origin may call (then answers carry CORS headers).
+    pub fn cors_enabled(&self) -> bool {
+        !self.config.cors_origins.trim().is_empty()
+    }
+
     /// A connection for a read that may lag the primary: the replica's when there is one
     /// and it answers, else the primary's.
     pub async fn lagging_read_client(

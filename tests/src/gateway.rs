@@ -87,6 +87,37 @@ impl Http {
         Ok((status, value))
     }
 
+    /// A JSON-RPC 2.0 call sent with `X-Forwarded-For: forwarded_for` (the gateway trusts
+    /// loopback proxies by default: the call counts against that address).
+    pub async fn call_as(
+        &self,
+        forwarded_for: &str,
+        method: &str,
+        params: Value,
+    ) -> Result<Value, Value> {
+        let body = json!({"jsonrpc": "2.0", "method": method, "params": params, "id": 1});
+        let req = Request::builder()
+            .method(Method::POST)
+            .uri(format!("http://{}/jsonrpc", self.addr))
+            .header("content-type", "application/json")
+            .header("x-forwarded-for", forwarded_for)
+            .body(Full::new(Bytes::from(body.to_string())))
+            .expect("a valid request");
+        let response = self.client.request(req).await.expect("the gateway answers");
+        assert_eq!(response.status(), StatusCode::OK);
+        let body = response
+            .into_body()
+            .collect()
+            .await
+            .expect("a body")
+            .to_bytes();
+        let value: Value = serde_json::from_slice(&body).expect("JSON");
+        match value.get("error") {
+            Some(error) => Err(error.clone()),
+            None => Ok(value["result"].clone()),
+        }
+    }
+
     /// POSTs `body` to /jsonrpc as `content_type`: the status.
     pub async fn raw_post(&self, content_type: &str, body: &str) -> StatusCode {
         let req = Request::builder()

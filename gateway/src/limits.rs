@@ -1,0 +1,313 @@
+//! Abuse limits: how much one client address and one session may ask of this gateway.
+//! Each refusal says when to come back (`data.retry_after_ms`, as cooldowns say
+//! `retry_at`) or what limit it met, changes nothing, and is counted in /metrics.
+//!
+//! The client address is the connection's peer, unless the peer is a configured trusted
+//! proxy: then the nearest address in `X-Forwarded-For` that is not a trusted proxy (a
+//! client cannot choose its address by sending the header itself). A request whose
+//! client address is a trusted proxy (loopback by default: a local proxy that names no
+//! client, local tools) is not limited per address or session.
+
+use crate::config::Config;
+use crate::errors::{RpcError, TOO_FAST, TOO_MANY};
+use crate::metrics::metrics;
+use crate::sessions::Session;
+use governor::clock::{Clock, DefaultClock};
+use governor::{DefaultKeyedRateLimiter, Quota};
+use hyper::header::HeaderMap;
+use ipnet::IpNet;
+use serde_json::json;
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::num::NonZeroU32;
+use std::sync::{Arc, Mutex, Weak};
+
+pub struct Limits {
+    trusted: Vec<IpNet>,
+    max_connections_per_address: usize,
+    max_sessions_per_address: usize,
+    connections: Mutex<HashMap<IpAddr, usize>>,
+    sessions: Mutex<HashMap<IpAddr, Vec<Weak<Session>>>>,
+    creates: DefaultKeyedRateLimiter<IpAddr>,
+    places_by_address: DefaultKeyedRateLimiter<IpAddr>,
+    places_by_session: DefaultKeyedRateLimiter<Arc<str>>,
+}
+
+/// `rate` a second, in bursts of up to `burst`.
+fn quota(rate: u32, burst: u32) -> Quota {
+    let rate = NonZeroU32::new(rate.max(1)).expect("at least 1");
+    let burst = NonZeroU32::new(burst.max(1)).expect("at least 1");
+    Quota::per_second(rate).allow_burst(burst)
+}
+
+/// A connection counted against its address until dropped.
+pub struct ConnectionSlot {
+    limits: Arc<Limits>,
+    address: Option<IpAddr>,
+}
+
+impl Drop for ConnectionSlot {
+    fn drop(&mut self) {
+        let Some(address) = self.address else {
+            return;
+        };
+        let mut connections = lock(&self.limits.connections);
+        if let Some(count) = connections.get_mut(&address) {
+            *count -= 1;
+            if *count == 0 {
+                connections.remove(&address);
+            }
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Limits {
+    pub fn new(config: &Config, trusted: Vec<IpNet>) -> Arc<Self> {
+        Arc::new(Limits {
+            trusted,
+            max_connections_per_address: config.max_connections_per_address as usize,
+            max_sessions_per_address: config.max_sessions_per_address as usize,
+            connections: Mutex::default(),
+            sessions: Mutex::default(),
+            creates: DefaultKeyedRateLimiter::keyed(quota(
+                config.session_create_rate,
+                config.session_create_burst,
+            )),
+            places_by_address: DefaultKeyedRateLimiter::keyed(quota(
+                config.place_rate_per_address,
+                config.place_rate_per_address.saturating_mul(2),
+            )),
+            places_by_session: DefaultKeyedRateLimiter::keyed(quota(
+                config.place_rate_per_session,
+                config.place_rate_per_session,
+            )),
+        })
+    }
+
+    fn is_trusted(&self, address: IpAddr) -> bool {
+        self.trusted.iter().any(|net| net.contains(&address))
+    }
+
+    /// The address a request counts against (see the module's comment).
+    pub fn client_address(&self, peer: IpAddr, headers: &HeaderMap) -> IpAddr {
+        if !self.is_trusted(peer) {
+            return peer;
+        }
+        // Each proxy appends the address it got the request from: read from the right,
+        // past our own proxies; the first other address is the client. Anything
+        // unreadable stops the walk at the last address that could be trusted.
+        let mut client = peer;
+        for value in headers.get_all("x-forwarded-for").iter().rev() {
+            let Ok(text) = value.to_str() else {
+                return client;
+            };
+            for hop in text.rsplit(',') {
+                let Ok(address) = hop.trim().parse::<IpAddr>() else {
+                    return client;
+                };
+                client = address;
+                if !self.is_trusted(address) {
+                    return client;
+                }
+            }
+        }
+        client
+    }
+
+    /// Counts a new connection from `peer`; None when the address holds its maximum
+    /// already (trusted proxies are not limited: they carry many clients).
+    pub fn connection(self: &Arc<Self>, peer: IpAddr) -> Option<ConnectionSlot> {
+        if self.is_trusted(peer) {
+            return Some(ConnectionSlot {
+                limits: self.clone(),
+                address: None,
+            });
+        }
+        let mut connections = lock(&self.connections);
+        let count = connections.entry(peer).or_insert(0);
+        if *count >= self.max_connections_per_address {
+            metrics().rejected("connections_per_address");
+            return None;
+        }
+        *count += 1;
+        Some(ConnectionSlot {
+            limits: self.clone(),
+            address: Some(peer),
+        })
+    }
+
+    /// Before a `session.create` from `address`.
+    pub fn check_create(&self, address: IpAddr) -> Result<(), RpcError> {
+        if self.is_trusted(address) {
+            return Ok(());
+        }
+        let live = {
+            let mut sessions = lock(&self.sessions);
+            let list = sessions.entry(address).or_default();
+            list.retain(|s| s.strong_count() > 0);
+            list.len()
+        };
+        if live >= self.max_sessions_per_address {
+            metrics().rejected("sessions_per_address");
+            return Err(RpcError::new(
+                TOO_MANY,
+                format!(
+                    "{address} holds its maximum of {} sessions on this gateway; destroy one \
+                     or let it expire",
+                    self.max_sessions_per_address
+                ),
+            ));
+        }
+        self.check_rate(
+            &self.creates,
+            &address,
+            "session_create_rate",
+            "sessions created",
+        )
+    }
+
+    /// After a `session.create` from `address` made `session`.
+    pub fn created(&self, address: IpAddr, session: &Arc<Session>) {
+        if self.is_trusted(address) {
+            return;
+        }
+        lock(&self.sessions)
+            .entry(address)
+            .or_default()
+            .push(Arc::downgrade(session));
+    }
+
+    /// Before a `board.place` from `address` on `session`.
+    pub fn check_place(&self, address: IpAddr, session: &str) -> Result<(), RpcError> {
+        if self.is_trusted(address) {
+            return Ok(());
+        }
+        self.check_rate(
+            &self.places_by_session,
+            &Arc::from(session),
+            "place_rate_per_session",
+            "placements by this session",
+        )?;
+        self.check_rate(
+            &self.places_by_address,
+            &address,
+            "place_rate_per_address",
+            "placements from this address",
+        )
+    }
+
+    fn check_rate<K: Clone + std::hash::Hash + Eq>(
+        &self,
+        limiter: &DefaultKeyedRateLimiter<K>,
+        key: &K,
+        limit: &'static str,
+        what: &str,
+    ) -> Result<(), RpcError> {
+        limiter.check_key(key).map_err(|not_until| {
+            metrics().rejected(limit);
+            let wait = not_until.wait_time_from(DefaultClock::default().now());
+            let retry_after_ms = wait.as_millis().max(1) as u64;
+            RpcError::new(
+                TOO_FAST,
+                format!("too many {what}; retry in {retry_after_ms} ms"),
+            )
+            .with_data(json!({"retry_after_ms": retry_after_ms}))
+        })
+    }
+
+    /// Forgets addresses and sessions with nothing left to limit (every minute).
+    pub fn forget_idle(&self) {
+        self.creates.retain_recent();
+        self.places_by_address.retain_recent();
+        self.places_by_session.retain_recent();
+        self.creates.shrink_to_fit();
+        self.places_by_address.shrink_to_fit();
+        self.places_by_session.shrink_to_fit();
+        lock(&self.sessions).retain(|_, list| {
+            list.retain(|s| s.strong_count() > 0);
+            !list.is_empty()
+        });
+    }
+
+    pub async fn run_upkeep(self: Arc<Self>) {
+        let mut tick = tokio::time::interval(std::time::Duration::from_secs(60));
+        loop {
+            tick.tick().await;
+            self.forget_idle();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hyper::header::HeaderValue;
+
+    fn limits(trusted: &[&str]) -> Arc<Limits> {
+        let config = Config::for_database("postgresql://nowhere/x");
+        Limits::new(
+            &config,
+            trusted.iter().map(|t| t.parse().unwrap()).collect(),
+        )
+    }
+
+    fn forwarded(values: &[&str]) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        for v in values {
+            headers.append("x-forwarded-for", HeaderValue::from_str(v).unwrap());
+        }
+        headers
+    }
+
+    #[test]
+    fn the_client_address_comes_from_trusted_hops_only() {
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        let none = limits(&[]);
+        // Not behind a trusted proxy: the header is the client's own word, ignored.
+        assert_eq!(
+            none.client_address(ip("203.0.113.9"), &forwarded(&["10.0.0.1"])),
+            ip("203.0.113.9")
+        );
+        let behind = limits(&["127.0.0.1/32", "10.1.0.0/16"]);
+        let peer = ip("127.0.0.1");
+        assert_eq!(
+            behind.client_address(peer, &forwarded(&["198.51.100.7"])),
+            ip("198.51.100.7")
+        );
+        // A client that sends its own header: the proxy appended the real address last.
+        assert_eq!(
+            behind.client_address(peer, &forwarded(&["1.2.3.4, 198.51.100.7"])),
+            ip("198.51.100.7")
+        );
+        // Two trusted proxies in a row.
+        assert_eq!(
+            behind.client_address(peer, &forwarded(&["198.51.100.7, 10.1.2.3"])),
+            ip("198.51.100.7")
+        );
+        assert_eq!(
+            behind.client_address(peer, &forwarded(&["1.2.3.4", "198.51.100.7"])),
+            ip("198.51.100.7")
+        );
+        // Garbage stops the walk at the last trusted hop; no header: the proxy itself.
+        assert_eq!(behind.client_address(peer, &forwarded(&["bogus"])), peer);
+        assert_eq!(behind.client_address(peer, &forwarded(&[])), peer);
+    }
+
+    #[test]
+    fn connections_per_address_are_counted_until_dropped() {
+        let mut config = Config::for_database("postgresql://nowhere/x");
+        config.max_connections_per_address = 2;
+        let limits = Limits::new(&config, Vec::new());
+        let a: IpAddr = "192.0.2.1".parse().unwrap();
+        let first = limits.connection(a).unwrap();
+        let _second = limits.connection(a).unwrap();
+        assert!(limits.connection(a).is_none());
+        assert!(limits.connection("192.0.2.2".parse().unwrap()).is_some());
+        drop(first);
+        assert!(limits.connection(a).is_some());
+    }
+}
