@@ -22,9 +22,40 @@ use std::net::IpAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
+use tracing::Instrument;
 
-/// Answers one request that came from `peer`.
+/// Answers one request that came from `peer`. Everything logged while it is answered
+/// carries its request id: the client's `X-Request-Id` (a proxy's, say) when it is a
+/// short token, else a new one; the answer says which.
 pub async fn handle(
+    app: Arc<App>,
+    req: Request<Incoming>,
+    peer: IpAddr,
+) -> Result<Response<Fragments>, Infallible> {
+    let id = request_id(req.headers());
+    let span = tracing::info_span!("request", id = %id, peer = %peer);
+    let mut response = route(app, req, peer).instrument(span).await?;
+    if let Ok(value) = HeaderValue::from_str(&id) {
+        response.headers_mut().insert("x-request-id", value);
+    }
+    Ok(response)
+}
+
+fn request_id(headers: &hyper::HeaderMap) -> String {
+    headers
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| {
+            !v.is_empty()
+                && v.len() <= 64
+                && v.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b))
+        })
+        .map(str::to_string)
+        .unwrap_or_else(|| format!("{:016x}", crate::sessions::random_u64()))
+}
+
+async fn route(
     app: Arc<App>,
     req: Request<Incoming>,
     peer: IpAddr,

@@ -44,9 +44,12 @@ async fn metrics_count_sessions_polls_placements_and_refusals() {
     let http = Http::new(gw.addr);
     let before = scrape(&http).await;
 
-    let (session, _) = http.signed_in_view(&users[0].1, json!({"board": board})).await;
+    let (session, _) = http
+        .signed_in_view(&users[0].1, json!({"board": board}))
+        .await;
     for i in 0..5 {
-        http.ok("board.place", json!([session, board, i, 0, 3])).await;
+        http.ok("board.place", json!([session, board, i, 0, 3]))
+            .await;
     }
     let events = http.ok("session.get_events", json!([session, 1])).await;
     assert_eq!(events.as_array().unwrap().len(), 5);
@@ -72,13 +75,24 @@ async fn metrics_count_sessions_polls_placements_and_refusals() {
     assert!(sample(&after, "pgplace_db_pool_connections{state=\"max\"}") >= 1.0);
     waiting.await.unwrap();
 
-    let (status, _, _) = http.get("/healthz", &HeaderMap::new()).await;
+    let (status, headers, _) = http.get("/healthz", &HeaderMap::new()).await;
     assert_eq!(status, StatusCode::OK);
+    let made = headers["x-request-id"].to_str().unwrap();
+    assert!(made.len() == 16 && made.bytes().all(|b| b.is_ascii_hexdigit()), "{made}");
+    // A proxy's request id is kept (and logged with the request); a strange one is not.
+    for (sent, kept) in [("edge-42.a", true), ("has space", false), ("", false)] {
+        let mut asked = HeaderMap::new();
+        asked.insert("x-request-id", sent.parse().unwrap());
+        let (_, headers, _) = http.get("/healthz", &asked).await;
+        assert_eq!(headers["x-request-id"] == sent, kept, "{sent:?}");
+    }
     let (status, _, body) = http.get("/readyz", &HeaderMap::new()).await;
     assert_eq!(status, StatusCode::OK, "{body:?}");
 
     // Shutting down: not ready any more (a balancer stops sending), still alive.
-    gw.app.closing.store(true, std::sync::atomic::Ordering::SeqCst);
+    gw.app
+        .closing
+        .store(true, std::sync::atomic::Ordering::SeqCst);
     let (status, _, _) = http.get("/readyz", &HeaderMap::new()).await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
     let (status, _, _) = http.get("/healthz", &HeaderMap::new()).await;
