@@ -63,18 +63,20 @@ async fn route(
     let path = req.uri().path().to_string();
     let client = app.limits.client_address(peer, req.headers());
     let request_headers = app.cors_enabled().then(|| req.headers().clone());
-    // RFC 9112, 3.2: a server must answer 400 to an HTTP/1.1 request without Host.
-    if req.version() == hyper::Version::HTTP_11 && !req.headers().contains_key(header::HOST) {
+    if let Err(problem) = check_host(&req) {
         return Ok(json_status(
             StatusCode::BAD_REQUEST,
-            json!({"error": "an HTTP/1.1 request must have a Host header"}),
+            json!({"error": problem}),
         ));
     }
     let response = match (req.method(), path.as_str()) {
         // Boxed: a connection keeps its handler's future allocated for its whole life, so
         // the future must stay small; only the route that runs pays for its state.
         (&Method::POST, "/jsonrpc") => Box::pin(rpc(&app, req, client)).await,
-        (&Method::OPTIONS, "/jsonrpc") => app.cors.preflight(req.headers()),
+        (&Method::OPTIONS, "/jsonrpc") if req.headers().contains_key(header::ORIGIN) => {
+            app.cors.preflight(req.headers())
+        }
+        (&Method::OPTIONS, "/jsonrpc") => options("POST, OPTIONS"),
         (_, "/jsonrpc") => method_not_allowed("POST"),
         (&Method::GET | &Method::HEAD, "/healthz") => {
             json_status(StatusCode::OK, json!({"ok": true}))
@@ -93,6 +95,7 @@ async fn route(
         (&Method::GET | &Method::HEAD, path) if assets::find(path).is_some() => {
             asset(path, req.method())
         }
+        (_, path) if assets::find(path).is_some() => method_not_allowed("GET, HEAD"),
         _ => json_status(
             StatusCode::NOT_FOUND,
             json!({"error": format!("no route for {path}"),
@@ -117,6 +120,35 @@ async fn route(
             .insert(header::CONNECTION, HeaderValue::from_static("close"));
     }
     Ok(response)
+}
+
+/// RFC 9112, 3.2: an HTTP/1.1 request has exactly one Host, a valid authority (else 400);
+/// an HTTP/1.0 request may have none.
+fn check_host(req: &Request<Incoming>) -> Result<(), &'static str> {
+    let mut hosts = req.headers().get_all(header::HOST).iter();
+    match (hosts.next(), hosts.next()) {
+        (None, _) if req.version() == hyper::Version::HTTP_11 => {
+            Err("an HTTP/1.1 request must have a Host header")
+        }
+        (None, _) => Ok(()),
+        (Some(_), Some(_)) => Err("a request must have one Host header, not several"),
+        (Some(host), None) => host
+            .to_str()
+            .ok()
+            .filter(|h| h.is_empty() || h.parse::<hyper::http::uri::Authority>().is_ok())
+            .map(|_| ())
+            .ok_or("the Host header is not a valid host[:port]"),
+    }
+}
+
+/// The answer to an OPTIONS request that is not a CORS preflight: what the route allows.
+fn options(allow: &'static str) -> Response<Fragments> {
+    let mut response = Response::new(Fragments::new());
+    *response.status_mut() = StatusCode::NO_CONTENT;
+    response
+        .headers_mut()
+        .insert(header::ALLOW, HeaderValue::from_static(allow));
+    response
 }
 
 /// `/boards/{id}/bits` → the id text.

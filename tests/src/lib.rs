@@ -4,7 +4,8 @@
 //! # Layout
 //! - this file: fresh databases, connections, listeners; `gateway`: an in-process
 //!   gateway and a JSON-RPC client for it; `stream_check`: a board session's events checked
-//!   against the history; `list_check`: a list view client that applies events.
+//!   against the history; `list_check`: a list view client that applies events;
+//!   `raw_http`: HTTP/1.x written byte for byte over TCP, answers read with deadlines.
 //! - `tests/cooldown_race.rs`: ≥ 100 connections racing as one user.
 //! - `tests/randomized.rs`: many users, `place` and `place_many` mixed, invariants at the end.
 //! - `tests/notifications.rs`: what a LISTENer receives, and when.
@@ -13,6 +14,8 @@
 //! - `tests/gateway_stream.rs`, `gateway_pg_restart.rs`: board sessions exact while LISTEN
 //!   is killed or PostgreSQL restarts.
 //! - `tests/gateway_cancel.rs`: requests dropped mid-way leave no connection in a transaction.
+//! - `tests/gateway_hostile.rs`: malformed, oversized, slow and never-reading clients get the
+//!   right error or status while a control subscriber still sees every placement.
 //! - `tests/gateway_knobs.rs`, `gateway_freezing.rs`, `gateway_presence.rs`,
 //!   `gateway_png.rs`: settings, frozen tiles, watchers and pictures reaching clients.
 //! - `tests/gateway_lists.rs`: list views, one targeted case per kind of change;
@@ -25,6 +28,7 @@
 pub mod gateway;
 pub mod list_check;
 pub mod processes;
+pub mod raw_http;
 pub mod soak;
 pub mod stream_check;
 
