@@ -11,7 +11,9 @@ use crate::lists::Lists;
 use crate::session_store::{self, Message};
 use crate::sessions::Sessions;
 use futures_util::StreamExt;
-use pgplace_core::payload::{BoardChange, Payload, Placement, CHANNEL};
+use pgplace_core::payload::{
+    BoardChange, BoardPayload, ChangesPayload, Payload, Placement, ViewPayload, CHANNEL,
+};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -43,7 +45,11 @@ pub struct Listener {
 impl Listener {
     pub async fn run(mut self) {
         let mut backoff = Duration::from_millis(100);
+        let mut first = true;
         loop {
+            if !std::mem::take(&mut first) {
+                crate::metrics::metrics().listen_reconnects.inc();
+            }
             match self.session().await {
                 Ok(()) => backoff = Duration::from_millis(100),
                 Err(error) => tracing::warn!("LISTEN connection: {error}"),
@@ -144,8 +150,8 @@ impl Listener {
     }
 
     async fn on_payload(&mut self, text: &str) -> Result<(), tokio_postgres::Error> {
-        let payload = match Payload::decode(text) {
-            Ok(payload) => payload,
+        let notice = match decode(text) {
+            Ok(notice) => notice,
             Err(error) => {
                 tracing::warn!(
                     "ignoring a notification that is not a pgplace payload ({error}): {text}"
@@ -153,52 +159,44 @@ impl Listener {
                 return Ok(());
             }
         };
-        match payload {
-            Payload::Tiles(p) => {
-                let Some(mirrored) = self.boards.loaded(p.board) else {
+        match notice {
+            Notice::Tiles {
+                board,
+                last,
+                placements,
+            } => {
+                let Some(mirrored) = self.boards.loaded(board) else {
                     return Ok(());
                 };
                 let board = &mirrored.board;
-                if p.last <= board.seq() {
+                if last <= board.seq() {
                     return Ok(());
                 }
-                let placements: Vec<Placement> = match (&p.tiles, p.at) {
-                    (Some(tiles), Some(at)) => tiles
-                        .iter()
-                        .zip(p.first..)
-                        .map(|(t, seq)| Placement {
-                            board: p.board,
-                            seq,
-                            x: t.0,
-                            y: t.1,
-                            color: t.2,
-                            user: t.3,
-                            at,
-                        })
-                        .collect(),
-                    // A reference payload: the placements are only in the history.
-                    _ => return self.catch_up(board).await,
+                // A reference payload: the placements are only in the history.
+                let Some(placements) = placements else {
+                    return self.catch_up(board).await;
                 };
                 if board.apply(&placements).is_err() {
                     self.catch_up(board).await?;
                 }
                 Ok(())
             }
-            Payload::Changes(p) => {
+            Notice::Changes(p) => {
+                let (skipped, heard) = change_position(self.change_pos, p.pos);
                 // A skipped position is a commit not heard of: which tables it changed is
                 // unknown, so every list view reads again.
-                if self.change_pos.is_some_and(|last| p.pos > last + 1) {
+                if skipped {
                     self.lists.all_stale();
                 }
-                self.change_pos = Some(self.change_pos.map_or(p.pos, |last| last.max(p.pos)));
+                self.change_pos = Some(heard);
                 self.lists.on_changes(&p);
                 Ok(())
             }
-            Payload::View(p) => {
+            Notice::View(p) => {
                 self.lists.on_view_change(&p.name, p.change);
                 Ok(())
             }
-            Payload::Board(p) => {
+            Notice::Board(p) => {
                 let Some(mirrored) = self.boards.loaded(p.board) else {
                     return Ok(());
                 };
@@ -258,6 +256,11 @@ impl Listener {
         if board.needs_reload(&settings) || behind < 0 || behind as u64 > self.replay_limit {
             return self.reload(board, &client).await;
         }
+        if behind > 0 {
+            crate::metrics::metrics()
+                .catch_up_seqs
+                .observe(behind as f64);
+        }
         let settings_at = settings_at.unwrap_or(seq);
         let mut settings = Some(settings);
         while board.seq() < seq {
@@ -316,5 +319,128 @@ impl Listener {
                 }
             }
         }
+    }
+}
+
+/// What a notification on channel `pgplace` tells the listener, read without the database
+/// (`Listener::on_payload` acts on it).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Notice {
+    /// Board `board` has placements up to seq `last`: `placements` are they, in seq order,
+    /// when the payload carries them; None when only the history has them.
+    Tiles {
+        board: i64,
+        last: i64,
+        placements: Option<Vec<Placement>>,
+    },
+    Changes(ChangesPayload),
+    View(ViewPayload),
+    Board(BoardPayload),
+}
+
+/// Reads a notification's payload.
+pub fn decode(text: &str) -> Result<Notice, serde_json::Error> {
+    Ok(match Payload::decode(text)? {
+        Payload::Tiles(p) => {
+            // Tiles that do not add up to `first..=last` (not one per seq) are not applied:
+            // the history has what the payload should have said.
+            let placements = match (&p.tiles, p.at) {
+                (Some(tiles), Some(at))
+                    if p.first.checked_add(tiles.len() as i64 - 1) == Some(p.last) =>
+                {
+                    Some(
+                        tiles
+                            .iter()
+                            .zip(p.first..=p.last)
+                            .map(|(t, seq)| Placement {
+                                board: p.board,
+                                seq,
+                                x: t.0,
+                                y: t.1,
+                                color: t.2,
+                                user: t.3,
+                                at,
+                            })
+                            .collect(),
+                    )
+                }
+                _ => None,
+            };
+            Notice::Tiles {
+                board: p.board,
+                last: p.last,
+                placements,
+            }
+        }
+        Payload::Changes(p) => Notice::Changes(p),
+        Payload::View(p) => Notice::View(p),
+        Payload::Board(p) => Notice::Board(p),
+    })
+}
+
+/// After a `changes` payload at `pos`, given the newest position heard before (None: none
+/// since LISTEN began): whether a position was skipped, and the newest position heard now.
+pub fn change_position(heard: Option<i64>, pos: i64) -> (bool, i64) {
+    let skipped = heard.is_some_and(|last| pos > last.saturating_add(1));
+    (skipped, heard.map_or(pos, |last| last.max(pos)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn placements(text: &str) -> Option<Vec<Placement>> {
+        match decode(text).unwrap() {
+            Notice::Tiles { placements, .. } => placements,
+            other => panic!("tiles expected, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn tiles_become_placements_one_per_seq() {
+        let inline = r#"{"type":"tiles","v":1,"board":1,"first":101,"last":102,"at":7,"tiles":[[3,4,5,42],[0,0,15,7]]}"#;
+        let seqs: Vec<i64> = placements(inline).unwrap().iter().map(|p| p.seq).collect();
+        assert_eq!(seqs, [101, 102]);
+        let reference = r#"{"type":"tiles","v":1,"board":1,"first":103,"last":9102}"#;
+        assert_eq!(placements(reference), None);
+    }
+
+    /// Found by `gateway/fuzz` (notify_payload): one tile for a range of billions of seqs
+    /// was applied as if it were the range. The history is read instead.
+    #[test]
+    fn tiles_that_do_not_fill_their_range_are_read_from_the_history() {
+        let fuzzed = r#"{"type":"tiles","v":1952522784,"board":8872155185408012066,"first":8318823025183651362,"last":2318365558420027938,"at":8512501624028161132,"tiles":[[1936876919,824195618,539786544,4189021007360913954]]}"#;
+        assert_eq!(placements(fuzzed), None);
+        let too_many = r#"{"type":"tiles","v":1,"board":1,"first":5,"last":5,"at":7,"tiles":[[0,0,1,1],[0,1,1,1]]}"#;
+        assert_eq!(placements(too_many), None);
+    }
+
+    #[test]
+    fn a_skipped_change_position_is_noticed() {
+        assert_eq!(change_position(None, 17), (false, 17));
+        assert_eq!(change_position(Some(17), 18), (false, 18));
+        assert_eq!(change_position(Some(17), 19), (true, 19));
+        assert_eq!(change_position(Some(17), 3), (false, 17));
+    }
+
+    /// Found by `gateway/fuzz` (notify_payload): a position heard at i64::MAX made the next
+    /// one overflow (a panic in a debug build).
+    #[test]
+    fn change_positions_at_the_largest_do_not_overflow() {
+        for pos in [i64::MIN, 0, i64::MAX] {
+            assert_eq!(change_position(Some(i64::MAX), pos), (false, i64::MAX));
+        }
+        assert_eq!(change_position(Some(i64::MIN), i64::MAX), (true, i64::MAX));
+    }
+
+    /// The seq after the last tile was computed (and overflowed: a panic in a debug build)
+    /// when a payload ended at i64::MAX.
+    #[test]
+    fn tiles_ending_at_the_largest_seq_do_not_overflow() {
+        let last = format!(
+            r#"{{"type":"tiles","v":1,"board":1,"first":{max},"last":{max},"at":7,"tiles":[[0,0,1,1]]}}"#,
+            max = i64::MAX
+        );
+        assert_eq!(placements(&last).unwrap()[0].seq, i64::MAX);
     }
 }

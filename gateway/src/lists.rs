@@ -391,7 +391,7 @@ impl Lists {
 /// The rows of `table` that a commit changed, each version (after and before) with its
 /// key, as a JSON array; None when the payload does not carry them (a reference) or the
 /// table was truncated (every view of it changed).
-fn changed_rows(payload: &ChangesPayload, table: u32) -> Option<Value> {
+pub fn changed_rows(payload: &ChangesPayload, table: u32) -> Option<Value> {
     let changes = payload.changes.as_ref()?;
     let mut rows = Vec::new();
     for change in changes.iter().filter(|c| c.relid == table) {

@@ -21,60 +21,66 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub async fn call(app: &App, method: &str, params: Option<&Value>) -> Result<Reply, RpcError> {
+    let names = param_names(method).ok_or_else(|| RpcError::method_not_found(method))?;
+    let p = Params::new(params, names)?;
     // Each method's future is boxed: a waiting get_events then holds only its own state,
     // not that of the largest method (10,000 waiting polls are 10,000 of them).
     match method {
-        "session.create" => {
-            Params::new(params, &[])?;
-            Box::pin(create(app)).await
-        }
-        "session.authorize" => {
-            Box::pin(authorize(app, Params::new(params, &["session", "token"])?)).await
-        }
-        "session.subscribe" => {
-            let p = Params::new(params, &["session", "view", "params"])?;
-            Box::pin(subscribe(app, p)).await
-        }
-        "session.get_events" => {
-            Box::pin(get_events(
-                app,
-                Params::new(params, &["session", "timeout", "ack"])?,
-            ))
-            .await
-        }
-        "session.set_presence" => {
-            let p = Params::new(params, &["session", "board", "position"])?;
-            Box::pin(set_presence(app, p)).await
-        }
-        "session.unsubscribe" => {
-            let p = Params::new(params, &["session", "key"])?;
-            Box::pin(unsubscribe(app, p)).await
-        }
-        "session.destroy" => {
-            let p = Params::new(params, &["session"])?;
-            Box::pin(destroy(app, p)).await
-        }
-        "board.list" => {
-            Params::new(params, &[])?;
-            Box::pin(list(app)).await
-        }
+        "session.create" => Box::pin(create(app)).await,
+        "session.authorize" => Box::pin(authorize(app, p)).await,
+        "session.subscribe" => Box::pin(subscribe(app, p)).await,
+        "session.get_events" => Box::pin(get_events(app, p)).await,
+        "session.set_presence" => Box::pin(set_presence(app, p)).await,
+        "session.unsubscribe" => Box::pin(unsubscribe(app, p)).await,
+        "session.destroy" => Box::pin(destroy(app, p)).await,
+        "board.list" => Box::pin(list(app)).await,
         "board.get" => {
-            let p = Params::new(params, &["board"])?;
             let board = p.required::<BoardRef>("board")?;
             let mirrored = Box::pin(app.boards.get(&board)).await?;
             Ok(Reply::Raw(mirrored.board.initial_state().1.into()))
         }
-        "board.tile_history" => {
-            let p = Params::new(params, &["board", "x", "y", "limit"])?;
-            Box::pin(tile_history(app, p)).await
-        }
-        "board.place" => {
-            let p = Params::new(params, &["session", "board", "x", "y", "color"])?;
-            Box::pin(place(app, p)).await
-        }
+        "board.tile_history" => Box::pin(tile_history(app, p)).await,
+        "board.place" => Box::pin(place(app, p)).await,
         _ => Err(RpcError::method_not_found(method)),
     }
 }
+
+/// Each method's params in order (positional params are read by it); None: no such method.
+/// The one list `call` reads them by, and the fuzz target too (`gateway/fuzz`).
+pub fn param_names(method: &str) -> Option<&'static [&'static str]> {
+    Some(match method {
+        "session.create" | "board.list" => &[],
+        "session.authorize" => &["session", "token"],
+        "session.subscribe" => &["session", "view", "params"],
+        "session.get_events" => &["session", "timeout", "ack"],
+        "session.set_presence" => &["session", "board", "position"],
+        "session.unsubscribe" => &["session", "key"],
+        "session.destroy" => &["session"],
+        "board.get" => &["board"],
+        "board.tile_history" => &["board", "x", "y", "limit"],
+        "board.place" => &["session", "board", "x", "y", "color"],
+        _ => return None,
+    })
+}
+
+/// The params of a view (`session.subscribe`'s third param) by its kind; any other view
+/// name is a list view's.
+pub fn view_param_names(view: &str) -> &'static [&'static str] {
+    match view {
+        "board" => BOARD_VIEW_PARAMS,
+        "board_region" => REGION_VIEW_PARAMS,
+        "recent_placements" => RECENT_VIEW_PARAMS,
+        _ => LIST_VIEW_PARAMS,
+    }
+}
+
+const BOARD_VIEW_PARAMS: &[&str] = &["board", "compact", "presence", "since"];
+const REGION_VIEW_PARAMS: &[&str] = &["board", "x", "y", "width", "height", "compact", "presence"];
+const RECENT_VIEW_PARAMS: &[&str] = &["board", "limit"];
+const LIST_VIEW_PARAMS: &[&str] = &["limit"];
+
+/// `session.set_presence`'s position.
+pub const POSITION_PARAMS: &[&str] = &["x", "y"];
 
 async fn list(app: &App) -> Result<Reply, RpcError> {
     let client = app.pool.get().await.map_err(from_pool)?;
@@ -232,7 +238,7 @@ const SINCE_CATCH_UP: Duration = Duration::from_secs(2);
 /// A whole board: its initial state, or with `since` (the last seq the client holds) the
 /// placements after it, read from the history when the gateway's log does not reach back.
 async fn build_board(app: &App, view_params: &Map<String, Value>) -> Result<Built, RpcError> {
-    let vp = Params::new_from_map(view_params, &["board", "compact", "presence", "since"])?;
+    let vp = Params::new_from_map(view_params, BOARD_VIEW_PARAMS)?;
     let board_ref: BoardRef = vp.required("board")?;
     let compact = vp.optional::<bool>("compact")?.unwrap_or(false);
     let presence = vp.optional::<bool>("presence")?.unwrap_or(false);
@@ -286,10 +292,7 @@ async fn build_board(app: &App, view_params: &Map<String, Value>) -> Result<Buil
 
 /// A rectangle of a board.
 async fn build_region(app: &App, view_params: &Map<String, Value>) -> Result<Built, RpcError> {
-    let vp = Params::new_from_map(
-        view_params,
-        &["board", "x", "y", "width", "height", "compact", "presence"],
-    )?;
+    let vp = Params::new_from_map(view_params, REGION_VIEW_PARAMS)?;
     let board: BoardRef = vp.required("board")?;
     let rect = Rect {
         x: vp.required("x")?,
@@ -316,7 +319,7 @@ async fn build_region(app: &App, view_params: &Map<String, Value>) -> Result<Bui
 
 /// A board's newest placements, newest first.
 async fn build_recent(app: &App, view_params: &Map<String, Value>) -> Result<Built, RpcError> {
-    let vp = Params::new_from_map(view_params, &["board", "limit"])?;
+    let vp = Params::new_from_map(view_params, RECENT_VIEW_PARAMS)?;
     let board: BoardRef = vp.required("board")?;
     let limit = vp.optional::<i32>("limit")?.unwrap_or(MAX_RECENT as i32);
     if !(1..=MAX_RECENT as i32).contains(&limit) {
@@ -341,7 +344,7 @@ async fn build_list(
         .filter(|(name, _)| *name == "limit")
         .map(|(name, value)| (name.clone(), value.clone()))
         .collect();
-    let limit = Params::new_from_map(&only_limit, &["limit"])?.optional::<i32>("limit")?;
+    let limit = Params::new_from_map(&only_limit, LIST_VIEW_PARAMS)?.optional::<i32>("limit")?;
     if let Some(limit) = limit {
         if limit < 1 {
             return Err(RpcError::invalid_params(format!(
@@ -350,7 +353,7 @@ async fn build_list(
         }
     }
     let view = app.lists.get(name, limit).await?;
-    Params::new_from_map(view_params, &["limit"])?;
+    Params::new_from_map(view_params, LIST_VIEW_PARAMS)?;
     Ok(list_built(view, view_params, None))
 }
 
@@ -380,15 +383,19 @@ fn keyed_reply(key: &str, state: Bytes) -> Reply {
 
 const HEAR_AT_LEAST: Duration = Duration::from_secs(1);
 
+/// How long a poll asking for `requested` seconds waits: at most `max`.
+pub fn poll_timeout(Seconds(requested): Seconds, max: Duration) -> Duration {
+    // Capped before converting: a Duration cannot hold 1e300 seconds.
+    Duration::from_secs_f64(requested.min(max.as_secs_f64()))
+}
+
 /// Without `ack`: the bare list of events (legacy clients). With `ack` (`""` at first,
 /// then the last answer's `cursor`): `{"events": [...], "cursor": "..."}`, answered from
 /// where the ack says, whichever gateway answered before.
 async fn get_events(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
     let id = p.required::<String>("session")?;
-    let Seconds(timeout) = p.required("timeout")?;
+    let timeout = poll_timeout(p.required("timeout")?, app.config.max_poll());
     let ack = p.optional::<String>("ack")?;
-    // Capped before converting: a Duration cannot hold 1e300 seconds.
-    let timeout = Duration::from_secs_f64(timeout.min(app.config.max_poll().as_secs_f64()));
     // How long a poll may wait for this gateway to hear the others (LISTEN down): at least
     // a moment even for a poll that does not wait for events.
     let hear_within = timeout.max(HEAR_AT_LEAST);
@@ -431,7 +438,7 @@ async fn set_presence(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
     let session = session_access::session(app, &p.required::<String>("session")?).await?;
     let board: BoardRef = p.required("board")?;
     let position: Map<String, Value> = p.required("position")?;
-    let pp = Params::new_from_map(&position, &["x", "y"])?;
+    let pp = Params::new_from_map(&position, POSITION_PARAMS)?;
     let (x, y): (i32, i32) = (pp.required("x")?, pp.required("y")?);
     let mirrored = app.boards.get(&board).await?;
     check_inside(&mirrored.board.settings(), x, y)?;

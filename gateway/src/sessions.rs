@@ -1209,7 +1209,7 @@ mod tests {
                 .get_events(Duration::ZERO, Some(&mut positions))
                 .await,
         );
-        (events, positions.cursor(&session))
+        (events, positions.cursor(session))
     }
 
     #[tokio::test(start_paused = true)]

@@ -1,0 +1,338 @@
+//! What the LISTEN connection hears, read as the listener reads it (without a database):
+//! payloads on channel `pgplace` (`listener::decode`, then for `changes` payloads
+//! `listener::change_position`, `ChangesPayload::tables` and `lists::changed_rows`) and
+//! messages on `pgplace_sessions` (`session_store::Message::parse`).
+//!
+//! The input is read twice: as text, each line one notification in the order heard (and
+//! the whole text as one too), on both channels; and as the choices that build well-formed
+//! payloads and messages (`arbitrary`), which must read back as they were written.
+//! Never a panic.
+
+#![no_main]
+
+use arbitrary::{Arbitrary, Unstructured};
+use libfuzzer_sys::fuzz_target;
+use pgplace_core::payload::{
+    BoardChange, BoardPayload, Change, ChangeAction, ChangesPayload, Payload, Placement, Tile,
+    TilesPayload, ViewChange, ViewPayload,
+};
+use pgplace_gateway::listener::{change_position, decode, Notice};
+use pgplace_gateway::lists::changed_rows;
+use pgplace_gateway::session_store::Message;
+use serde_json::{Map, Value};
+
+fuzz_target!(|data: &[u8]| {
+    if let Ok(text) = std::str::from_utf8(data) {
+        let mut heard = None;
+        for line in text.split('\n') {
+            hear(line, &mut heard);
+        }
+        if text.contains('\n') {
+            hear(text, &mut None);
+        }
+    }
+    let mut u = Unstructured::new(data);
+    if let Ok(generated) = Generated::arbitrary(&mut u) {
+        round_trip(generated);
+    }
+});
+
+/// One notification's text, on either channel; `heard` is the listener's change position.
+fn hear(text: &str, heard: &mut Option<i64>) {
+    if let Some(message) = Message::parse(text) {
+        assert_eq!(Message::parse(&sent(&message)), Some(message), "{text:?}");
+    }
+    let Ok(notice) = decode(text) else { return };
+    match notice {
+        Notice::Tiles {
+            board,
+            last,
+            placements: Some(placements),
+        } => {
+            // What the mirror applies: the payload's seq range, in order, on its board.
+            assert!(placements.iter().all(|p| p.board == board), "{text}");
+            assert!(
+                placements
+                    .windows(2)
+                    .all(|w| w[0].seq.checked_add(1) == Some(w[1].seq)),
+                "{text}"
+            );
+            assert!(placements.last().is_none_or(|p| p.seq == last), "{text}");
+        }
+        Notice::Changes(payload) => {
+            let (_skipped, now) = change_position(*heard, payload.pos);
+            assert!(now >= payload.pos && heard.is_none_or(|h| now >= h));
+            *heard = Some(now);
+            let tables = payload.tables();
+            assert!(tables.windows(2).all(|w| w[0] < w[1]), "{tables:?}");
+            for table in tables {
+                let Some(rows) = changed_rows(&payload, table) else {
+                    continue;
+                };
+                let changes = payload.changes.as_ref().expect("rows come from changes");
+                let most = 2 * changes.iter().filter(|c| c.relid == table).count();
+                let rows = rows.as_array().expect("rows are an array");
+                assert!(rows.len() <= most && rows.iter().all(Value::is_object));
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A message as the database sends it (`extension/sql/sessions.sql`).
+fn sent(message: &Message) -> String {
+    match message {
+        Message::Gone { public_id } => format!("gone {public_id}"),
+        Message::Drop { public_id, gateway } => format!("drop {public_id} {gateway:x}"),
+    }
+}
+
+#[derive(Debug, Arbitrary)]
+enum Generated {
+    /// A payload, heard after a change position (or none).
+    Payload(GenPayload, Option<i64>),
+    Message(GenMessage),
+}
+
+#[derive(Debug, Arbitrary)]
+enum GenMessage {
+    Gone(i64),
+    Drop(i64, u64),
+}
+
+#[derive(Debug, Arbitrary)]
+enum GenPayload {
+    /// Tiles from `first`, `last` the last of them when `exact` and it fits.
+    Tiles {
+        v: u32,
+        board: i64,
+        first: i64,
+        last: i64,
+        exact: bool,
+        at: Option<i64>,
+        tiles: Option<Vec<(i32, i32, i32, i64)>>,
+    },
+    Board {
+        v: u32,
+        board: i64,
+        seq: i64,
+        change: u8,
+    },
+    Changes {
+        v: u32,
+        pos: i64,
+        at: Option<i64>,
+        changes: Option<Vec<GenChange>>,
+        relids: Option<Vec<u32>>,
+    },
+    View {
+        v: u32,
+        name: String,
+        change: u8,
+    },
+}
+
+#[derive(Debug, Arbitrary)]
+struct GenChange {
+    table: String,
+    relid: u32,
+    action: u8,
+    key: GenValue,
+    obj: GenValue,
+    old: GenValue,
+}
+
+/// JSON without floats (which need not read back bit for bit).
+#[derive(Debug, Arbitrary)]
+enum GenValue {
+    Null,
+    Bool(bool),
+    Int(i64),
+    Str(String),
+    Array(Vec<GenLeaf>),
+    Object(Vec<(String, GenLeaf)>),
+}
+
+#[derive(Debug, Arbitrary)]
+enum GenLeaf {
+    Null,
+    Bool(bool),
+    Int(i64),
+    UInt(u64),
+    Str(String),
+}
+
+impl GenValue {
+    fn json(self) -> Value {
+        match self {
+            GenValue::Null => Value::Null,
+            GenValue::Bool(b) => b.into(),
+            GenValue::Int(i) => i.into(),
+            GenValue::Str(s) => s.into(),
+            GenValue::Array(items) => items.into_iter().map(GenLeaf::json).collect(),
+            GenValue::Object(fields) => Value::Object(
+                fields
+                    .into_iter()
+                    .map(|(k, v)| (k, v.json()))
+                    .collect::<Map<_, _>>(),
+            ),
+        }
+    }
+}
+
+impl GenLeaf {
+    fn json(self) -> Value {
+        match self {
+            GenLeaf::Null => Value::Null,
+            GenLeaf::Bool(b) => b.into(),
+            GenLeaf::Int(i) => i.into(),
+            GenLeaf::UInt(u) => u.into(),
+            GenLeaf::Str(s) => s.into(),
+        }
+    }
+}
+
+fn round_trip(generated: Generated) {
+    match generated {
+        Generated::Message(m) => {
+            let message = match m {
+                GenMessage::Gone(public_id) => Message::Gone { public_id },
+                GenMessage::Drop(public_id, gateway) => Message::Drop { public_id, gateway },
+            };
+            let text = sent(&message);
+            assert_eq!(Message::parse(&text), Some(message), "{text:?}");
+        }
+        Generated::Payload(p, mut heard) => {
+            let payload = payload(p);
+            let text = payload.encode();
+            assert_eq!(
+                Payload::decode(&text).as_ref().ok(),
+                Some(&payload),
+                "{text}"
+            );
+            let notice = decode(&text).unwrap_or_else(|e| panic!("{text}: {e}"));
+            assert_eq!(notice, expected(payload), "{text}");
+            hear(&text, &mut heard);
+        }
+    }
+}
+
+fn payload(p: GenPayload) -> Payload {
+    match p {
+        GenPayload::Tiles {
+            v,
+            board,
+            first,
+            last,
+            exact,
+            at,
+            tiles,
+        } => {
+            let tiles: Option<Vec<Tile>> =
+                tiles.map(|t| t.into_iter().map(|(x, y, c, u)| Tile(x, y, c, u)).collect());
+            let count = tiles.as_ref().map_or(1, Vec::len) as i64;
+            let last = match first.checked_add(count - 1) {
+                Some(end) if exact => end,
+                _ => last,
+            };
+            Payload::Tiles(TilesPayload {
+                v,
+                board,
+                first,
+                last,
+                at,
+                tiles,
+            })
+        }
+        GenPayload::Board {
+            v,
+            board,
+            seq,
+            change,
+        } => Payload::Board(BoardPayload {
+            v,
+            board,
+            seq,
+            change: [
+                BoardChange::Created,
+                BoardChange::Settings,
+                BoardChange::Deleted,
+            ][change as usize % 3],
+        }),
+        GenPayload::Changes {
+            v,
+            pos,
+            at,
+            changes,
+            relids,
+        } => Payload::Changes(ChangesPayload {
+            v,
+            pos,
+            at,
+            changes: changes.map(|c| {
+                c.into_iter()
+                    .map(|c| Change {
+                        table: c.table,
+                        relid: c.relid,
+                        action: [
+                            ChangeAction::Insert,
+                            ChangeAction::Update,
+                            ChangeAction::Delete,
+                            ChangeAction::Truncate,
+                        ][c.action as usize % 4],
+                        key: c.key.json(),
+                        obj: c.obj.json(),
+                        old: c.old.json(),
+                    })
+                    .collect()
+            }),
+            relids,
+        }),
+        GenPayload::View { v, name, change } => Payload::View(ViewPayload {
+            v,
+            name,
+            change: [ViewChange::Insert, ViewChange::Update, ViewChange::Delete]
+                [change as usize % 3],
+        }),
+    }
+}
+
+/// What the listener should make of a payload: the placements `first..=last` when it
+/// carries exactly those, else (a reference, or a payload that does not add up) a read of
+/// the history.
+fn expected(payload: Payload) -> Notice {
+    match payload {
+        Payload::Tiles(p) => {
+            let placements = match (&p.tiles, p.at) {
+                (Some(tiles), Some(at))
+                    if p.first.checked_add(tiles.len() as i64 - 1) == Some(p.last) =>
+                {
+                    Some(
+                        tiles
+                            .iter()
+                            .enumerate()
+                            .map(|(i, t)| Placement {
+                                board: p.board,
+                                seq: p.first + i as i64,
+                                x: t.0,
+                                y: t.1,
+                                color: t.2,
+                                user: t.3,
+                                at,
+                            })
+                            .collect(),
+                    )
+                }
+                _ => None,
+            };
+            Notice::Tiles {
+                board: p.board,
+                last: p.last,
+                placements,
+            }
+        }
+        Payload::Changes(p) => Notice::Changes(p),
+        Payload::View(p) => Notice::View(p),
+        Payload::Board(p) => Notice::Board(p),
+    }
+}
