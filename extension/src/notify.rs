@@ -1,7 +1,7 @@
 //! The payload builders the notification triggers (`../sql/notify.sql`) call; the format
 //! itself is `pgplace_core::payload`.
 
-use crate::input::fail;
+use crate::input::{fail, required_elements};
 use pgplace_core::payload::{
     encode_placements, BoardChange, BoardPayload, Payload, Placement, PG_EPOCH_OFFSET_US,
 };
@@ -12,14 +12,23 @@ use pgrx::PgSqlErrorCode;
 /// given column by column in any order.
 #[pg_extern(immutable, parallel_safe, strict, name = "_placement_payloads")]
 pub fn placement_payloads(
-    board_ids: Vec<i64>,
-    seqs: Vec<i64>,
-    xs: Vec<i32>,
-    ys: Vec<i32>,
-    colors: Vec<i32>,
-    user_ids: Vec<i64>,
-    placed_at: Vec<TimestampWithTimeZone>,
+    board_ids: Vec<Option<i64>>,
+    seqs: Vec<Option<i64>>,
+    xs: Vec<Option<i32>>,
+    ys: Vec<Option<i32>>,
+    colors: Vec<Option<i32>>,
+    user_ids: Vec<Option<i64>>,
+    placed_at: Vec<Option<TimestampWithTimeZone>>,
 ) -> Vec<String> {
+    // Elements as Options: a NULL element is a bad argument (22004), where pgrx's
+    // conversion to Vec<i64> would fail with an internal error (XX000).
+    let board_ids = required_elements("board_ids", Some(board_ids));
+    let seqs = required_elements("seqs", Some(seqs));
+    let xs = required_elements("xs", Some(xs));
+    let ys = required_elements("ys", Some(ys));
+    let colors = required_elements("colors", Some(colors));
+    let user_ids = required_elements("user_ids", Some(user_ids));
+    let placed_at = required_elements("placed_at", Some(placed_at));
     let lens = [
         seqs.len(),
         xs.len(),

@@ -1,7 +1,7 @@
 //! A board's row and its packed bits, stored as `place.board_chunks` rows of
 //! [`CHUNK_BYTES`] bytes each (the last one shorter), so a placement rewrites one small row.
 
-use crate::input::{fail, out_of_range, undefined};
+use crate::input::{fail, out_of_range, required_elements, undefined};
 use crate::placing::Item;
 use crate::spi::{column, run, Statement};
 use pgplace_core::bits::TileWidth;
@@ -292,7 +292,16 @@ fn changed_size(board_id: i64) -> ! {
 
 /// `bits` with tile `ns[i]` set to `colors[i]`, in order: the chunk half of a placement.
 #[pg_extern(immutable, parallel_safe, strict, name = "_apply_tiles")]
-pub fn apply_tiles(bits: &[u8], bits_per_tile: i32, ns: Vec<i64>, colors: Vec<i32>) -> Vec<u8> {
+pub fn apply_tiles(
+    bits: &[u8],
+    bits_per_tile: i32,
+    ns: Vec<Option<i64>>,
+    colors: Vec<Option<i32>>,
+) -> Vec<u8> {
+    // Elements as Options: a NULL element is a bad argument (22004), where pgrx's
+    // conversion to Vec<i64> would fail with an internal error (XX000).
+    let ns = required_elements("ns", Some(ns));
+    let colors = required_elements("colors", Some(colors));
     let tile = TileWidth::new(bits_per_tile.into())
         .unwrap_or_else(|e| fail(PgSqlErrorCode::ERRCODE_DATA_CORRUPTED, e.to_string()));
     if ns.len() != colors.len() {
