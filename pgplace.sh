@@ -170,6 +170,8 @@ cmd_test() {
         PGPLACE_TEST_PG_RESTART="runuser -u postgres -- $PG_BIN/pg_ctl -D $DATA -l $LOG -w -m fast restart" \
         GATEWAY_BIN="$ROOT/target/debug/pgplace-gateway" \
         cargo test -p pgplace-tests
+    say "fuzzing the gateway's parsers (cargo fuzz, ${FUZZ_SECONDS:-60} s per target)"
+    bash "$ROOT/tests/fuzz/run.sh"
     say "web page tests (headless Chromium)"
     cargo build -p pgplace-gateway --quiet
     GATEWAY_BIN="$ROOT/target/debug/pgplace-gateway" PSQL="$PG_BIN/psql" \
