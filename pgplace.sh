@@ -172,6 +172,8 @@ cmd_test() {
         cargo test -p pgplace-tests
     say "fuzzing the gateway's parsers (cargo fuzz, ${FUZZ_SECONDS:-60} s per target)"
     bash "$ROOT/tests/fuzz/run.sh"
+    say "containers (docker/: built and run with podman)"
+    bash "$ROOT/tests/container/run.sh"
     say "web page tests (headless Chromium)"
     cargo build -p pgplace-gateway --quiet
     GATEWAY_BIN="$ROOT/target/debug/pgplace-gateway" PSQL="$PG_BIN/psql" \

