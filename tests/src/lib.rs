@@ -177,3 +177,17 @@ pub async fn history_rows(client: &Client) -> i64 {
         .expect("counting placements")
         .get(0)
 }
+
+/// How many of a board's placements are stamped earlier than the one before them (by
+/// seq): stamps never go back, so this is 0.
+pub async fn stamps_going_back(client: &Client, board: i64) -> i64 {
+    client
+        .query_one(
+            "SELECT count(*) FROM (SELECT placed_at < lag(placed_at) OVER (ORDER BY seq) AS back \
+             FROM place.placements WHERE board_id = $1) s WHERE back",
+            &[&board],
+        )
+        .await
+        .expect("reading the stamps")
+        .get(0)
+}

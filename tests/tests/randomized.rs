@@ -142,15 +142,7 @@ async fn check_invariants(url: &str, board: i64, seqs: &[i64]) {
     assert_eq!(replay, bits);
     // Stamps never go back as seqs go up (calls read the clock before they wait for locks;
     // the stamp is settled when the seq is taken), so board_at finds each moment by seq.
-    let backwards: i64 = client
-        .query_one(
-            "SELECT count(*) FROM (SELECT placed_at < lag(placed_at) OVER (ORDER BY seq) AS back \
-             FROM place.placements WHERE board_id = $1) s WHERE back",
-            &[&board],
-        )
-        .await
-        .unwrap()
-        .get(0);
+    let backwards = pgplace_tests::stamps_going_back(&client, board).await;
     assert_eq!(
         backwards, 0,
         "placements stamped earlier than the one before them"

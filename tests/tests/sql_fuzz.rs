@@ -1431,15 +1431,7 @@ async fn check_board(client: &Client, board: i64, reshaped: bool) -> Vec<String>
             "board {board}: seq {seq}, history_from {history_from}, but {count} history rows with seqs {min}..{max}"
         ));
     }
-    let backwards: i64 = client
-        .query_one(
-            "SELECT count(*) FROM (SELECT placed_at < lag(placed_at) OVER (ORDER BY seq) AS back \
-             FROM place.placements WHERE board_id = $1) s WHERE back",
-            &[&board],
-        )
-        .await
-        .expect("stamps")
-        .get(0);
+    let backwards = pgplace_tests::stamps_going_back(client, board).await;
     if backwards > 0 {
         problems.push(format!(
             "board {board}: {backwards} placements stamped earlier than the one before"
