@@ -48,14 +48,17 @@ pub fn parse(body: &[u8], max_batch: usize) -> Result<Body, Fragments> {
             &Value::Null,
             &RpcError::invalid_request("an empty batch"),
         )),
-        Value::Array(items) if items.len() > max_batch => Err(error_response(
-            Version::V2,
-            &Value::Null,
-            &RpcError::invalid_request(format!(
-                "a batch of {} requests is larger than the limit of {max_batch}",
-                items.len()
-            )),
-        )),
+        Value::Array(items) if items.len() > max_batch => Err({
+            crate::metrics::metrics().rejected("batch_size");
+            error_response(
+                Version::V2,
+                &Value::Null,
+                &RpcError::invalid_request(format!(
+                    "a batch of {} requests is larger than the limit of {max_batch}",
+                    items.len()
+                )),
+            )
+        }),
         Value::Array(items) => Ok(Body::Batch(items.into_iter().map(request).collect())),
         single => Ok(Body::Single(request(single))),
     }
