@@ -164,6 +164,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         listener_sync,
         closing: AtomicBool::new(false),
         limits: limits.clone(),
+        database_checked: Default::default(),
         cors,
     });
     let stop = CancellationToken::new();
@@ -302,16 +303,25 @@ async fn accept(
     }
 }
 
-/// A connection over its address's limit: told so, then closed (nothing is read from it).
+/// A connection over its address's limit: told so, then closed. What the client sent is
+/// read (and dropped) for a moment first: closing with unread data would reset the
+/// connection, and a reset can discard the answer before the client reads it.
 async fn refuse(mut stream: TcpStream) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
     const BODY: &str = r#"{"error":"too many connections from this address"}"#;
     let answer = format!(
         "HTTP/1.1 429 Too Many Requests\r\ncontent-type: application/json\r\n\
          connection: close\r\ncontent-length: {}\r\n\r\n{BODY}",
         BODY.len()
     );
-    let write = tokio::io::AsyncWriteExt::write_all(&mut stream, answer.as_bytes());
-    let _ = tokio::time::timeout(Duration::from_secs(1), write).await;
+    let _ = tokio::time::timeout(Duration::from_secs(1), async {
+        stream.write_all(answer.as_bytes()).await?;
+        stream.shutdown().await?;
+        let mut sink = [0; 1024];
+        while stream.read(&mut sink).await? > 0 {}
+        Ok::<_, std::io::Error>(())
+    })
+    .await;
 }
 
 /// How long a connection may stay open once shutdown began: a client that sends its next
@@ -329,6 +339,7 @@ async fn serve(
 ) {
     let header_timeout = Duration::from_secs(app.config.header_timeout_secs);
     let deliveries = ConnectionDeliveries::new();
+    let kept = deliveries.keep_socket(&stream);
     let requests = deliveries.clone();
     let service = service_fn(move |req| {
         // A request on the connection: its client has read the earlier answers.
@@ -342,6 +353,8 @@ async fn serve(
         // the answer (RFC 9112, 9.6).
         .half_close(true)
         .serve_connection(TokioIo::new(stream), service);
+    // Dropped before the connection (and its socket) if the task ends early.
+    let _kept = kept;
     let finished = tokio::select! {
         finished = std::future::poll_fn(|cx| connection.poll_without_shutdown(cx)) => finished,
         _ = async { stop.cancelled().await; tokio::time::sleep(CLOSE_IDLE_AFTER).await } => {

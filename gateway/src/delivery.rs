@@ -15,6 +15,7 @@
 
 use crate::sessions::Session;
 use std::future::Future;
+use std::os::fd::{AsRawFd, FromRawFd, RawFd};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 use tokio::net::TcpStream;
@@ -23,6 +24,10 @@ use tokio::net::TcpStream;
 #[derive(Default)]
 pub struct ConnectionDeliveries {
     pending: Mutex<Vec<(Weak<Session>, u64)>>,
+    /// The connection's socket while it is open: a poll of the session on another
+    /// connection asks it whether an earlier answer arrived. Cleared before the socket is
+    /// closed (under this lock), so a closed descriptor's number is never asked.
+    socket: Mutex<Option<RawFd>>,
 }
 
 tokio::task_local! {
@@ -34,6 +39,7 @@ tokio::task_local! {
 /// How long, once a connection ends, its client's TCP stack has to acknowledge the last
 /// answer before it is sent again.
 const ACKNOWLEDGE_WITHIN: Duration = Duration::from_secs(2);
+const ACKNOWLEDGE_AT_MOST: Duration = Duration::from_secs(30);
 
 impl ConnectionDeliveries {
     pub fn new() -> Arc<Self> {
@@ -63,6 +69,23 @@ impl ConnectionDeliveries {
         }
     }
 
+    /// The connection's socket, open until `settle` (or `SocketKept`'s drop) lets it go.
+    pub fn keep_socket(self: &Arc<Self>, stream: &TcpStream) -> SocketKept {
+        *lock(&self.socket) = Some(stream.as_raw_fd());
+        SocketKept(self.clone())
+    }
+
+    /// Whether the client's TCP stack acknowledged everything sent on this connection, as
+    /// `acknowledged` says; None once the connection is closed.
+    pub fn acknowledged_now(&self) -> Option<bool> {
+        let socket = lock(&self.socket);
+        let fd = (*socket)?;
+        // SAFETY: the descriptor is open while it is in `socket`, which is cleared under
+        // this lock before it closes (see `SocketKept`).
+        let stream = std::mem::ManuallyDrop::new(unsafe { std::net::TcpStream::from_raw_fd(fd) });
+        acknowledged_socket(&stream)
+    }
+
     pub fn has_pending(&self) -> bool {
         !self.lock().is_empty()
     }
@@ -72,6 +95,12 @@ impl ConnectionDeliveries {
     /// every byte and then closed its side, or keeps it open (received); or it answered
     /// with a reset, because the client closed before reading (lost).
     pub async fn settle(&self, mut stream: TcpStream, failed: bool) {
+        self.settle_pending(&mut stream, failed).await;
+        *lock(&self.socket) = None;
+        drop(stream);
+    }
+
+    async fn settle_pending(&self, stream: &mut TcpStream, failed: bool) {
         if !self.has_pending() {
             return;
         }
@@ -79,8 +108,12 @@ impl ConnectionDeliveries {
             return self.lost_all();
         }
         // Our end first, so a client reading to the end of the answer is not kept waiting.
-        let _ = tokio::io::AsyncWriteExt::shutdown(&mut stream).await;
-        let deadline = tokio::time::Instant::now() + ACKNOWLEDGE_WITHIN;
+        let _ = tokio::io::AsyncWriteExt::shutdown(stream).await;
+        // A slow link: while the client keeps acknowledging, it keeps receiving; the wait
+        // starts again with each progress, up to `ACKNOWLEDGE_AT_MOST` in all.
+        let started = tokio::time::Instant::now();
+        let mut deadline = started + ACKNOWLEDGE_WITHIN;
+        let mut queued = queued_bytes(stream);
         loop {
             let closed = match stream.try_read(&mut [0; 512]) {
                 Ok(0) => true,
@@ -88,14 +121,20 @@ impl ConnectionDeliveries {
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => false,
                 Err(_) => return self.lost_all(),
             };
-            let acknowledged = match acknowledged(&stream) {
+            let acknowledged = match acknowledged(stream) {
                 Some(acknowledged) => acknowledged,
                 None => return self.lost_all(),
             };
             if acknowledged && closed {
                 return self.received_all();
             }
-            if tokio::time::Instant::now() >= deadline {
+            let now = tokio::time::Instant::now();
+            let left = queued_bytes(stream);
+            if left < queued {
+                queued = left;
+                deadline = (now + ACKNOWLEDGE_WITHIN).min(started + ACKNOWLEDGE_AT_MOST);
+            }
+            if now >= deadline {
                 return if acknowledged {
                     self.received_all()
                 } else {
@@ -111,8 +150,27 @@ impl ConnectionDeliveries {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(Weak<Session>, u64)>> {
-        self.pending.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.pending)
     }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Keeps a connection's socket askable (`acknowledged_now`) until dropped: declared after
+/// the connection that owns the socket, so that it drops first however the task ends.
+pub struct SocketKept(Arc<ConnectionDeliveries>);
+
+impl Drop for SocketKept {
+    fn drop(&mut self) {
+        *lock(&self.0.socket) = None;
+    }
+}
+
+/// The connection the current request came on (None outside one).
+pub fn current_connection() -> Option<Arc<ConnectionDeliveries>> {
+    CONNECTION.try_with(|c| c.clone()).ok()
 }
 
 /// Registers a legacy answer (`token`, from the session) with the connection it goes out
@@ -126,23 +184,73 @@ pub fn register(session: &Arc<Session>, token: u64) {
     }
 }
 
-/// Whether the peer acknowledged every byte sent on `stream`: Some(true) yes, Some(false)
-/// not yet, None never (the connection was reset, or the socket cannot tell). A reset
-/// also empties the send queue, so it is looked for first.
+/// Bytes sent on `socket` and not yet acknowledged (or not yet sent); u32::MAX when the
+/// socket cannot tell.
 #[cfg(target_os = "linux")]
-fn acknowledged(stream: &TcpStream) -> Option<bool> {
-    use std::os::fd::AsRawFd;
-    if let Ok(Some(_)) | Err(_) = stream.take_error() {
-        return None;
-    }
+fn queued_bytes(socket: &impl AsRawFd) -> u32 {
     let mut queued: libc::c_int = 0;
-    // SAFETY: the descriptor is an open TCP socket while `stream` lives, and TIOCOUTQ
+    // SAFETY: the descriptor is an open TCP socket while `socket` lives, and TIOCOUTQ
     // writes one c_int.
-    let counted = unsafe { libc::ioctl(stream.as_raw_fd(), libc::TIOCOUTQ, &mut queued) };
-    (counted == 0).then_some(queued == 0)
+    let counted = unsafe { libc::ioctl(socket.as_raw_fd(), libc::TIOCOUTQ, &mut queued) };
+    if counted == 0 {
+        queued.max(0) as u32
+    } else {
+        u32::MAX
+    }
+}
+
+/// The TCP state of `socket` (`tcpi_state`: 1 established ... 7 closed), None when the
+/// socket cannot tell.
+#[cfg(target_os = "linux")]
+fn tcp_state(socket: &impl AsRawFd) -> Option<u8> {
+    // SAFETY: the descriptor is an open TCP socket while `socket` lives, and the buffer
+    // and its length are TCP_INFO's.
+    unsafe {
+        let mut info: libc::tcp_info = std::mem::zeroed();
+        let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
+        let got = libc::getsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_TCP,
+            libc::TCP_INFO,
+            (&mut info as *mut libc::tcp_info).cast(),
+            &mut len,
+        );
+        (got == 0).then_some(info.tcpi_state)
+    }
 }
 
 #[cfg(not(target_os = "linux"))]
-fn acknowledged(_stream: &TcpStream) -> Option<bool> {
-    Some(true)
+fn queued_bytes(_socket: &impl AsRawFd) -> u32 {
+    0
+}
+
+#[cfg(not(target_os = "linux"))]
+fn tcp_state(_socket: &impl AsRawFd) -> Option<u8> {
+    Some(1)
+}
+
+/// Whether the peer acknowledged every byte sent on `stream`: Some(true) yes, Some(false)
+/// not yet, None never (the connection was reset, or the socket cannot tell). A reset
+/// also empties the send queue, so it is looked for first.
+fn acknowledged(stream: &TcpStream) -> Option<bool> {
+    if let Ok(Some(_)) | Err(_) = stream.take_error() {
+        return None;
+    }
+    match queued_bytes(stream) {
+        u32::MAX => None,
+        queued => Some(queued == 0),
+    }
+}
+
+/// `acknowledged` for a socket another task reads and writes: whether a reset came is
+/// asked without taking the socket's pending error (its owner reads that).
+fn acknowledged_socket(stream: &std::net::TcpStream) -> Option<bool> {
+    const TCP_CLOSE: u8 = 7;
+    if tcp_state(stream)? == TCP_CLOSE {
+        return None;
+    }
+    match queued_bytes(stream) {
+        u32::MAX => None,
+        queued => Some(queued == 0),
+    }
 }

@@ -228,7 +228,7 @@ fn is_json_body_type(content_type: Option<&HeaderValue>) -> bool {
         || (essence.starts_with("application/") && essence.ends_with("+json"))
 }
 
-async fn rpc(app: &App, req: Request<Incoming>, client: IpAddr) -> Response<Fragments> {
+async fn rpc(app: &App, req: Request<Incoming>, client: Option<IpAddr>) -> Response<Fragments> {
     if !is_json_body_type(req.headers().get(header::CONTENT_TYPE)) {
         let error = RpcError::invalid_request(format!(
             "the request body must be JSON: Content-Type {} (or one of {})",
@@ -326,10 +326,14 @@ async fn rpc(app: &App, req: Request<Incoming>, client: IpAddr) -> Response<Frag
     }
 }
 
-async fn answer(app: &App, request: jsonrpc::Parsed, client: IpAddr) -> Option<Fragments> {
+async fn answer(app: &App, request: jsonrpc::Parsed, client: Option<IpAddr>) -> Option<Fragments> {
     match request {
         Err((version, id, error)) => Some(jsonrpc::error_response(version, &id, &error)),
         Ok(request) => {
+            if request.id.is_none() && request.method == "session.get_events" {
+                // A notification gets no answer: taking events for it would lose them.
+                return None;
+            }
             let started = std::time::Instant::now();
             let outcome = match within_limits(app, &request, client) {
                 Ok(()) => methods::call(app, &request.method, request.params.as_ref()).await,
@@ -355,7 +359,11 @@ async fn answer(app: &App, request: jsonrpc::Parsed, client: IpAddr) -> Option<F
 }
 
 /// The per-address and per-session limits of the calls that create or write (`limits`).
-fn within_limits(app: &App, request: &jsonrpc::Request, client: IpAddr) -> Result<(), RpcError> {
+fn within_limits(
+    app: &App,
+    request: &jsonrpc::Request,
+    client: Option<IpAddr>,
+) -> Result<(), RpcError> {
     match request.method.as_str() {
         "session.create" => app.limits.check_create(client),
         "board.place" => {
@@ -377,14 +385,27 @@ fn within_limits(app: &App, request: &jsonrpc::Request, client: IpAddr) -> Resul
 async fn readyz(app: &App) -> Response<Fragments> {
     let listening = app.listening.load(Ordering::SeqCst);
     let closing = app.closing.load(Ordering::SeqCst);
-    let database = tokio::time::timeout(Duration::from_secs(2), async {
-        let client = app.pool.get().await.ok()?;
-        client.simple_query("SELECT 1").await.ok()
-    })
-    .await
-    .ok()
-    .flatten()
-    .is_some();
+    let cached = *app
+        .database_checked
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    let database = match cached {
+        Some((at, up)) if at.elapsed() < Duration::from_secs(1) => up,
+        _ => {
+            let up = tokio::time::timeout(Duration::from_secs(2), async {
+                let client = app.pool.get().await.ok()?;
+                client.simple_query("SELECT 1").await.ok()
+            })
+            .await
+            .ok()
+            .flatten()
+            .is_some();
+            *app.database_checked
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()) = Some((std::time::Instant::now(), up));
+            up
+        }
+    };
     let status = if listening && database && !closing {
         StatusCode::OK
     } else {

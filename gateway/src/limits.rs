@@ -33,6 +33,20 @@ pub struct Limits {
     places_by_session: DefaultKeyedRateLimiter<Arc<str>>,
 }
 
+/// One `X-Forwarded-For` hop: an address, or an address with a port (some proxies add it).
+fn read_hop(hop: &[u8]) -> Option<IpAddr> {
+    let text = std::str::from_utf8(hop).ok()?.trim();
+    text.parse::<IpAddr>()
+        .ok()
+        .or_else(|| text.parse::<std::net::SocketAddr>().ok().map(|a| a.ip()))
+}
+
+/// Whether `text` can be a session id (`sessions::new_session_id`: 32 hex digits): only
+/// those get a rate limit of their own, so made-up strings cannot grow the limiter.
+fn looks_like_session_id(text: &str) -> bool {
+    text.len() == 32 && text.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
 /// `rate` a second, in bursts of up to `burst`.
 fn quota(rate: u32, burst: u32) -> Quota {
     let rate = NonZeroU32::new(rate.max(1)).expect("at least 1");
@@ -92,35 +106,36 @@ impl Limits {
         self.trusted.iter().any(|net| net.contains(&address))
     }
 
-    /// The address a request counts against (see the module's comment).
-    pub fn client_address(&self, peer: IpAddr, headers: &HeaderMap) -> IpAddr {
+    /// The address a request counts against (see the module's comment); None for a
+    /// trusted proxy that names no client (not limited).
+    pub fn client_address(&self, peer: IpAddr, headers: &HeaderMap) -> Option<IpAddr> {
+        let peer = peer.to_canonical();
         if !self.is_trusted(peer) {
-            return peer;
+            return Some(peer);
         }
         // Each proxy appends the address it got the request from: read from the right,
-        // past our own proxies; the first other address is the client. Anything
-        // unreadable stops the walk at the last address that could be trusted.
+        // past our own proxies; the first other address is the client. A hop that cannot
+        // be read (not an address, not UTF-8: a client may send anything before what our
+        // proxy appended) ends the walk and is limited as the hop that passed it on.
         let mut client = peer;
         for value in headers.get_all("x-forwarded-for").iter().rev() {
-            let Ok(text) = value.to_str() else {
-                return client;
-            };
-            for hop in text.rsplit(',') {
-                let Ok(address) = hop.trim().parse::<IpAddr>() else {
-                    return client;
+            for hop in value.as_bytes().rsplit(|b| *b == b',') {
+                let Some(address) = read_hop(hop) else {
+                    return Some(client);
                 };
-                client = address;
-                if !self.is_trusted(address) {
-                    return client;
+                client = address.to_canonical();
+                if !self.is_trusted(client) {
+                    return Some(client);
                 }
             }
         }
-        client
+        None
     }
 
     /// Counts a new connection from `peer`; None when the address holds its maximum
     /// already (trusted proxies are not limited: they carry many clients).
     pub fn connection(self: &Arc<Self>, peer: IpAddr) -> Option<ConnectionSlot> {
+        let peer = peer.to_canonical();
         if self.is_trusted(peer) {
             return Some(ConnectionSlot {
                 limits: self.clone(),
@@ -140,11 +155,11 @@ impl Limits {
         })
     }
 
-    /// Before a `session.create` from `address`.
-    pub fn check_create(&self, address: IpAddr) -> Result<(), RpcError> {
-        if self.is_trusted(address) {
+    /// Before a `session.create` from `address` (None: not limited).
+    pub fn check_create(&self, address: Option<IpAddr>) -> Result<(), RpcError> {
+        let Some(address) = address else {
             return Ok(());
-        }
+        };
         let live = {
             let mut sessions = lock(&self.sessions);
             let list = sessions.entry(address).or_default();
@@ -171,19 +186,30 @@ impl Limits {
     }
 
     /// After a `session.create` from `address` made `session`.
-    pub fn created(&self, address: IpAddr, session: &Arc<Session>) {
-        if self.is_trusted(address) {
+    pub fn created(&self, address: Option<IpAddr>, session: &Arc<Session>) {
+        let Some(address) = address else {
             return;
-        }
+        };
         lock(&self.sessions)
             .entry(address)
             .or_default()
             .push(Arc::downgrade(session));
     }
 
-    /// Before a `board.place` from `address` on `session`.
-    pub fn check_place(&self, address: IpAddr, session: &str) -> Result<(), RpcError> {
-        if self.is_trusted(address) {
+    /// Before a `board.place` from `address` on `session` (None: not limited). The
+    /// address first: a call it refuses spends nothing of the session's budget.
+    pub fn check_place(&self, address: Option<IpAddr>, session: &str) -> Result<(), RpcError> {
+        let Some(address) = address else {
+            return Ok(());
+        };
+        self.check_rate(
+            &self.places_by_address,
+            &address,
+            "place_rate_per_address",
+            "placements from this address",
+        )?;
+        if !looks_like_session_id(session) {
+            // Not a session: the call fails on its params or as an unknown session.
             return Ok(());
         }
         self.check_rate(
@@ -191,12 +217,6 @@ impl Limits {
             &Arc::from(session),
             "place_rate_per_session",
             "placements by this session",
-        )?;
-        self.check_rate(
-            &self.places_by_address,
-            &address,
-            "place_rate_per_address",
-            "placements from this address",
         )
     }
 
@@ -265,36 +285,58 @@ mod tests {
 
     #[test]
     fn the_client_address_comes_from_trusted_hops_only() {
-        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        let ip = |s: &str| Some(s.parse::<IpAddr>().unwrap());
         let none = limits(&[]);
         // Not behind a trusted proxy: the header is the client's own word, ignored.
         assert_eq!(
-            none.client_address(ip("203.0.113.9"), &forwarded(&["10.0.0.1"])),
+            none.client_address(ip("203.0.113.9").unwrap(), &forwarded(&["10.0.0.1"])),
             ip("203.0.113.9")
         );
         let behind = limits(&["127.0.0.1/32", "10.1.0.0/16"]);
-        let peer = ip("127.0.0.1");
-        assert_eq!(
-            behind.client_address(peer, &forwarded(&["198.51.100.7"])),
-            ip("198.51.100.7")
-        );
+        let peer = ip("127.0.0.1").unwrap();
+        let client = |values: &[&str]| behind.client_address(peer, &forwarded(values));
+        assert_eq!(client(&["198.51.100.7"]), ip("198.51.100.7"));
         // A client that sends its own header: the proxy appended the real address last.
-        assert_eq!(
-            behind.client_address(peer, &forwarded(&["1.2.3.4, 198.51.100.7"])),
-            ip("198.51.100.7")
+        assert_eq!(client(&["1.2.3.4, 198.51.100.7"]), ip("198.51.100.7"));
+        assert_eq!(client(&["1.2.3.4", "198.51.100.7"]), ip("198.51.100.7"));
+        // Two trusted proxies in a row; an address with a port.
+        assert_eq!(client(&["198.51.100.7, 10.1.2.3"]), ip("198.51.100.7"));
+        assert_eq!(client(&["198.51.100.7:5555"]), ip("198.51.100.7"));
+        // An unreadable hop is limited as the trusted hop that passed it on, never exempt.
+        assert_eq!(client(&["bogus"]), ip("127.0.0.1"));
+        assert_eq!(client(&["bogus, 10.1.2.3"]), ip("10.1.2.3"));
+        let mut raw = HeaderMap::new();
+        raw.append(
+            "x-forwarded-for",
+            HeaderValue::from_bytes(b"\xff\xfe, 198.51.100.8").unwrap(),
         );
-        // Two trusted proxies in a row.
+        assert_eq!(behind.client_address(peer, &raw), ip("198.51.100.8"));
+        let mut raw = HeaderMap::new();
+        raw.append("x-forwarded-for", HeaderValue::from_bytes(b"\xff").unwrap());
+        assert_eq!(behind.client_address(peer, &raw), ip("127.0.0.1"));
+        // No client named: the trusted proxy itself, not limited.
+        assert_eq!(client(&[]), None);
+        // An IPv4 peer seen on an IPv6 socket is the IPv4 address.
         assert_eq!(
-            behind.client_address(peer, &forwarded(&["198.51.100.7, 10.1.2.3"])),
-            ip("198.51.100.7")
+            behind.client_address("::ffff:127.0.0.1".parse().unwrap(), &forwarded(&[])),
+            None
         );
-        assert_eq!(
-            behind.client_address(peer, &forwarded(&["1.2.3.4", "198.51.100.7"])),
-            ip("198.51.100.7")
-        );
-        // Garbage stops the walk at the last trusted hop; no header: the proxy itself.
-        assert_eq!(behind.client_address(peer, &forwarded(&["bogus"])), peer);
-        assert_eq!(behind.client_address(peer, &forwarded(&[])), peer);
+    }
+
+    #[test]
+    fn only_session_ids_get_a_budget_of_their_own() {
+        let mut config = Config::for_database("postgresql://nowhere/x");
+        config.place_rate_per_session = 1;
+        config.place_rate_per_address = 1000;
+        let limits = Limits::new(&config, Vec::new());
+        let a = Some("192.0.2.1".parse().unwrap());
+        for i in 0..100 {
+            limits.check_place(a, &format!("made-up-{i}")).unwrap();
+        }
+        assert_eq!(limits.places_by_session.len(), 0);
+        let id = "0123456789abcdef0123456789abcdef";
+        limits.check_place(a, id).unwrap();
+        assert!(limits.check_place(a, id).is_err());
     }
 
     #[test]

@@ -14,6 +14,7 @@ use futures_util::StreamExt;
 use pgplace_core::payload::{
     BoardChange, BoardPayload, ChangesPayload, Payload, Placement, ViewPayload, CHANNEL,
 };
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -41,6 +42,9 @@ pub struct Listener {
     /// Requests to confirm that every notification committed before them was applied.
     pub sync: mpsc::UnboundedReceiver<oneshot::Sender<()>>,
 }
+
+/// How long `reconcile_sessions` waits before it asks again about copies that looked stale.
+const RECONCILE_AGAIN_AFTER: Duration = Duration::from_millis(200);
 
 impl Listener {
     pub async fn run(mut self) {
@@ -215,18 +219,41 @@ impl Listener {
         }
     }
 
+    /// After LISTEN was lost: the copies of sessions another gateway changed meanwhile
+    /// (this one did not hear it) are dropped, to be read again when next used.
     async fn reconcile_sessions(&self) -> Result<(), tokio_postgres::Error> {
         let copies = self.sessions.copies();
         if copies.is_empty() {
             return Ok(());
         }
         let client = self.client().await?;
-        let ids: Vec<i64> = copies.iter().map(|c| c.0).collect();
-        let stored = session_store::states(&client, &ids)
-            .await?
+        let read = |ids: Vec<i64>| {
+            let client = &client;
+            async move {
+                Ok::<HashMap<i64, (i64, Option<u64>)>, tokio_postgres::Error>(
+                    session_store::states(client, &ids)
+                        .await?
+                        .into_iter()
+                        .map(|(id, version, holder)| (id, (version, holder)))
+                        .collect(),
+                )
+            }
+        };
+        let stored = read(copies.iter().map(|c| c.0).collect()).await?;
+        let stale = self
+            .sessions
+            .stale_copies(&copies, &stored, self.gateway_id);
+        if stale.is_empty() {
+            return Ok(());
+        }
+        // A change this gateway is making commits before its copy takes the new version:
+        // a copy that looks stale is asked again once such a change is done.
+        tokio::time::sleep(RECONCILE_AGAIN_AFTER).await;
+        let copies: Vec<(i64, i64, bool)> = copies
             .into_iter()
-            .map(|(id, version, holder)| (id, (version, holder)))
+            .filter(|c| stale.contains(&c.0))
             .collect();
+        let stored = read(stale).await?;
         let forgotten = self.sessions.reconcile(&copies, &stored, self.gateway_id);
         if forgotten > 0 {
             tracing::info!("{forgotten} sessions changed elsewhere while LISTEN was down");

@@ -120,12 +120,7 @@ fn answer(
             count("placed").inc_by(placed);
             count("refused").inc_by(outcomes.len() as u64 - placed);
         }
-        Err(_) => {
-            metrics
-                .placements
-                .get_or_create(&OutcomeLabel { outcome: "failed" })
-                .inc();
-        }
+        Err(_) => {}
     }
     match outcome {
         Ok(outcomes) => {
@@ -134,9 +129,15 @@ fn answer(
             }
         }
         Err(error) => {
+            let mut failed = 0;
             for reply in replies {
+                failed += 1;
                 let _ = reply.send(Err(error.clone()));
             }
+            metrics
+                .placements
+                .get_or_create(&OutcomeLabel { outcome: "failed" })
+                .inc_by(failed);
         }
     }
 }

@@ -12,6 +12,7 @@
 
 use crate::board::{Board, Cursor, Delivery};
 use crate::cursors::MIN_PRESENCE_INTERVAL;
+use crate::delivery::ConnectionDeliveries;
 use crate::errors::{RpcError, TOO_FAST, TOO_MANY, UNKNOWN_VIEW};
 use crate::fragments::{ArrayBuilder, Fragments};
 use crate::list_view::ListView;
@@ -30,6 +31,10 @@ pub struct User {
     pub id: i64,
     pub name: String,
 }
+
+/// How long a legacy poll waits for the acknowledgement of the session's earlier answer
+/// on another connection (`Session::await_earlier_answer`).
+const EARLIER_ANSWER_ACKNOWLEDGED_WITHIN: Duration = Duration::from_millis(300);
 
 /// Room reserved for this many views' wakers (more only costs a reallocation).
 const MAX_WATCHED: usize = 4;
@@ -302,7 +307,17 @@ struct State {
     last_presence: Option<Instant>,
     /// The last legacy answer while it is not known to have reached the client: its token
     /// and the `local` positions from before it, by subscription (see `delivery`).
-    unconfirmed: Option<(u64, Vec<(u64, Position)>)>,
+    unconfirmed: Option<Unconfirmed>,
+}
+
+/// Legacy answers not yet known to have reached the client (see `delivery`).
+struct Unconfirmed {
+    /// Their tokens: one, or several answered together on one connection (a batch).
+    tokens: Vec<u64>,
+    /// The `local` positions before the first of them, by subscription.
+    before: Vec<(u64, Position)>,
+    /// The connection they went out on.
+    connection: Option<Arc<ConnectionDeliveries>>,
 }
 
 /// A session's cursor on a board, for as long as the session lives.
@@ -525,13 +540,22 @@ impl Session {
     /// token that settles it (`answer_received`, `answer_lost`).
     fn take_events(&self, mut acked: Option<&mut AckPositions>) -> (Fragments, usize, Option<u64>) {
         let mut state = self.lock();
-        let before: Vec<(u64, Position)> = match acked {
-            None => state
+        let connection = acked
+            .is_none()
+            .then(crate::delivery::current_connection)
+            .flatten();
+        let earlier = match acked {
+            None => self.settle_earlier_answer(&mut state, connection.as_ref()),
+            Some(_) => None,
+        };
+        let before: Vec<(u64, Position)> = match (&acked, &earlier) {
+            (None, Some(earlier)) => earlier.before.clone(),
+            (None, None) => state
                 .subscriptions
                 .iter()
                 .map(|s| (s.sub_id, s.local))
                 .collect(),
-            Some(_) => Vec::new(),
+            (Some(_), _) => Vec::new(),
         };
         let mut out = ArrayBuilder::new();
         state.subscriptions.retain_mut(|sub| {
@@ -559,19 +583,100 @@ impl Session {
             delivery == Delivery::Continues
         });
         let count = out.count();
-        let token = (acked.is_none() && count > 0).then(|| {
+        let token = if acked.is_none() && count > 0 {
             let token = random_u64();
-            state.unconfirmed = Some((token, before));
-            token
-        });
+            let mut tokens = earlier.map(|e| e.tokens).unwrap_or_default();
+            tokens.push(token);
+            state.unconfirmed = Some(Unconfirmed {
+                tokens,
+                before,
+                connection,
+            });
+            Some(token)
+        } else {
+            // Nothing new: an earlier answer still unsettled stays so.
+            if let Some(earlier) = earlier {
+                state.unconfirmed = Some(earlier);
+            }
+            None
+        };
         (out.finish(), count, token)
     }
 
-    /// The legacy answer `token` reached its client: its positions stand.
+    /// Before a legacy poll on another connection than the session's earlier, unsettled
+    /// answer: a moment for that answer's last acknowledgement to come (a client's TCP
+    /// stack may hold it back up to 200 ms, and the client may have read the answer and
+    /// polled again meanwhile). A connection gone silent does not acknowledge within it.
+    async fn await_earlier_answer(&self) {
+        let current = crate::delivery::current_connection();
+        let deadline = Instant::now() + EARLIER_ANSWER_ACKNOWLEDGED_WITHIN;
+        loop {
+            let waiting = {
+                let state = self.lock();
+                state
+                    .unconfirmed
+                    .as_ref()
+                    .is_some_and(|u| match (&u.connection, &current) {
+                        (Some(a), Some(b)) if Arc::ptr_eq(a, b) => false,
+                        (Some(a), _) => a.acknowledged_now() == Some(false),
+                        (None, _) => false,
+                    })
+            };
+            if !waiting || Instant::now() >= deadline {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
+    /// Before a legacy poll takes events: what becomes of the earlier answer still
+    /// unsettled. Given on the same connection (earlier in the same batch), it stays
+    /// pending with this one (returned). Given on another connection, its client's TCP
+    /// stack says: everything acknowledged, it arrived (settled, None); else the client
+    /// came back without it (a connection gone silent, a client that gave up waiting), so
+    /// the views go back to before it and this answer carries its events again (returned:
+    /// its positions are this answer's before).
+    fn settle_earlier_answer(
+        &self,
+        state: &mut State,
+        connection: Option<&Arc<ConnectionDeliveries>>,
+    ) -> Option<Unconfirmed> {
+        let earlier = state.unconfirmed.take()?;
+        let same_connection = matches!(
+            (&earlier.connection, connection),
+            (Some(a), Some(b)) if Arc::ptr_eq(a, b)
+        );
+        if same_connection {
+            return Some(earlier);
+        }
+        let arrived = earlier
+            .connection
+            .as_ref()
+            .is_none_or(|c| c.acknowledged_now() == Some(true));
+        if arrived {
+            return None;
+        }
+        for sub in &mut state.subscriptions {
+            if let Some((_, position)) = earlier.before.iter().find(|(id, _)| *id == sub.sub_id) {
+                sub.local = *position;
+            }
+        }
+        Some(Unconfirmed {
+            tokens: Vec::new(),
+            before: earlier.before,
+            connection: None,
+        })
+    }
+
+    /// The legacy answer `token` reached its client: its positions stand (once every
+    /// answer given with it has).
     pub fn answer_received(&self, token: u64) {
         let mut state = self.lock();
-        if state.unconfirmed.as_ref().is_some_and(|(t, _)| *t == token) {
-            state.unconfirmed = None;
+        if let Some(unconfirmed) = &mut state.unconfirmed {
+            unconfirmed.tokens.retain(|t| *t != token);
+            if unconfirmed.tokens.is_empty() {
+                state.unconfirmed = None;
+            }
         }
     }
 
@@ -579,11 +684,12 @@ impl Session {
     /// meanwhile, the views go back to where they stood before it, so its events come again.
     pub fn answer_lost(&self, token: u64) {
         let mut state = self.lock();
-        let Some((_, before)) = state.unconfirmed.take_if(|(t, _)| *t == token) else {
+        let Some(unconfirmed) = state.unconfirmed.take_if(|u| u.tokens.contains(&token)) else {
             return;
         };
         for sub in &mut state.subscriptions {
-            if let Some((_, position)) = before.iter().find(|(id, _)| *id == sub.sub_id) {
+            if let Some((_, position)) = unconfirmed.before.iter().find(|(id, _)| *id == sub.sub_id)
+            {
                 sub.local = *position;
             }
         }
@@ -626,6 +732,9 @@ impl Session {
         timeout: Duration,
         mut acked: Option<&mut AckPositions>,
     ) -> (Fragments, Option<u64>) {
+        if acked.is_none() {
+            self.await_earlier_answer().await;
+        }
         let poll = self.polls.fetch_add(1, Ordering::SeqCst) + 1;
         self.wake.notify_waiters();
         let _waiting = Waiting::start(self);
@@ -838,19 +947,35 @@ impl Sessions {
         gateway: u64,
     ) -> usize {
         let mut forgotten = 0;
-        for (public_id, version, held) in copies {
-            let current = match stored.get(public_id) {
-                Some((stored_version, holder)) => {
-                    stored_version == version && (!held || *holder == Some(gateway))
-                }
-                None => false,
-            };
-            if !current {
-                self.forget(*public_id);
-                forgotten += 1;
-            }
+        for public_id in self.stale_copies(copies, stored, gateway) {
+            self.forget(public_id);
+            forgotten += 1;
         }
         forgotten
+    }
+
+    /// The copies among `copies` that do not match `stored`, judged by what each copy is
+    /// now: one this gateway changed meanwhile (its version went up) is not stale for it.
+    pub fn stale_copies(
+        &self,
+        copies: &[(i64, i64, bool)],
+        stored: &HashMap<i64, (i64, Option<u64>)>,
+        gateway: u64,
+    ) -> Vec<i64> {
+        copies
+            .iter()
+            .filter_map(|(public_id, _, _)| {
+                let session = self.lock().by_public.get(public_id).cloned()?;
+                let current = match stored.get(public_id) {
+                    Some((stored_version, holder)) => {
+                        *stored_version <= session.version()
+                            && (!session.is_held() || *holder == Some(gateway))
+                    }
+                    None => false,
+                };
+                (!current).then_some(*public_id)
+            })
+            .collect()
     }
 
     /// How many `get_events` calls wait now, over every session.

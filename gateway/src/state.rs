@@ -31,6 +31,9 @@ pub struct App {
     pub closing: AtomicBool,
     /// Per-address and per-session limits.
     pub limits: Arc<Limits>,
+    /// When /readyz last asked the database, and its answer: asked at most once a second,
+    /// so that hammering the route cannot take the pool's connections.
+    pub database_checked: std::sync::Mutex<Option<(std::time::Instant, bool)>>,
     pub cors: Cors,
 }
 

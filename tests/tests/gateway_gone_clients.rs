@@ -160,3 +160,48 @@ async fn answers_that_never_reached_their_client_come_again() {
         "{gone} polls went unread"
     );
 }
+
+/// A client whose connection goes silent with an answer half sent (it stops reading; a
+/// network that drops the flow looks the same to the gateway: no reset, no FIN) and that
+/// polls again on a new connection gets that answer's events again, then each once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_stuck_on_a_silent_connection_comes_again_on_the_next() {
+    let url = fresh_database("gw_silent").await;
+    let sql = connect(&url).await;
+    let board = create_board(&sql, "silent", (64, 64), 4, "0").await;
+    let user = create_users(&sql, "silent", 1).await[0];
+    let gw = start_gateway(&url, |_| {}).await;
+    let http = Http::new(gw.addr);
+    let session = http.ok("session.create", json!([])).await;
+    http.ok("session.subscribe", json!([session, "board", {"board": board}]))
+        .await;
+    // Enough events that the answer cannot all fit in the socket buffers of a client with
+    // a tiny receive window.
+    let placed = 4_000;
+    for batch in 0..4 {
+        let xs: Vec<i32> = (0..1000).map(|i| i % 64).collect();
+        let ys: Vec<i32> = (0..1000).map(|i| (i / 64) % 64).collect();
+        let colors: Vec<i32> = (0..1000).map(|i| 1 + (i + batch) % 15).collect();
+        sql.execute(
+            "SELECT place.place_many($1, array_fill($2::bigint, ARRAY[1000]), $3, $4, $5)",
+            &[&board, &user, &xs, &ys, &colors],
+        )
+        .await
+        .unwrap();
+    }
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let mut silent = socket.connect(gw.addr).await.unwrap();
+    silent.write_all(&poll_request(&session, 5.0)).await.unwrap();
+    // It reads nothing, and does not close: the gateway cannot tell it from a dead link.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    let mut got = Vec::new();
+    while got.last().copied().unwrap_or(0) < placed {
+        let events = poll(gw.addr, &session, Client::Reads, 5.0).await;
+        assert!(!events.is_empty(), "stopped at {}", got.len());
+        got.extend(seqs(&events));
+    }
+    assert_eq!(got, (1..=placed).collect::<Vec<_>>(), "every seq once, from the first");
+    drop(silent);
+}

@@ -78,7 +78,10 @@ async fn metrics_count_sessions_polls_placements_and_refusals() {
     let (status, headers, _) = http.get("/healthz", &HeaderMap::new()).await;
     assert_eq!(status, StatusCode::OK);
     let made = headers["x-request-id"].to_str().unwrap();
-    assert!(made.len() == 16 && made.bytes().all(|b| b.is_ascii_hexdigit()), "{made}");
+    assert!(
+        made.len() == 16 && made.bytes().all(|b| b.is_ascii_hexdigit()),
+        "{made}"
+    );
     // A proxy's request id is kept (and logged with the request); a strange one is not.
     for (sent, kept) in [("edge-42.a", true), ("has space", false), ("", false)] {
         let mut asked = HeaderMap::new();
