@@ -112,15 +112,12 @@ fn answer(
     replies: impl Iterator<Item = oneshot::Sender<Result<Outcome, RpcError>>>,
 ) {
     let metrics = crate::metrics::metrics();
-    match &outcome {
-        Ok(outcomes) => {
-            metrics.placement_group_size.observe(outcomes.len() as f64);
-            let placed = outcomes.iter().filter(|o| o.placed).count() as u64;
-            let count = |outcome| metrics.placements.get_or_create(&OutcomeLabel { outcome });
-            count("placed").inc_by(placed);
-            count("refused").inc_by(outcomes.len() as u64 - placed);
-        }
-        Err(_) => {}
+    if let Ok(outcomes) = &outcome {
+        metrics.placement_group_size.observe(outcomes.len() as f64);
+        let placed = outcomes.iter().filter(|o| o.placed).count() as u64;
+        let count = |outcome| metrics.placements.get_or_create(&OutcomeLabel { outcome });
+        count("placed").inc_by(placed);
+        count("refused").inc_by(outcomes.len() as u64 - placed);
     }
     match outcome {
         Ok(outcomes) => {
