@@ -10,8 +10,9 @@
 //!
 //! A client that closed its socket before the answer arrived answers it with a reset, not
 //! an acknowledgement; then, and on any doubt, the positions go back and the events come
-//! again. A later answer to the session (on any connection) settles the earlier one: the
-//! client came back for more.
+//! again. A poll of the session on another connection meanwhile asks the earlier
+//! connection's socket (`acknowledged_now`): not all acknowledged (a connection gone
+//! silent), the new answer carries the earlier one's events too (`Session::take_events`).
 
 use crate::sessions::Session;
 use std::future::Future;
