@@ -9,7 +9,7 @@
 //! The colour is read from the board, not the placement: a shrink and a regrow clear tiles.
 
 use crate::input::{fail, interval_micros, invalid, required};
-use crate::placing::Item;
+use crate::item::Item;
 use crate::spi::{column, open_cursor, run, Statement};
 use crate::storage::{check_same_size, read_packed, Board, Bumped};
 use pgrx::datum::Interval;

@@ -14,7 +14,11 @@
 //! - [`bitfield`]: `bitfield_get` / `bitfield_set`, the packed layout for SQL users.
 //! - [`boards`]: creating boards, their settings, reading the packed board and tiles.
 //! - [`users`]: users and their tokens.
-//! - [`placing`]: `place` and `place_many`, the atomic place-with-cooldown.
+//! - [`item`]: one placement to write.
+//! - [`writing`]: the write path (tiles, seq, history, keyframes) and the order in which
+//!   every writer takes its locks.
+//! - [`placing`]: `place` and `place_many`, the atomic place-with-cooldown (checks and
+//!   outcomes; the writing is [`writing`]'s).
 //! - [`cooldowns`]: each user's last placement per board, claimed atomically.
 //! - [`freezing`]: tiles that freeze after resting unchanged (`freeze_after`).
 //! - [`notify`]: the payload builders the triggers call.
@@ -38,6 +42,7 @@ pub mod expressions;
 pub mod freezing;
 pub mod history;
 pub mod input;
+pub mod item;
 pub mod moderation;
 pub mod notify;
 pub mod placing;
@@ -47,6 +52,7 @@ pub mod spi;
 pub mod storage;
 pub mod timetravel;
 pub mod users;
+pub mod writing;
 
 ::pgrx::pg_module_magic!(name, version);
 

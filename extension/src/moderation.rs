@@ -3,10 +3,11 @@
 //! every client sees them as normal events.
 
 use crate::input::{invalid, out_of_range, required, undefined};
-use crate::placing::{commit_tiles, Item};
+use crate::item::Item;
 use crate::spi::{column, run, Statement};
 use crate::storage::{check_same_size, lock_tiles, read_packed, Board};
 use crate::timetravel::{board_at, seq_at};
+use crate::writing::commit_tiles;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 use pgrx::spi::SpiClient;

@@ -2,7 +2,7 @@
 //! [`CHUNK_BYTES`] bytes each (the last one shorter), so a placement rewrites one small row.
 
 use crate::input::{fail, out_of_range, required_elements, undefined};
-use crate::placing::Item;
+use crate::item::Item;
 use crate::spi::{column, run, Statement};
 use pgplace_core::bits::TileWidth;
 use pgrx::datum::{FromDatum, Interval, IntoDatum};

@@ -1,0 +1,107 @@
+//! The write path of placements, shared by `place`/`place_many` ([`crate::placing`]) and
+//! the moderation functions ([`crate::moderation`]): tiles, seq, history, keyframes.
+//!
+//! A call takes its locks in one order, each held until commit, so calls never deadlock:
+//! 1. each user's cooldown row ([`crate::cooldowns`]): one placement per user per window,
+//!    however many attempts race;
+//! 2. the touched chunk rows, in chunk order, then rewrites them ([`crate::storage`]):
+//!    whoever writes a chunk first also commits first, so the bits always equal the
+//!    history replayed in seq order;
+//! 3. the board's row, bumping its seq ([`crate::storage::bump_seq`]), then the history
+//!    INSERT, whose statement trigger sends the NOTIFY. Seqs are thus handed out gap-free
+//!    in commit order, and the board's row is held only for the last two statements and
+//!    the commit: calls on one board overlap in everything before.
+
+use crate::freezing::check_still_open_tiles;
+use crate::input::fail;
+use crate::item::Item;
+use crate::spi::{run, Statement};
+use crate::storage::{bump_seq, write_tiles, Board};
+use pgrx::prelude::*;
+use pgrx::spi::SpiClient;
+use pgrx::{pg_sys, PgSqlErrorCode};
+
+/// Writes accepted placements: tiles, seqs, history (and its NOTIFY), a keyframe when one
+/// is due. Returns the first seq and the placements' stamp (`now`, unless a placement
+/// that took its seq before was stamped later). `require_open`: refuse unless the board
+/// is open (the moderation functions write on paused boards too).
+pub fn commit_tiles(
+    client: &mut SpiClient<'_>,
+    board: &Board,
+    accepted: &[&Item],
+    now: pg_sys::TimestampTz,
+    require_open: bool,
+) -> (i64, pg_sys::TimestampTz) {
+    // Moderation's repairs may write frozen tiles; players may not, even when a tile froze
+    // while the call waited for its locks: that check needs the colours the tiles showed.
+    let check_frozen = require_open && board.freeze_after_us.is_some();
+    let before = write_tiles(client, board, accepted, check_frozen);
+    let bumped = bump_seq(client, board, accepted.len() as i64, now, require_open);
+    if require_open && bumped.freeze_after_us.is_some() {
+        match before {
+            Some(before) => check_still_open_tiles(client, board, accepted, &before, &bumped),
+            None => fail(
+                PgSqlErrorCode::ERRCODE_T_R_SERIALIZATION_FAILURE,
+                format!(
+                    "board {} started freezing tiles during the call; try again",
+                    board.id
+                ),
+            ),
+        }
+    }
+    let (first_seq, stamp) = (bumped.first_seq, bumped.stamp);
+    append_history(client, board.id, first_seq, accepted, stamp);
+    let last_seq = first_seq + accepted.len() as i64 - 1;
+    if crate::timetravel::crosses_keyframe(board, first_seq, last_seq) {
+        crate::timetravel::write_keyframe(client, board, stamp);
+    }
+    (first_seq, stamp)
+}
+
+/// `pg_sys::TimestampTz::MAX` is PostgreSQL's 'infinity' (a frozen tile: never).
+pub fn timestamp(t: pg_sys::TimestampTz) -> TimestampWithTimeZone {
+    if t == pg_sys::TimestampTz::MAX {
+        return TimestampWithTimeZone::positive_infinity();
+    }
+    TimestampWithTimeZone::try_from(t).expect("cooldowns are capped, so times stay in range")
+}
+
+static INSERT_PLACEMENTS: Statement = Statement {
+    sql: "INSERT INTO place.placements (board_id, seq, x, y, color, user_id, placed_at) \
+          SELECT $1, $2 + ord - 1, x, y, c, u, $7 \
+          FROM unnest($3::int[], $4::int[], $5::int[], $6::bigint[]) WITH ORDINALITY AS t(x, y, c, u, ord)",
+    params: &[
+        pg_sys::INT8OID,
+        pg_sys::INT8OID,
+        pg_sys::INT4ARRAYOID,
+        pg_sys::INT4ARRAYOID,
+        pg_sys::INT4ARRAYOID,
+        pg_sys::INT8ARRAYOID,
+        pg_sys::TIMESTAMPTZOID,
+    ],
+};
+
+/// One INSERT for the whole batch (seqs `first_seq`, `first_seq + 1`, …), so its statement
+/// trigger sends one set of payloads.
+fn append_history(
+    client: &mut SpiClient<'_>,
+    board_id: i64,
+    first_seq: i64,
+    accepted: &[&Item],
+    now: pg_sys::TimestampTz,
+) {
+    let args = [
+        board_id.into(),
+        first_seq.into(),
+        accepted.iter().map(|i| i.x).collect::<Vec<i32>>().into(),
+        accepted.iter().map(|i| i.y).collect::<Vec<i32>>().into(),
+        accepted
+            .iter()
+            .map(|i| i.color)
+            .collect::<Vec<i32>>()
+            .into(),
+        accepted.iter().map(|i| i.user).collect::<Vec<i64>>().into(),
+        timestamp(now).into(),
+    ];
+    run(client, &INSERT_PLACEMENTS, &args);
+}
