@@ -173,8 +173,11 @@ async fn an_answer_stuck_on_a_silent_connection_comes_again_on_the_next() {
     let gw = start_gateway(&url, |_| {}).await;
     let http = Http::new(gw.addr);
     let session = http.ok("session.create", json!([])).await;
-    http.ok("session.subscribe", json!([session, "board", {"board": board}]))
-        .await;
+    http.ok(
+        "session.subscribe",
+        json!([session, "board", {"board": board}]),
+    )
+    .await;
     // Enough events that the answer cannot all fit in the socket buffers of a client with
     // a tiny receive window.
     let placed = 4_000;
@@ -192,7 +195,10 @@ async fn an_answer_stuck_on_a_silent_connection_comes_again_on_the_next() {
     let socket = tokio::net::TcpSocket::new_v4().unwrap();
     socket.set_recv_buffer_size(4096).unwrap();
     let mut silent = socket.connect(gw.addr).await.unwrap();
-    silent.write_all(&poll_request(&session, 5.0)).await.unwrap();
+    silent
+        .write_all(&poll_request(&session, 5.0))
+        .await
+        .unwrap();
     // It reads nothing, and does not close: the gateway cannot tell it from a dead link.
     tokio::time::sleep(Duration::from_millis(500)).await;
 
@@ -202,6 +208,10 @@ async fn an_answer_stuck_on_a_silent_connection_comes_again_on_the_next() {
         assert!(!events.is_empty(), "stopped at {}", got.len());
         got.extend(seqs(&events));
     }
-    assert_eq!(got, (1..=placed).collect::<Vec<_>>(), "every seq once, from the first");
+    assert_eq!(
+        got,
+        (1..=placed).collect::<Vec<_>>(),
+        "every seq once, from the first"
+    );
     drop(silent);
 }
