@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# pgplace's developer entry point: `./pgplace.sh up | test | bench | bench-history | bench-gateway | bench-page | bench-peers | soak | psql | stop`.
+# pgplace's developer entry point: `./pgplace.sh up | test | bench | bench-history | bench-cliff | bench-gateway | bench-page | bench-peers | soak | psql | stop`.
 # Everything it creates lives under .pgplace/ (git-ignored; /var/tmp/pgplace-<hash> when
 # the postgres user cannot reach the checkout): the cluster's data, its
 # socket and log, the demo user's token, the gateway's log and pid.
@@ -198,6 +198,14 @@ cmd_bench() {
         PG_BIN="$PG_BIN" bash "$ROOT/tests/bench/run.sh"
 }
 
+# Placements while another session holds an old snapshot: ./pgplace.sh bench-cliff
+# (PGPLACE_CLIFF_SECONDS, PGPLACE_CLIFF_WINDOW).
+cmd_bench_cliff() {
+    setup
+    PGPLACE_ADMIN_URL="postgresql://postgres@$PGHOST:$PGPORT/postgres" \
+        PG_BIN="$PG_BIN" bash "$ROOT/tests/bench/cliff.sh"
+}
+
 cmd_bench_history() {
     setup
     psql_q -d postgres -c "DROP DATABASE IF EXISTS pgplace_bench_history WITH (FORCE)" -c "CREATE DATABASE pgplace_bench_history"
@@ -255,9 +263,10 @@ case "${1:-}" in
     soak) shift; cmd_soak "$@" ;;
     bench-gateway) cmd_bench_gateway ;;
     bench-history) cmd_bench_history ;;
+    bench-cliff) cmd_bench_cliff ;;
     bench-page) cmd_bench_page ;;
     bench-peers) shift; cmd_bench_peers "$@" ;;
     stop) cmd_stop ;;
     psql) shift; exec "$PG_BIN/psql" -d pgplace "$@" ;;
-    *) echo "usage: $0 up | test | bench | bench-history | bench-gateway | bench-page | bench-peers | soak | psql | stop" >&2; exit 2 ;;
+    *) echo "usage: $0 up | test | bench | bench-history | bench-cliff | bench-gateway | bench-page | bench-peers | soak | psql | stop" >&2; exit 2 ;;
 esac

@@ -27,26 +27,38 @@ AFTER INSERT ON place.placements
 REFERENCING NEW TABLE AS added
 FOR EACH STATEMENT EXECUTE FUNCTION place._notify_placements();
 
+-- The seq in a board's payload is the board's seq when the change commits: the change
+-- holds the board's seq lock, so no placement takes a seq meanwhile. A deletion is
+-- announced before the row goes, while its history (gone with it by ON DELETE CASCADE)
+-- still says the seq; NOTIFY is sent on commit all the same.
 CREATE FUNCTION place._notify_board_change() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
     IF TG_OP = 'DELETE' THEN
-        PERFORM pg_catalog.pg_notify('pgplace', place._board_payload(OLD.id, OLD.seq, 'deleted'));
+        PERFORM pg_catalog.pg_notify('pgplace', place._board_payload(OLD.id,
+            coalesce((SELECT max(p.seq) FROM place.placements p WHERE p.board_id = OLD.id), OLD.history_from),
+            'deleted'));
+        RETURN OLD;
     ELSE
-        PERFORM pg_catalog.pg_notify('pgplace',
-            place._board_payload(NEW.id, NEW.seq, CASE TG_OP WHEN 'INSERT' THEN 'created' ELSE 'settings' END));
+        PERFORM pg_catalog.pg_notify('pgplace', place._board_payload(NEW.id,
+            coalesce((SELECT max(p.seq) FROM place.placements p WHERE p.board_id = NEW.id), NEW.history_from),
+            CASE TG_OP WHEN 'INSERT' THEN 'created' ELSE 'settings' END));
     END IF;
     RETURN NULL;
 END
 $$;
 
-CREATE TRIGGER notify_board_created_or_deleted
-AFTER INSERT OR DELETE ON place.boards
+CREATE TRIGGER notify_board_created
+AFTER INSERT ON place.board_settings
 FOR EACH ROW EXECUTE FUNCTION place._notify_board_change();
 
--- Placements bump seq on every commit; only a change of the settings is news.
+CREATE TRIGGER notify_board_deleted
+BEFORE DELETE ON place.board_settings
+FOR EACH ROW EXECUTE FUNCTION place._notify_board_change();
+
+-- Only a change of the settings is news (compact_history raising history_from is not).
 CREATE TRIGGER notify_board_settings
-AFTER UPDATE ON place.boards
+AFTER UPDATE ON place.board_settings
 FOR EACH ROW
 WHEN ((OLD.name, OLD.width, OLD.height, OLD.bits_per_tile, OLD.palette, OLD.cooldown, OLD.state, OLD.freeze_after)
       IS DISTINCT FROM

@@ -2,7 +2,11 @@
 -- history in step; SQL users read the tables directly.
 
 CREATE SEQUENCE place.boards_id_seq;
-CREATE TABLE place.boards (
+-- A board's settings. Placements never update this row: a row that every placement
+-- rewrote would pile up dead versions while any transaction holds an old snapshot
+-- (pg_dump, a long report), and every later placement would walk them all. The seq and the
+-- newest stamp live in the history instead (view place.boards).
+CREATE TABLE place.board_settings (
     id            bigint PRIMARY KEY DEFAULT nextval('place.boards_id_seq'),
     name          text NOT NULL UNIQUE,
     width         int NOT NULL CHECK (width > 0),
@@ -11,9 +15,6 @@ CREATE TABLE place.boards (
     palette       text[] NOT NULL,
     cooldown      interval NOT NULL CHECK (cooldown >= interval '0'),
     state         text NOT NULL DEFAULT 'open' CHECK (state IN ('open', 'paused', 'frozen', 'closed')),
-    -- Number of accepted placements = the seq of the newest one; bumped under this
-    -- row's lock, so seqs are handed out gap-free in commit order.
-    seq           bigint NOT NULL DEFAULT 0 CHECK (seq >= 0),
     created_at    timestamptz NOT NULL DEFAULT now(),
     -- A keyframe (the whole board) is stored every this many placements: place.board_at
     -- replays at most this many from the nearest one.
@@ -24,20 +25,16 @@ CREATE TABLE place.boards (
     -- A tile showing a non-zero colour unchanged for this long is frozen (NULL: never);
     -- place.set_freeze_after sets it.
     freeze_after  interval CHECK (freeze_after > interval '0'),
-    -- The stamp (placed_at) of the newest placement. A placement is stamped with the later
-    -- of its clock reading and this, under this row's lock: stamps never go back as seqs
-    -- go up, so place.board_at finds the placements of a moment by seq.
-    last_placed_at timestamptz,
     CHECK (width::bigint * height <= 16777216)
-) WITH (fillfactor = 50); -- every placement updates its board's row: keep room for HOT updates
-ALTER SEQUENCE place.boards_id_seq OWNED BY place.boards.id;
-COMMENT ON TABLE place.boards IS 'pgplace boards: size, tile width, palette, cooldown, state and seq (the number of accepted placements)';
+);
+ALTER SEQUENCE place.boards_id_seq OWNED BY place.board_settings.id;
+COMMENT ON TABLE place.board_settings IS 'pgplace boards'' settings (read place.boards, which adds seq and last_placed_at)';
 
 -- The packed board, cut into fixed-size chunks so that a placement rewrites one small
 -- row, not the whole board (500,000 bytes for 1000x1000x4). Chunk k holds bytes
 -- [k*512, (k+1)*512) of the packed board; place.board_bits() glues them back together.
 CREATE TABLE place.board_chunks (
-    board_id bigint NOT NULL REFERENCES place.boards (id) ON DELETE CASCADE,
+    board_id bigint NOT NULL REFERENCES place.board_settings (id) ON DELETE CASCADE,
     chunk_no int NOT NULL CHECK (chunk_no >= 0),
     bits     bytea NOT NULL,
     PRIMARY KEY (board_id, chunk_no)
@@ -63,7 +60,7 @@ CREATE TABLE place.user_tokens (
 COMMENT ON TABLE place.user_tokens IS 'SHA-256 of each user''s token (the token itself is shown once, by place.create_user)';
 
 CREATE TABLE place.placements (
-    board_id  bigint NOT NULL REFERENCES place.boards (id) ON DELETE CASCADE,
+    board_id  bigint NOT NULL REFERENCES place.board_settings (id) ON DELETE CASCADE,
     seq       bigint NOT NULL CHECK (seq > 0),
     x         int NOT NULL CHECK (x >= 0),
     y         int NOT NULL CHECK (y >= 0),
@@ -81,7 +78,7 @@ COMMENT ON TABLE place.placements IS 'Every accepted placement, numbered by its 
 -- Each user's last placement per board: the cooldown is measured from it, and a
 -- placement claims (locks) the user's row, which makes the cooldown atomic.
 CREATE TABLE place.cooldowns (
-    board_id       bigint NOT NULL REFERENCES place.boards (id) ON DELETE CASCADE,
+    board_id       bigint NOT NULL REFERENCES place.board_settings (id) ON DELETE CASCADE,
     user_id        bigint NOT NULL REFERENCES place.users (id) ON DELETE CASCADE,
     last_placed_at timestamptz NOT NULL,
     PRIMARY KEY (board_id, user_id)
@@ -91,7 +88,7 @@ COMMENT ON TABLE place.cooldowns IS 'When each user last placed on each board (t
 -- Snapshots of whole boards, so that the board at any seq is a keyframe plus at most
 -- keyframe_every placements replayed (place.board_at, place.board_at_seq).
 CREATE TABLE place.keyframes (
-    board_id      bigint NOT NULL REFERENCES place.boards (id) ON DELETE CASCADE,
+    board_id      bigint NOT NULL REFERENCES place.board_settings (id) ON DELETE CASCADE,
     seq           bigint NOT NULL CHECK (seq >= 0),
     -- When the placement with this seq was made (its placed_at).
     taken_at      timestamptz NOT NULL,
@@ -116,8 +113,26 @@ CREATE TABLE place.bans (
 );
 COMMENT ON TABLE place.bans IS 'Banned users (place.ban_user / unban_user): their placements are refused';
 
+-- The boards as SQL users read them: the settings, plus
+--   seq             the number of accepted placements = the newest placement's seq
+--                   (history_from when compact_history removed them all);
+--   last_placed_at  the newest placement's stamp (stamps never go back as seqs go up).
+-- Both come from the newest history row, found by the primary key's index.
+CREATE VIEW place.boards AS
+SELECT s.id, s.name, s.width, s.height, s.bits_per_tile, s.palette, s.cooldown, s.state,
+       coalesce((SELECT max(p.seq) FROM place.placements p WHERE p.board_id = s.id),
+                s.history_from) AS seq,
+       s.created_at, s.keyframe_every, s.history_from, s.freeze_after,
+       coalesce((SELECT p.placed_at FROM place.placements p WHERE p.board_id = s.id
+                 ORDER BY p.seq DESC LIMIT 1),
+                (SELECT k.taken_at FROM place.keyframes k
+                 WHERE k.board_id = s.id AND k.seq = s.history_from AND s.history_from > 0))
+           AS last_placed_at
+FROM place.board_settings s;
+COMMENT ON VIEW place.boards IS 'pgplace boards: size, tile width, palette, cooldown, state and seq (the number of accepted placements)';
+
 -- pg_dump keeps the data of extension tables only when they are marked.
-SELECT pg_catalog.pg_extension_config_dump('place.boards', '');
+SELECT pg_catalog.pg_extension_config_dump('place.board_settings', '');
 SELECT pg_catalog.pg_extension_config_dump('place.boards_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('place.board_chunks', '');
 SELECT pg_catalog.pg_extension_config_dump('place.users', '');
@@ -130,4 +145,4 @@ SELECT pg_catalog.pg_extension_config_dump('place.bans', '');
 
 GRANT USAGE ON SCHEMA place TO PUBLIC;
 -- Boards are public: anyone may read them (board_bits and get_tile read the chunks).
-GRANT SELECT ON place.boards, place.board_chunks, place.users, place.placements, place.cooldowns, place.keyframes, place.bans TO PUBLIC;
+GRANT SELECT ON place.boards, place.board_settings, place.board_chunks, place.users, place.placements, place.cooldowns, place.keyframes, place.bans TO PUBLIC;

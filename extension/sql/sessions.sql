@@ -42,7 +42,7 @@ CREATE UNLOGGED TABLE place.session_views (
     view     text NOT NULL,
     params   jsonb NOT NULL,
     -- For the views of a board (they count among its watchers).
-    board_id bigint REFERENCES place.boards (id) ON DELETE CASCADE,
+    board_id bigint REFERENCES place.board_settings (id) ON DELETE CASCADE,
     -- For a board view: the seq of the state the subscription started from.
     seq      bigint,
     -- Names this subscription (not an earlier one under the same key) in cursors.

@@ -229,8 +229,9 @@ pub fn check_still_open_tiles(
 }
 
 static SETTLE: Statement = Statement {
-    // FOR SHARE waits for every placement holding the row (they hold it from their seq to
-    // their commit), and is released when the caller's statement ends.
+    // Called once the seq lock is held shared (no placement holds it now). FOR SHARE waits
+    // for placements on a schema from before 0.5.0, which hold the row from their seq to
+    // their commit. Both are released when the caller's transaction ends.
     sql: "SELECT seq, clock_timestamp() FROM place.boards WHERE id = $1 FOR SHARE",
     params: &[pg_sys::INT8OID],
 };
@@ -246,6 +247,7 @@ fn settled_seq(
 ) -> TableIterator<'static, (name!(seq, i64), name!(at, TimestampWithTimeZone))> {
     let board_id = required("board_id", board_id);
     let row = Spi::connect_mut(|client| {
+        crate::storage::settle_seqs(client, board_id);
         let row = run(client, &SETTLE, &[board_id.into()]).next().map(|row| {
             (
                 column::<i64>(&row, 1),

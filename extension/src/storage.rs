@@ -29,6 +29,10 @@ pub struct Board {
     pub keyframe_every: Option<i64>,
     /// Whether this database's schema is 0.2.0's or later (place.bans, boards.last_placed_at).
     pub v0_2: bool,
+    /// Whether this database's schema is 0.5.0's or later: placements take their seqs
+    /// under the board's seq lock from the history ([`bump_seq`]); before, from the board's
+    /// row, which they updated.
+    pub seqs_from_history: bool,
     pub history_from: i64,
     /// How long a non-zero tile rests unchanged before it freezes (None: never).
     pub freeze_after_us: Option<i64>,
@@ -40,7 +44,8 @@ pub struct Board {
 macro_rules! select_board {
     () => {
         "SELECT *, cardinality(palette) AS colors, \
-         (extract(epoch FROM cooldown) * 1000000)::bigint AS cooldown_us \
+         (extract(epoch FROM cooldown) * 1000000)::bigint AS cooldown_us, \
+         to_regclass('place.board_settings') IS NOT NULL AS seqs_from_history \
          FROM place.boards WHERE id = $1"
     };
 }
@@ -71,10 +76,13 @@ fn micros(interval: Interval) -> i64 {
 }
 
 impl Board {
-    /// The board, or an error naming the unknown id. With `lock`, the board's row stays
-    /// locked until the transaction ends, so a settings change waits for placements in
-    /// flight and they for it.
+    /// The board, or an error naming the unknown id. With `lock`, the board's seq lock and
+    /// row stay locked until the transaction ends, so a settings change waits for
+    /// placements in flight and they for it.
     pub fn load(client: &mut SpiClient<'_>, id: i64, lock: bool) -> Board {
+        if lock {
+            lock_seqs(client, id);
+        }
         let statement = if lock { &LOCK_BOARD } else { &LOAD_BOARD };
         let mut rows = run(client, statement, &[id.into()]);
         let Some(row) = rows.next() else {
@@ -95,6 +103,7 @@ impl Board {
             keyframe_every: optional::<i32>(&row, "keyframe_every").map(i64::from),
             // These came with keyframe_every (0.2.0).
             v0_2: row.get_by_name::<i32, _>("keyframe_every").is_ok(),
+            seqs_from_history: named(&row, "seqs_from_history"),
             history_from: optional(&row, "history_from").unwrap_or(0),
             freeze_after_us: optional::<Interval>(&row, "freeze_after").map(micros),
         }
@@ -326,6 +335,54 @@ pub fn apply_tiles(
     out
 }
 
+static SEQ_LOCK: Statement = Statement {
+    // Class 0x70677371 ('pgsq'), then the board id's low 31 bits: a collision only makes
+    // two boards take turns.
+    sql: "SELECT pg_advisory_xact_lock(1885828977, ($1 & 2147483647)::int)",
+    params: &[pg_sys::INT8OID],
+};
+
+static SEQ_LOCK_SHARED: Statement = Statement {
+    sql: "SELECT pg_advisory_xact_lock_shared(1885828977, ($1 & 2147483647)::int)",
+    params: &[pg_sys::INT8OID],
+};
+
+/// Takes the board's seq lock until commit: placements hold it from taking their seqs to
+/// their commit, settings changes while they change the board.
+pub fn lock_seqs(client: &mut SpiClient<'_>, board_id: i64) {
+    run(client, &SEQ_LOCK, &[board_id.into()]);
+}
+
+/// Waits until no placement holds the board's seq lock (it is then held shared until the
+/// transaction ends, keeping new ones out).
+pub fn settle_seqs(client: &mut SpiClient<'_>, board_id: i64) {
+    run(client, &SEQ_LOCK_SHARED, &[board_id.into()]);
+}
+
+// Read after the seq lock is taken, in a statement of its own: a statement's snapshot is
+// taken when it starts, so this one sees every placement committed before the lock came.
+macro_rules! head {
+    () => {
+        "SELECT seq + 1, state, width, height, bits_per_tile, cardinality(palette), \
+                greatest(last_placed_at, $3), freeze_after, clock_timestamp(), history_from \
+         FROM place.boards WHERE id = $1 AND $2 > 0"
+    };
+}
+
+static HEAD: Statement = Statement {
+    sql: head!(),
+    params: &[pg_sys::INT8OID, pg_sys::INT8OID, pg_sys::TIMESTAMPTZOID],
+};
+
+/// Under REPEATABLE READ the transaction's snapshot may predate a settings change that
+/// committed while the call waited for the seq lock: FOR SHARE then fails with 40001
+/// instead of placing by the settings of before. (A placement the snapshot misses makes
+/// the history INSERT fail with 40001: [`crate::writing`].)
+static HEAD_REPEATABLE: Statement = Statement {
+    sql: concat!(head!(), " FOR SHARE"),
+    params: &[pg_sys::INT8OID, pg_sys::INT8OID, pg_sys::TIMESTAMPTZOID],
+};
+
 static BUMP_SEQ: Statement = Statement {
     // greatest() skips a NULL (a board from before 0.2.0, or without placements yet).
     sql: "UPDATE place.boards SET seq = seq + $2, last_placed_at = greatest(last_placed_at, $3) \
@@ -343,6 +400,12 @@ static BUMP_SEQ_0_1: Statement = Statement {
     params: &[pg_sys::INT8OID, pg_sys::INT8OID, pg_sys::TIMESTAMPTZOID],
 };
 
+/// Whether the transaction reads from one snapshot (REPEATABLE READ or SERIALIZABLE).
+pub fn repeatable_read() -> bool {
+    // SAFETY: a plain read of a backend-local global.
+    unsafe { pg_sys::XactIsoLevel >= pg_sys::XACT_REPEATABLE_READ as i32 }
+}
+
 /// What taking the seqs tells: the first seq, the time to stamp the placements with, and
 /// the board as it is under its lock.
 pub struct Bumped {
@@ -350,7 +413,7 @@ pub struct Bumped {
     /// `now`, or the newest placement's stamp if that is later (its call read the clock
     /// later but took its seq first): stamps never go back as seqs go up.
     pub stamp: pg_sys::TimestampTz,
-    /// The clock once the board's row is held.
+    /// The clock once the board's seq lock is held.
     pub locked_at: pg_sys::TimestampTz,
     /// freeze_after now (it may have been set while the call waited).
     pub freeze_after_us: Option<i64>,
@@ -358,8 +421,12 @@ pub struct Bumped {
     pub history_from: i64,
 }
 
-/// Takes the board's row (held until commit) and `count` seqs. The board must still be
-/// as the call saw it before it waited here.
+/// Takes the board's seq lock (held until commit) and `count` seqs: the newest seq in the
+/// history plus one onwards. Holding the lock to commit hands seqs out gap-free in commit
+/// order; nothing is written to the board's row, so a snapshot held elsewhere leaves no
+/// dead versions behind for later placements to walk. (A schema from before 0.5.0 keeps
+/// the seq in the board's row: there the row is updated and its lock is the seq lock.)
+/// The board must still be as the call saw it before it waited here.
 pub fn bump_seq(
     client: &mut SpiClient<'_>,
     board: &Board,
@@ -367,7 +434,18 @@ pub fn bump_seq(
     now: pg_sys::TimestampTz,
     require_open: bool,
 ) -> Bumped {
-    let statement = if board.v0_2 { &BUMP_SEQ } else { &BUMP_SEQ_0_1 };
+    let statement = if board.seqs_from_history {
+        lock_seqs(client, board.id);
+        if repeatable_read() {
+            &HEAD_REPEATABLE
+        } else {
+            &HEAD
+        }
+    } else if board.v0_2 {
+        &BUMP_SEQ
+    } else {
+        &BUMP_SEQ_0_1
+    };
     let now = TimestampWithTimeZone::try_from(now).expect("a clock reading is a valid time");
     let mut rows = run(
         client,

@@ -7,16 +7,17 @@
 //! 2. the touched chunk rows, in chunk order, then rewrites them ([`crate::storage`]):
 //!    whoever writes a chunk first also commits first, so the bits always equal the
 //!    history replayed in seq order;
-//! 3. the board's row, bumping its seq ([`crate::storage::bump_seq`]), then the history
-//!    INSERT, whose statement trigger sends the NOTIFY. Seqs are thus handed out gap-free
-//!    in commit order, and the board's row is held only for the last two statements and
-//!    the commit: calls on one board overlap in everything before.
+//! 3. the board's seq lock, reading the newest seq ([`crate::storage::bump_seq`]), then the
+//!    history INSERT, whose statement trigger sends the NOTIFY. Seqs are thus handed out
+//!    gap-free in commit order, and the seq lock is held only for the last two statements
+//!    and the commit: calls on one board overlap in everything before. Settings changes
+//!    take the seq lock before the board's row ([`crate::storage::Board::load`]).
 
 use crate::freezing::check_still_open_tiles;
 use crate::input::fail;
 use crate::item::Item;
 use crate::spi::{run, Statement};
-use crate::storage::{bump_seq, write_tiles, Board};
+use crate::storage::{bump_seq, repeatable_read, write_tiles, Board};
 use pgrx::prelude::*;
 use pgrx::spi::SpiClient;
 use pgrx::{pg_sys, PgSqlErrorCode};
@@ -66,20 +67,39 @@ pub fn timestamp(t: pg_sys::TimestampTz) -> TimestampWithTimeZone {
     TimestampWithTimeZone::try_from(t).expect("cooldowns are capped, so times stay in range")
 }
 
+macro_rules! insert_placements {
+    () => {
+        "INSERT INTO place.placements (board_id, seq, x, y, color, user_id, placed_at) \
+         SELECT $1, $2 + ord - 1, x, y, c, u, $7 \
+         FROM unnest($3::int[], $4::int[], $5::int[], $6::bigint[]) WITH ORDINALITY AS t(x, y, c, u, ord)"
+    };
+}
+
 static INSERT_PLACEMENTS: Statement = Statement {
-    sql: "INSERT INTO place.placements (board_id, seq, x, y, color, user_id, placed_at) \
-          SELECT $1, $2 + ord - 1, x, y, c, u, $7 \
-          FROM unnest($3::int[], $4::int[], $5::int[], $6::bigint[]) WITH ORDINALITY AS t(x, y, c, u, ord)",
-    params: &[
-        pg_sys::INT8OID,
-        pg_sys::INT8OID,
-        pg_sys::INT4ARRAYOID,
-        pg_sys::INT4ARRAYOID,
-        pg_sys::INT4ARRAYOID,
-        pg_sys::INT8ARRAYOID,
-        pg_sys::TIMESTAMPTZOID,
-    ],
+    sql: insert_placements!(),
+    params: &PLACEMENT_PARAMS,
 };
+
+/// Under REPEATABLE READ the newest seq was read from the transaction's snapshot, which
+/// misses a placement committed after it: its seq is then taken already, and ON CONFLICT
+/// meeting a row the snapshot cannot see fails with 40001 (could not serialize access).
+static INSERT_PLACEMENTS_REPEATABLE: Statement = Statement {
+    sql: concat!(
+        insert_placements!(),
+        " ON CONFLICT (board_id, seq) DO NOTHING"
+    ),
+    params: &PLACEMENT_PARAMS,
+};
+
+const PLACEMENT_PARAMS: [pg_sys::Oid; 7] = [
+    pg_sys::INT8OID,
+    pg_sys::INT8OID,
+    pg_sys::INT4ARRAYOID,
+    pg_sys::INT4ARRAYOID,
+    pg_sys::INT4ARRAYOID,
+    pg_sys::INT8ARRAYOID,
+    pg_sys::TIMESTAMPTZOID,
+];
 
 /// One INSERT for the whole batch (seqs `first_seq`, `first_seq + 1`, …), so its statement
 /// trigger sends one set of payloads.
@@ -103,5 +123,13 @@ fn append_history(
         accepted.iter().map(|i| i.user).collect::<Vec<i64>>().into(),
         timestamp(now).into(),
     ];
-    run(client, &INSERT_PLACEMENTS, &args);
+    if !repeatable_read() {
+        run(client, &INSERT_PLACEMENTS, &args);
+    } else if run(client, &INSERT_PLACEMENTS_REPEATABLE, &args).len() != accepted.len() {
+        // Not reached: a conflict with a visible row would mean two holders of the seq lock.
+        fail(
+            PgSqlErrorCode::ERRCODE_T_R_SERIALIZATION_FAILURE,
+            format!("board {}: seq {first_seq} is taken; try again", board_id),
+        );
+    }
 }

@@ -65,6 +65,11 @@ read -r PLACE_BASE n < <(create_users place 8)
 ((n == 8)) || { echo "place users are not consecutive" >&2; exit 1; }
 read -r MANY_BASE n < <(create_users many 200)
 ((n == 200)) || { echo "place_many users are not consecutive" >&2; exit 1; }
+read -r RANDOM_BASE n < <(create_users random 20000)
+((n == 20000)) || { echo "the 20,000 users are not consecutive" >&2; exit 1; }
+# The same contract in plain PL/pgSQL, on its own board (naive.sql).
+psql_bench -f "$HERE/naive.sql" >/dev/null
+naive_seq() { psql_bench -c "SELECT seq FROM naive.boards WHERE id = 1"; }
 
 echo "cores: $(nproc); CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' || echo unknown)"
 "$PG_BIN/pgbench" --version
@@ -85,6 +90,32 @@ bench place_many -c 2 -j 2 -T "$SECONDS_PER_PHASE" -D board="$BOARD" -D ubase="$
     -f "$HERE/place_many.sql"
 seq2=$(board_seq)
 expect_placed $(($(xacts place_many) * 100)) $((seq2 - seq1))
+
+# pgplace against the PL/pgSQL baseline, alternating, on realistic users: a random one of
+# 20,000 per call (or per batch of 100 consecutive ones), and one user per client.
+# pgplace_phase / naive_phase name clients script placements-per-call: every call must place.
+pgplace_phase() {
+    local name=$1 clients=$2 script=$3 per=$4 before after
+    before=$(board_seq)
+    bench "$name" -c "$clients" -j "$clients" -T "$SECONDS_PER_PHASE" -D board="$BOARD" \
+        -D ubase="${ONE_BASE:-$RANDOM_BASE}" -f "$HERE/$script"
+    after=$(board_seq)
+    expect_placed $(($(xacts "$name") * per)) $((after - before))
+}
+naive_phase() {
+    local name=$1 clients=$2 script=$3 per=$4 before after
+    before=$(naive_seq)
+    bench "$name" -c "$clients" -j "$clients" -T "$SECONDS_PER_PHASE" -f "$HERE/$script"
+    after=$(naive_seq)
+    expect_placed $(($(xacts "$name") * per)) $((after - before))
+}
+pgplace_phase place_random 8 place_random.sql 1
+naive_phase naive_random 8 naive_random.sql 1
+naive_phase naive_one 8 naive_one.sql 1
+ONE_BASE=$PLACE_BASE pgplace_phase place_one 8 place.sql 1
+pgplace_phase place_many_random 2 place_many_random.sql 100
+naive_phase naive_many 2 naive_many.sql 100
+bench baseline_many -c 2 -j 2 -T "$SECONDS_PER_PHASE" -f "$HERE/baseline_many.sql"
 
 # Plain and watched alternate, twice, so that both see the same machine.
 for round in 1 2; do
@@ -118,6 +149,17 @@ row "place(), same, board with freeze_after" \
 row "place_many(), 100/batch, 2 clients" \
     "$(awk -v t="$many_tps" 'BEGIN { printf "%.0f placements/s (%.1f batches/s)", t * 100, t }')" "≥ 25,000/s"
 row "board_bits() 1000x1000x4, median / p99" "$bits_median / $bits_p99 ms" "median ≤ 5 ms"
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+pr=$(tps place_random) nr=$(tps naive_random) po=$(tps place_one) no=$(tps naive_one)
+pm=$(tps place_many_random) nm=$(tps naive_many) bm=$(tps baseline_many)
+row "place(), 8 clients, random users of 20k" "$(printf '%.0f tx/s' "$pr")" ""
+row "  PL/pgSQL baseline, same workload" "$(printf '%.0f tx/s: pgplace %sx' "$nr" "$(ratio "$pr" "$nr")")" "≥ 1.0x"
+row "  INSERT+pg_notify (above)" "pgplace $(ratio "$pr" "$base_tps")x" "≥ 0.6x"
+row "place(), 8 clients, one user per client" "$(printf '%.0f tx/s' "$po")" ""
+row "  PL/pgSQL baseline, same workload" "$(printf '%.0f tx/s: pgplace %sx' "$no" "$(ratio "$po" "$no")")" "≥ 1.0x"
+row "place_many(100), 2 clients, random users" "$(printf '%.0f placements/s' "$(awk -v t="$pm" 'BEGIN { print t * 100 }')")" ""
+row "  PL/pgSQL baseline, same workload" "$(printf '%.0f placements/s: pgplace %sx' "$(awk -v t="$nm" 'BEGIN { print t * 100 }')" "$(ratio "$pm" "$nm")")" ""
+row "  100-row INSERT + 1 pg_notify, 2 clients" "$(printf '%.0f rows/s: pgplace %sx' "$(awk -v t="$bm" 'BEGIN { print t * 100 }')" "$(ratio "$pm" "$bm")")" "≥ 0.5x"
 for op in insert update; do
     for round in 1 2; do
         p=$(tps "${op}_plain_$round") w=$(tps "${op}_watched_$round")

@@ -45,3 +45,6 @@ SELECT format('member %s', pg_describe_object(d.classid, d.objid, d.objsubid))
 FROM pg_depend d JOIN pg_extension e ON e.oid = d.refobjid
 WHERE d.refclassid = 'pg_extension'::regclass AND e.extname = 'pgplace' AND d.deptype = 'e'
 ORDER BY 1;
+-- Views, by their definition.
+SELECT format('view %s %s', c.relname, md5(pg_get_viewdef(c.oid)))
+FROM pg_class c WHERE c.relnamespace = 'place'::regnamespace AND c.relkind = 'v' ORDER BY 1;

@@ -116,6 +116,7 @@ SELECT expect_error(format('UPDATE place.placements SET color = 0 WHERE board_id
 SELECT expect_error(format('DELETE FROM place.placements WHERE board_id = %s', :small));
 SELECT expect_error('TRUNCATE place.placements');
 SELECT expect_error(format('UPDATE place.boards SET seq = 0 WHERE id = %s', :small));
+SELECT expect_error(format('UPDATE place.board_settings SET state = ''paused'' WHERE id = %s', :small));
 SELECT expect_error(format('UPDATE place.board_chunks SET bits = ''\x00'' WHERE board_id = %s', :small));
 SELECT expect_error(format('DELETE FROM place.cooldowns WHERE board_id = %s', :small));
 SELECT expect_error($$INSERT INTO place.users (name) VALUES ('sneaky')$$);
@@ -160,6 +161,7 @@ SELECT expect_error($$SELECT place.create_board('mine', 2, 2)$$);
 SELECT expect_error(format('INSERT INTO place.placements VALUES (%s, 5, 0, 0, 1, %s, now())', :small, :u1));
 SELECT expect_error(format('UPDATE place.boards SET state = ''paused'' WHERE id = %s', :small));
 SELECT expect_error(format('DELETE FROM place.boards WHERE id = %s', :small));
+SELECT expect_error(format('DELETE FROM place.board_settings WHERE id = %s', :small));
 SELECT expect_error(format('SELECT place.compact_history(%s, now())', :small));
 SELECT expect_error(format('SELECT place.set_keyframe_every(%s, 2)', :small));
 RESET ROLE;

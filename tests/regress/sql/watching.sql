@@ -10,6 +10,7 @@ CREATE VIEW a_view AS SELECT 1 AS one;
 SELECT expect_error('SELECT place.watch(''no_key'')');
 SELECT expect_error('SELECT place.watch(''a_view'')');
 SELECT expect_error('SELECT place.watch(''place.boards'')');
+SELECT expect_error('SELECT place.watch(''place.board_settings'')');
 SELECT expect_error('SELECT place.watch(NULL)');
 SELECT expect_error('SELECT place.watch(''streams'', ARRAY[''title'', ''nope''])');
 SELECT expect_error('SELECT place.watch(''streams'', ARRAY[]::text[])');

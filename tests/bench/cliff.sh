@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# Placements while another session holds an old snapshot (`./pgplace.sh bench-cliff`): run
+# by hand, not part of the test suite. Each workload runs undisturbed for one window, then
+# for PGPLACE_CLIFF_SECONDS (default 60; the issue's target is 300) while a REPEATABLE READ
+# transaction holds its snapshot, in windows of PGPLACE_CLIFF_WINDOW seconds (default 10);
+# each window is printed as a ratio to the undisturbed one. Dead row versions cannot be
+# pruned while the snapshot is held: a row that every placement updates would make every
+# window slower than the one before.
+# PGPLACE_CLIFF_VERSION installs an older schema (the library serves it as that version
+# did; its install script must be in the extension directory: tests/upgrade/ keeps them),
+# for a before/after in one run.
+# Needs PGPLACE_ADMIN_URL (a superuser URL ending in /<database>) and PG_BIN.
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ADMIN_URL=${PGPLACE_ADMIN_URL:?set PGPLACE_ADMIN_URL}
+PG_BIN=${PG_BIN:?set PG_BIN}
+DB=pgplace_bench_cliff
+DB_URL=${ADMIN_URL%/*}/$DB
+HOLD=${PGPLACE_CLIFF_SECONDS:-60}
+WINDOW=${PGPLACE_CLIFF_WINDOW:-10}
+USERS=20000
+TMP=$(mktemp -d)
+export LC_ALL=C.UTF-8
+
+psql_admin() { "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -d "$ADMIN_URL" "$@"; }
+psql_bench() { "$PG_BIN/psql" -X -q -tA -v ON_ERROR_STOP=1 -d "$DB_URL" "$@"; }
+drop_db() { psql_admin -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)"; }
+HOLDER=
+cleanup() {
+    [[ -n $HOLDER ]] && kill "$HOLDER" 2>/dev/null || true
+    drop_db || true
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+# One pgbench window; prints its transactions per second.
+window() {
+    local name=$1; shift
+    if ! "$PG_BIN/pgbench" -n -M prepared -T "$WINDOW" "$@" "$DB_URL" >"$TMP/$name.out" 2>&1; then
+        cat "$TMP/$name.out" >&2
+        echo "pgbench window '$name' failed" >&2
+        exit 1
+    fi
+    grep -oP '^tps = \K[0-9.]+' "$TMP/$name.out"
+}
+
+# Holds a REPEATABLE READ snapshot (taken by its first statement) for $HOLD seconds.
+hold_snapshot() {
+    "$PG_BIN/psql" -X -q -d "$DB_URL" >/dev/null 2>&1 <<SQL &
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+SELECT count(*) FROM place.boards;
+SELECT pg_sleep($HOLD + 5);
+COMMIT;
+SQL
+    HOLDER=$!
+    # Wait until the snapshot is really held before the first window starts.
+    for _ in $(seq 100); do
+        (($(psql_bench -c "SELECT count(*) FROM pg_stat_activity WHERE datname = '$DB' AND backend_xmin IS NOT NULL AND query LIKE '%pg_sleep%'") > 0)) && return
+        sleep 0.1
+    done
+    echo "the snapshot holder did not start" >&2
+    exit 1
+}
+
+release_snapshot() {
+    kill "$HOLDER" 2>/dev/null || true
+    psql_bench -c "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '$DB' AND query LIKE '%pg_sleep%' AND pid <> pg_backend_pid()" >/dev/null
+    wait "$HOLDER" 2>/dev/null || true
+    HOLDER=
+}
+
+# Runs one workload undisturbed, then under a held snapshot; prints one line per window.
+workload() {
+    local name=$1; shift
+    psql_bench -c "VACUUM" >/dev/null
+    local base
+    base=$(window "${name}_undisturbed" "$@")
+    printf '%-34s undisturbed %8.0f tx/s\n' "$name" "$base"
+    hold_snapshot
+    local w=0 worst=
+    while ((w * WINDOW < HOLD)); do
+        w=$((w + 1))
+        local t
+        t=$(window "${name}_held_$w" "$@")
+        printf '%-34s %3d-%3d s    %8.0f tx/s  %.2fx\n' "$name" $(((w - 1) * WINDOW)) $((w * WINDOW)) "$t" \
+            "$(awk -v t="$t" -v b="$base" 'BEGIN { print t / b }')"
+        worst=$(awk -v t="$t" -v b="$base" -v w="$worst" 'BEGIN { r = t / b; print (w == "" || r < w) ? r : w }')
+    done
+    release_snapshot
+    printf '%-34s worst window under the snapshot: %.2fx undisturbed (target ≥ 0.8x)\n' "$name" "$worst"
+}
+
+drop_db
+psql_admin -c "CREATE DATABASE $DB"
+VERSION=${PGPLACE_CLIFF_VERSION:+ VERSION '$PGPLACE_CLIFF_VERSION'}
+psql_bench -c "CREATE EXTENSION pgplace$VERSION"
+BOARD=$(psql_bench -c "SELECT place.create_board('cliff', 1000, 1000, 4, '0')")
+read -r UBASE n < <(psql_bench -c "SELECT min(u.user_id) || ' ' || (max(u.user_id) - min(u.user_id) + 1)
+                                   FROM generate_series(1, $USERS) g, place.create_user('cliff-' || g) u")
+((n == USERS)) || { echo "users are not consecutive" >&2; exit 1; }
+
+echo "schema $(psql_bench -c "SELECT extversion FROM pg_extension WHERE extname = 'pgplace'"); cores: $(nproc); snapshot held ${HOLD} s in ${WINDOW}-second windows; board 1000x1000x4, $USERS users, cooldown 0"
+cat >"$TMP/place_random.sql" <<'SQL'
+\set x random(0, 999)
+\set y random(0, 999)
+\set c random(0, 15)
+\set user random(:ubase, :ubase + 19999)
+SELECT * FROM place.place(:board, :x, :y, :c, :user);
+SQL
+cat >"$TMP/place_many_random.sql" <<'SQL'
+\set first :ubase + 100 * random(0, 199)
+SELECT count(*) FROM place.place_many(:board,
+    ARRAY(SELECT (:first + g)::bigint FROM generate_series(0, 99) g),
+    ARRAY(SELECT (random() * 999)::int FROM generate_series(1, 100)),
+    ARRAY(SELECT (random() * 999)::int FROM generate_series(1, 100)),
+    ARRAY(SELECT (random() * 15)::int FROM generate_series(1, 100)));
+SQL
+workload "place_many(100), 2 clients" -c 2 -j 2 -D board="$BOARD" -D ubase="$UBASE" -f "$TMP/place_many_random.sql"
+workload "place(), 8 clients, random users" -c 8 -j 8 -D board="$BOARD" -D ubase="$UBASE" -f "$TMP/place_random.sql"

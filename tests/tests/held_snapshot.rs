@@ -1,0 +1,174 @@
+//! Placements while another transaction holds an old snapshot (pg_dump, a long report, a
+//! REPEATABLE READ reader). Dead row versions cannot be pruned meanwhile, so a row that
+//! every placement updated would grow a chain of versions that every later placement walks:
+//! the work per placement would grow with the number of placements. Counted in buffers,
+//! not timed: the buffers one placement call touches must stay flat over 10,000 placements
+//! (a batch's grow only with the versions of the chunk rows it rewrites).
+
+use pgplace_tests::{connect, create_board, create_users, fresh_database};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use tokio_postgres::Client;
+
+const USERS: i32 = 10_000;
+const BATCH: usize = 100;
+/// Placement calls between two probes, and how many probes.
+const CALLS_PER_ROUND: usize = 1_000;
+const ROUNDS: usize = 10;
+const PLACERS: usize = 4;
+
+/// Shared buffers (hit + read) that one statement touched, its nested statements included:
+/// EXPLAIN's counters for a function scan cover everything the function ran.
+async fn buffers(client: &Client, sql: &str) -> i64 {
+    let row = client
+        .query_one(
+            &format!("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {sql}"),
+            &[],
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    let plan: serde_json::Value = row.get(0);
+    let top = &plan[0]["Plan"];
+    let count = |key: &str| {
+        top[key]
+            .as_i64()
+            .unwrap_or_else(|| panic!("no {key} in {top}"))
+    };
+    count("Shared Hit Blocks") + count("Shared Read Blocks")
+}
+
+struct Probe {
+    placements: i64,
+    place: i64,
+    place_many: i64,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_snapshot_does_not_make_placements_walk_dead_versions() {
+    let url = fresh_database("pgplace_test_held_snapshot").await;
+    let client = connect(&url).await;
+    let board = create_board(&client, "held", (1000, 1000), 4, "0").await;
+    let users = create_users(&client, "held", USERS).await;
+    let holder = connect(&url).await;
+    holder
+        .batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT count(*) FROM place.boards")
+        .await
+        .expect("holding a snapshot");
+
+    let mut rng = StdRng::seed_from_u64(13);
+    let random_batch = |rng: &mut StdRng| {
+        let first = rng.random_range(0..users.len() - BATCH);
+        let ids: Vec<String> = users[first..first + BATCH]
+            .iter()
+            .map(i64::to_string)
+            .collect();
+        let column = |rng: &mut StdRng, below: i32| {
+            (0..BATCH)
+                .map(|_| rng.random_range(0..below).to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        let (xs, ys, colors) = (column(rng, 1000), column(rng, 1000), column(rng, 16));
+        format!(
+            "SELECT count(*) FROM place.place_many({board}, '{{{}}}', '{{{xs}}}', '{{{ys}}}', '{{{colors}}}')",
+            ids.join(",")
+        )
+    };
+    let mut placers = Vec::new();
+    for _ in 0..PLACERS {
+        placers.push(connect(&url).await);
+    }
+    let mut probes = Vec::new();
+    for round in 0..=ROUNDS {
+        let user = users[rng.random_range(0..users.len())];
+        let (x, y) = (rng.random_range(0..1000), rng.random_range(0..1000));
+        let place = format!("SELECT * FROM place.place({board}, {x}, {y}, 3, {user})");
+        let many = random_batch(&mut rng);
+        let placements: i64 = client
+            .query_one("SELECT seq FROM place.boards WHERE id = $1", &[&board])
+            .await
+            .unwrap()
+            .get(0);
+        probes.push(Probe {
+            placements,
+            place: buffers(&client, &place).await,
+            place_many: buffers(&client, &many).await,
+        });
+        if round == ROUNDS {
+            break;
+        }
+        // Every call updated the board's row before 0.5.0: one dead version per call.
+        let calls = futures::future::join_all(placers.iter().enumerate().map(|(k, placer)| {
+            let seed = (round * PLACERS + k) as u64;
+            let users = &users;
+            async move {
+                let mut rng = StdRng::seed_from_u64(seed);
+                for _ in 0..CALLS_PER_ROUND / PLACERS {
+                    let user = users[rng.random_range(0..users.len())];
+                    let (x, y, c) = (
+                        rng.random_range(0..1000),
+                        rng.random_range(0..1000),
+                        rng.random_range(0..16),
+                    );
+                    let placed: bool = placer
+                        .query_one(
+                            "SELECT placed FROM place.place($1, $2, $3, $4, $5)",
+                            &[&board, &x, &y, &c, &user],
+                        )
+                        .await
+                        .expect("place")
+                        .get(0);
+                    assert!(placed, "cooldown 0: every call places");
+                }
+            }
+        }));
+        calls.await;
+    }
+
+    // The snapshot was held throughout: nothing could be pruned.
+    let seen: i64 = holder
+        .query_one("SELECT count(*) FROM place.placements", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(
+        seen, 0,
+        "the holder's snapshot must predate every placement"
+    );
+    for p in &probes {
+        println!(
+            "after {:>6} placements: place() {:>4} buffers, place_many(100) {:>5} buffers",
+            p.placements, p.place, p.place_many
+        );
+    }
+    // probes[0] includes planning the statements the first time.
+    let (first, last) = (&probes[1], probes.last().unwrap());
+    assert!(
+        last.placements >= (CALLS_PER_ROUND * ROUNDS) as i64,
+        "{} placements",
+        last.placements
+    );
+    // One placement touches one chunk row, one cooldown row and no row of the board: flat.
+    assert!(
+        last.place <= first.place * 3 / 2 + 20,
+        "place() touched {} buffers after {} placements and {} after {}: it grows with the history",
+        first.place,
+        first.placements,
+        last.place,
+        last.placements
+    );
+    // A batch of 100 touches ~100 of the board's ~1,000 chunk rows, each of which gains a
+    // version per placement on it (~11 by the end): that, and only that, still grows. With
+    // the board's row updated by every call (0.4.0's schema), this test measured place()
+    // 237 -> 1,811 buffers and place_many(100) 12,771 -> 62,495: every foreign-key check
+    // walked every version of that row since the snapshot.
+    assert!(
+        last.place_many <= first.place_many * 2,
+        "place_many(100) touched {} buffers after {} placements and {} after {}",
+        first.place_many,
+        first.placements,
+        last.place_many,
+        last.placements
+    );
+    holder.batch_execute("COMMIT").await.unwrap();
+}
