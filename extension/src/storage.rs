@@ -361,11 +361,20 @@ pub fn settle_seqs(client: &mut SpiClient<'_>, board_id: i64) {
 
 // Read after the seq lock is taken, in a statement of its own: a statement's snapshot is
 // taken when it starts, so this one sees every placement committed before the lock came.
+// The same seq and stamp as the view place.boards shows, with one probe of the history.
 macro_rules! head {
     () => {
-        "SELECT seq + 1, state, width, height, bits_per_tile, cardinality(palette), \
-                greatest(last_placed_at, $3), freeze_after, clock_timestamp(), history_from \
-         FROM place.boards WHERE id = $1 AND $2 > 0"
+        "SELECT coalesce(p.seq, s.history_from) + 1, s.state, s.width, s.height, s.bits_per_tile, \
+                cardinality(s.palette), \
+                greatest(coalesce(p.placed_at, \
+                                  (SELECT k.taken_at FROM place.keyframes k \
+                                   WHERE k.board_id = s.id AND k.seq = s.history_from AND s.history_from > 0)), \
+                         $3), \
+                s.freeze_after, clock_timestamp(), s.history_from \
+         FROM place.board_settings s \
+         LEFT JOIN LATERAL (SELECT seq, placed_at FROM place.placements \
+                            WHERE board_id = s.id ORDER BY seq DESC LIMIT 1) p ON true \
+         WHERE s.id = $1 AND $2 > 0"
     };
 }
 
@@ -379,7 +388,7 @@ static HEAD: Statement = Statement {
 /// instead of placing by the settings of before. (A placement the snapshot misses makes
 /// the history INSERT fail with 40001: [`crate::writing`].)
 static HEAD_REPEATABLE: Statement = Statement {
-    sql: concat!(head!(), " FOR SHARE"),
+    sql: concat!(head!(), " FOR SHARE OF s"),
     params: &[pg_sys::INT8OID, pg_sys::INT8OID, pg_sys::TIMESTAMPTZOID],
 };
 

@@ -73,7 +73,9 @@ release_snapshot() {
 # Runs one workload undisturbed, then under a held snapshot; prints one line per window.
 workload() {
     local name=$1; shift
-    psql_bench -c "VACUUM" >/dev/null
+    psql_bench -c "VACUUM" -c "CHECKPOINT" >/dev/null
+    # A first window warms the caches and the statements' plans up; the second one counts.
+    window "${name}_warm_up" "$@" >/dev/null
     local base
     base=$(window "${name}_undisturbed" "$@")
     printf '%-34s undisturbed %8.0f tx/s\n' "$name" "$base"
@@ -93,7 +95,8 @@ workload() {
 
 drop_db
 psql_admin -c "CREATE DATABASE $DB"
-VERSION=${PGPLACE_CLIFF_VERSION:+ VERSION '$PGPLACE_CLIFF_VERSION'}
+VERSION=
+[[ -n ${PGPLACE_CLIFF_VERSION:-} ]] && VERSION=" VERSION '$PGPLACE_CLIFF_VERSION'"
 psql_bench -c "CREATE EXTENSION pgplace$VERSION"
 BOARD=$(psql_bench -c "SELECT place.create_board('cliff', 1000, 1000, 4, '0')")
 read -r UBASE n < <(psql_bench -c "SELECT min(u.user_id) || ' ' || (max(u.user_id) - min(u.user_id) + 1)

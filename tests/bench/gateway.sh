@@ -3,7 +3,8 @@
 # test suite. Needs PGPLACE_ADMIN_URL (a superuser URL ending in /<database>), PG_BIN and
 # GATEWAY_BIN (a built pgplace-gateway). Arguments go to the benchmark binary:
 # `--only place|delivery|waiting|bits|lists|regions` (or PGPLACE_BENCH_ONLY), `--seconds N` (or
-# PGPLACE_BENCH_SECONDS; default 15).
+# PGPLACE_BENCH_SECONDS; default 15), `--schema 0.4.0` (or PGPLACE_BENCH_SCHEMA: an older schema,
+# for a before/after in one run).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)

@@ -107,15 +107,20 @@ naive_phase() {
     before=$(naive_seq)
     bench "$name" -c "$clients" -j "$clients" -T "$SECONDS_PER_PHASE" -f "$HERE/$script"
     after=$(naive_seq)
-    expect_placed $(($(xacts "$name") * per)) $((after - before))
+    # The baseline's cooldown compares now() (its transaction's start) with the stamp of a
+    # concurrent call by the same user that started later: it refuses a rare placement.
+    local want=$(($(xacts "$name") * per)) got=$((after - before))
+    ((got * 100 >= want * 99)) || { echo "the baseline placed $got of $want" >&2; exit 1; }
 }
-pgplace_phase place_random 8 place_random.sql 1
-naive_phase naive_random 8 naive_random.sql 1
-naive_phase naive_one 8 naive_one.sql 1
-ONE_BASE=$PLACE_BASE pgplace_phase place_one 8 place.sql 1
-pgplace_phase place_many_random 2 place_many_random.sql 100
-naive_phase naive_many 2 naive_many.sql 100
-bench baseline_many -c 2 -j 2 -T "$SECONDS_PER_PHASE" -f "$HERE/baseline_many.sql"
+for round in 1 2; do
+    pgplace_phase "place_random_$round" 8 place_random.sql 1
+    naive_phase "naive_random_$round" 8 naive_random.sql 1
+    naive_phase "naive_one_$round" 8 naive_one.sql 1
+    ONE_BASE=$PLACE_BASE pgplace_phase "place_one_$round" 8 place.sql 1
+    pgplace_phase "place_many_random_$round" 2 place_many_random.sql 100
+    naive_phase "naive_many_$round" 2 naive_many.sql 100
+    bench "baseline_many_$round" -c 2 -j 2 -T "$SECONDS_PER_PHASE" -f "$HERE/baseline_many.sql"
+done
 
 # Plain and watched alternate, twice, so that both see the same machine.
 for round in 1 2; do
@@ -138,7 +143,7 @@ base_tps=$(tps baseline) place_tps=$(tps place) many_tps=$(tps place_many)
 freezing_tps=$(tps place_freezing)
 # Pads by characters, not bytes, so "≥" does not shift the columns.
 pad() { local s=$1; while ((${#s} < $2)); do s+=" "; done; printf '%s' "$s"; }
-row() { echo "| $(pad "$1" 41) | $(pad "$2" 37) | $(pad "$3" 13) |"; }
+row() { echo "| $(pad "$1" 52) | $(pad "$2" 40) | $(pad "$3" 13) |"; }
 echo
 row measurement result target
 row "baseline INSERT+pg_notify, 8 clients" "$(printf '%.0f tx/s' "$base_tps")" ""
@@ -150,16 +155,18 @@ row "place_many(), 100/batch, 2 clients" \
     "$(awk -v t="$many_tps" 'BEGIN { printf "%.0f placements/s (%.1f batches/s)", t * 100, t }')" "≥ 25,000/s"
 row "board_bits() 1000x1000x4, median / p99" "$bits_median / $bits_p99 ms" "median ≤ 5 ms"
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
-pr=$(tps place_random) nr=$(tps naive_random) po=$(tps place_one) no=$(tps naive_one)
-pm=$(tps place_many_random) nm=$(tps naive_many) bm=$(tps baseline_many)
-row "place(), 8 clients, random users of 20k" "$(printf '%.0f tx/s' "$pr")" ""
-row "  PL/pgSQL baseline, same workload" "$(printf '%.0f tx/s: pgplace %sx' "$nr" "$(ratio "$pr" "$nr")")" "≥ 1.0x"
-row "  INSERT+pg_notify (above)" "pgplace $(ratio "$pr" "$base_tps")x" "≥ 0.6x"
-row "place(), 8 clients, one user per client" "$(printf '%.0f tx/s' "$po")" ""
-row "  PL/pgSQL baseline, same workload" "$(printf '%.0f tx/s: pgplace %sx' "$no" "$(ratio "$po" "$no")")" "≥ 1.0x"
-row "place_many(100), 2 clients, random users" "$(printf '%.0f placements/s' "$(awk -v t="$pm" 'BEGIN { print t * 100 }')")" ""
-row "  PL/pgSQL baseline, same workload" "$(printf '%.0f placements/s: pgplace %sx' "$(awk -v t="$nm" 'BEGIN { print t * 100 }')" "$(ratio "$pm" "$nm")")" ""
-row "  100-row INSERT + 1 pg_notify, 2 clients" "$(printf '%.0f rows/s: pgplace %sx' "$(awk -v t="$bm" 'BEGIN { print t * 100 }')" "$(ratio "$pm" "$bm")")" "≥ 0.5x"
+for round in 1 2; do
+    pr=$(tps "place_random_$round") nr=$(tps "naive_random_$round") po=$(tps "place_one_$round") no=$(tps "naive_one_$round")
+    pm=$(tps "place_many_random_$round") nm=$(tps "naive_many_$round") bm=$(tps "baseline_many_$round")
+    row "round $round: place(), 8 clients, random users of 20k" "$(printf '%.0f tx/s' "$pr")" ""
+    row "  PL/pgSQL baseline, same workload" "$(printf '%.0f tx/s: pgplace %sx' "$nr" "$(ratio "$pr" "$nr")")" "≥ 1.0x"
+    row "  INSERT+pg_notify (first row)" "pgplace $(ratio "$pr" "$base_tps")x" "≥ 0.6x"
+    row "round $round: place(), 8 clients, a user per client" "$(printf '%.0f tx/s' "$po")" ""
+    row "  PL/pgSQL baseline, same workload" "$(printf '%.0f tx/s: pgplace %sx' "$no" "$(ratio "$po" "$no")")" "≥ 1.0x"
+    row "round $round: place_many(100), 2 clients, random users" "$(printf '%.0f placements/s' "$(awk -v t="$pm" 'BEGIN { print t * 100 }')")" ""
+    row "  PL/pgSQL baseline, same workload" "$(printf '%.0f placements/s: pgplace %sx' "$(awk -v t="$nm" 'BEGIN { print t * 100 }')" "$(ratio "$pm" "$nm")")" ""
+    row "  100-row INSERT + 1 pg_notify, 2 clients" "$(printf '%.0f rows/s: pgplace %sx' "$(awk -v t="$bm" 'BEGIN { print t * 100 }')" "$(ratio "$pm" "$bm")")" "≥ 0.5x"
+done
 for op in insert update; do
     for round in 1 2; do
         p=$(tps "${op}_plain_$round") w=$(tps "${op}_watched_$round")

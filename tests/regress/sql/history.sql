@@ -95,3 +95,12 @@ SELECT place.compact_history(:b, :'t1') AS dropped_again;
 -- Placing goes on after compaction; seqs continue.
 SELECT placed, seq FROM place.place(:b, 5, 5, 5, :v);
 SELECT (SELECT bits FROM place.board_at_seq(:b, 33)) = (SELECT bits FROM place.board_bits(:b)) AS newest_is_current;
+-- Compacting the whole history: the seq and the newest stamp then come from history_from
+-- and its keyframe, and placing continues after them.
+SELECT seq AS seq_before, last_placed_at AS stamp_before FROM place.boards WHERE id = :b \gset
+SELECT place.compact_history(:b, clock_timestamp()) AS dropped_all;
+SELECT seq = :seq_before AS seq_kept, history_from = :seq_before AS all_compacted,
+       last_placed_at = :'stamp_before' AS stamp_kept, (SELECT count(*) FROM place.placements WHERE board_id = :b) AS rows
+FROM place.boards WHERE id = :b;
+SELECT placed, seq = :seq_before + 1 AS next_seq FROM place.place(:b, 6, 6, 6, :v);
+SELECT p.placed_at >= :'stamp_before' AS stamp_not_back FROM place.placements p WHERE p.board_id = :b;

@@ -73,6 +73,11 @@ pub struct Args {
     /// Length of each measured phase (place, delivery, bits), in seconds.
     #[arg(long, env = "PGPLACE_BENCH_SECONDS", default_value_t = 15)]
     seconds: u64,
+    /// Install this (older) version of the extension's schema, for a before/after in one
+    /// run; the library serves it as that version did. Its install script must be in the
+    /// extension directory (tests/upgrade/ keeps them).
+    #[arg(long, env = "PGPLACE_BENCH_SCHEMA")]
+    schema: Option<String>,
 }
 
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq)]
@@ -144,7 +149,12 @@ async fn prepare(admin: &tokio_postgres::Client, args: Args) -> Result<Setup> {
     recreate_database(admin, DATABASE).await;
     let db_url = sibling_url(&args.admin_url, DATABASE);
     let client = connect(&db_url).await;
-    client.batch_execute("CREATE EXTENSION pgplace").await?;
+    let version = args.schema.as_ref().map_or(String::new(), |v| {
+        format!(" VERSION '{}'", v.replace('\'', ""))
+    });
+    client
+        .batch_execute(&format!("CREATE EXTENSION pgplace{version}"))
+        .await?;
     Ok(Setup {
         board: create_board(&client, "bench", (1000, 1000), 4, "0").await,
         small_board: create_board(&client, "small", (16, 16), 4, "0").await,
