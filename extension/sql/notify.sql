@@ -27,8 +27,8 @@ AFTER INSERT ON place.placements
 REFERENCING NEW TABLE AS added
 FOR EACH STATEMENT EXECUTE FUNCTION place._notify_placements();
 
--- The seq in a board's payload is the board's seq when the change commits: the change
--- holds the board's seq lock, so no placement takes a seq meanwhile. A deletion is
+-- The seq in a board's payload is the board's seq when the change commits: the functions
+-- that change a board hold its seq lock, so no placement takes a seq meanwhile. A deletion is
 -- announced before the row goes, while its history (gone with it by ON DELETE CASCADE)
 -- still says the seq; NOTIFY is sent on commit all the same.
 CREATE FUNCTION place._notify_board_change() RETURNS trigger

@@ -131,6 +131,28 @@ SELECT s.id, s.name, s.width, s.height, s.bits_per_tile, s.palette, s.cooldown, 
 FROM place.board_settings s;
 COMMENT ON VIEW place.boards IS 'pgplace boards: size, tile width, palette, cooldown, state and seq (the number of accepted placements)';
 
+-- Restoring a dump of an earlier version, whose place.boards was a table: pg_dump writes
+-- CREATE EXTENSION pgplace without a version, then COPY place.boards with its columns.
+-- Rows written to the view go to place.board_settings; seq and last_placed_at are what the
+-- history says, so they are not stored. The view's defaults are the table's.
+ALTER VIEW place.boards ALTER COLUMN id SET DEFAULT nextval('place.boards_id_seq');
+ALTER VIEW place.boards ALTER COLUMN state SET DEFAULT 'open';
+ALTER VIEW place.boards ALTER COLUMN created_at SET DEFAULT now();
+ALTER VIEW place.boards ALTER COLUMN keyframe_every SET DEFAULT 10000;
+ALTER VIEW place.boards ALTER COLUMN history_from SET DEFAULT 0;
+CREATE FUNCTION place._insert_board() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO place.board_settings (id, name, width, height, bits_per_tile, palette, cooldown, state,
+                                      created_at, keyframe_every, history_from, freeze_after)
+    VALUES (NEW.id, NEW.name, NEW.width, NEW.height, NEW.bits_per_tile, NEW.palette, NEW.cooldown,
+            NEW.state, NEW.created_at, NEW.keyframe_every, NEW.history_from, NEW.freeze_after);
+    RETURN NEW;
+END
+$$;
+CREATE TRIGGER insert_board INSTEAD OF INSERT ON place.boards
+FOR EACH ROW EXECUTE FUNCTION place._insert_board();
+
 -- pg_dump keeps the data of extension tables only when they are marked.
 SELECT pg_catalog.pg_extension_config_dump('place.board_settings', '');
 SELECT pg_catalog.pg_extension_config_dump('place.boards_id_seq', '');

@@ -248,6 +248,7 @@ fn settled_seq(
     let board_id = required("board_id", board_id);
     let row = Spi::connect_mut(|client| {
         crate::storage::settle_seqs(client, board_id);
+        crate::snapshots::refuse_unseen_placements(client, board_id);
         let row = run(client, &SETTLE, &[board_id.into()]).next().map(|row| {
             (
                 column::<i64>(&row, 1),

@@ -28,6 +28,7 @@
 //! - [`resize`]: growing and shrinking a board.
 //! - [`timetravel`]: keyframes, the board at a seq or a time, compacting the history.
 //! - [`expressions`]: checks that a view's filter is one SQL expression.
+//! - [`snapshots`]: REPEATABLE READ callers and placements their snapshot missed.
 //! - [`spi`]: statements planned once per backend.
 //!
 //! The packed layout, palettes and payload format live in the `pgplace-core` crate, which
@@ -48,6 +49,7 @@ pub mod notify;
 pub mod placing;
 pub mod render;
 pub mod resize;
+pub mod snapshots;
 pub mod spi;
 pub mod storage;
 pub mod timetravel;

@@ -90,7 +90,7 @@ fn moderator(client: &mut SpiClient<'_>) -> i64 {
         .expect("the moderation user exists or was just made")
 }
 
-/// Places `tiles` (x, y, color) as the moderation user, on the board's row lock like any
+/// Places `tiles` (x, y, color) as the moderation user, under the board's seq lock like any
 /// placement, whatever the board's state and without a cooldown. Returns how many.
 fn repair(client: &mut SpiClient<'_>, board: &Board, tiles: Vec<(i32, i32, i32)>) -> i32 {
     if tiles.is_empty() {

@@ -13,7 +13,7 @@ use pgrx::prelude::*;
 use pgrx::spi::SpiClient;
 
 static LOCK_ALL_CHUNKS: Statement = Statement {
-    // In chunk order, before the board's row: the order placements take their locks in.
+    // In chunk order, before the board's seq lock: the order placements take their locks in.
     sql: "SELECT chunk_no FROM place.board_chunks WHERE board_id = $1 ORDER BY chunk_no FOR UPDATE",
     params: &[pg_sys::INT8OID],
 };

@@ -3,6 +3,7 @@
 
 use crate::input::{fail, out_of_range, required_elements, undefined};
 use crate::item::Item;
+use crate::snapshots::{refuse_unseen_placements, repeatable_read};
 use crate::spi::{column, run, Statement};
 use pgplace_core::bits::TileWidth;
 use pgrx::datum::{FromDatum, Interval, IntoDatum};
@@ -55,8 +56,8 @@ static LOAD_BOARD: Statement = Statement {
     params: &[pg_sys::INT8OID],
 };
 static LOCK_BOARD: Statement = Statement {
-    // NO KEY UPDATE: conflicts with a placement's seq bump, not with the foreign-key
-    // checks (KEY SHARE) that placements take on the board's row earlier on.
+    // Taken after the seq lock. NO KEY UPDATE: conflicts with a placement's seq bump on a
+    // schema from before 0.5.0, not with the foreign-key checks (KEY SHARE) placements take.
     sql: concat!(select_board!(), " FOR NO KEY UPDATE"),
     params: &[pg_sys::INT8OID],
 };
@@ -89,7 +90,7 @@ impl Board {
             undefined(format!("board {id} does not exist"));
         };
         let bits = named::<i32>(&row, "bits_per_tile");
-        Board {
+        let board = Board {
             id,
             name: named(&row, "name"),
             width: named(&row, "width"),
@@ -106,7 +107,11 @@ impl Board {
             seqs_from_history: named(&row, "seqs_from_history"),
             history_from: optional(&row, "history_from").unwrap_or(0),
             freeze_after_us: optional::<Interval>(&row, "freeze_after").map(micros),
+        };
+        if lock && board.seqs_from_history {
+            refuse_unseen_placements(client, id);
         }
+        board
     }
 
     pub fn tiles(&self) -> u64 {
@@ -408,12 +413,6 @@ static BUMP_SEQ_0_1: Statement = Statement {
                     NULL::interval, clock_timestamp(), 0::bigint",
     params: &[pg_sys::INT8OID, pg_sys::INT8OID, pg_sys::TIMESTAMPTZOID],
 };
-
-/// Whether the transaction reads from one snapshot (REPEATABLE READ or SERIALIZABLE).
-pub fn repeatable_read() -> bool {
-    // SAFETY: a plain read of a backend-local global.
-    unsafe { pg_sys::XactIsoLevel >= pg_sys::XACT_REPEATABLE_READ as i32 }
-}
 
 /// What taking the seqs tells: the first seq, the time to stamp the placements with, and
 /// the board as it is under its lock.

@@ -33,7 +33,7 @@ static WRITE_KEYFRAME: Statement = Statement {
 };
 
 /// Stores the board as this transaction leaves it. Called by a placement holding the
-/// board's row, after its own writes: no other placement can be in the bits it reads.
+/// board's seq lock, after its own writes: no other placement can be in the bits it reads.
 pub fn write_keyframe(client: &mut SpiClient<'_>, board: &Board, at: pg_sys::TimestampTz) {
     let at = TimestampWithTimeZone::try_from(at).expect("a clock reading is a valid time");
     run(client, &WRITE_KEYFRAME, &[board.id.into(), at.into()]);

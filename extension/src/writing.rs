@@ -16,8 +16,9 @@
 use crate::freezing::check_still_open_tiles;
 use crate::input::fail;
 use crate::item::Item;
+use crate::snapshots::repeatable_read;
 use crate::spi::{run, Statement};
-use crate::storage::{bump_seq, repeatable_read, write_tiles, Board};
+use crate::storage::{bump_seq, write_tiles, Board};
 use pgrx::prelude::*;
 use pgrx::spi::SpiClient;
 use pgrx::{pg_sys, PgSqlErrorCode};

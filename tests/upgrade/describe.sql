@@ -27,7 +27,7 @@ SELECT format('column %s.%s #%s %s notnull=%s default=%s storage=%s compression=
               pg_get_expr(d.adbin, d.adrelid), a.attstorage, nullif(a.attcompression, ''))
 FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
 LEFT JOIN pg_attrdef d ON d.adrelid = c.oid AND d.adnum = a.attnum
-WHERE c.relnamespace = 'place'::regnamespace AND c.relkind = 'r'
+WHERE c.relnamespace = 'place'::regnamespace AND c.relkind IN ('r', 'v')
 ORDER BY c.relname, a.attnum;
 -- Constraints (CHECK constraints by definition, not by their generated names).
 SELECT format('constraint %s %s %s', c.conrelid::regclass, c.contype, pg_get_constraintdef(c.oid))

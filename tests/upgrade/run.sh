@@ -2,7 +2,8 @@
 # ALTER EXTENSION pgplace UPDATE from every earlier release, checked: create the extension
 # at the old version, fill it, update, then (1) every object is exactly as in a fresh
 # install of the new version (describe.sql on both), (2) the data is all there and the
-# board keeps working (the next placement continues the seq; board_at replays it).
+# board keeps working (the next placement continues the seq; board_at replays it), (3) a
+# pg_dump of the old version restores into the new one with the same boards.
 #
 #   PSQL=/usr/bin/psql PG_CONFIG=... PGPLACE_ADMIN_URL=postgresql://... bash tests/upgrade/run.sh
 #
@@ -43,6 +44,10 @@ for script in "$here"/pgplace--*.sql; do
     q "$url" -c "CREATE EXTENSION pgplace VERSION '$old'"
     q "$url" -f "$here/fill.sql" >/dev/null
     q "$url" -At -c "SELECT b.name, b.seq, md5(bb.bits) FROM place.boards b, place.board_bits(b.id) bb ORDER BY b.id" >"$out/before-$old.txt"
+    # A DBA's dump of the old version restores into the new one (pg_dump writes CREATE
+    # EXTENSION without a version: the restore makes the new schema, then copies the old
+    # tables' rows into it).
+    "$(dirname "$(command -v "$PSQL")")/pg_dump" -Fc -f "$out/dump-$old.custom" "$url"
     q "$url" -c "ALTER EXTENSION pgplace UPDATE"
     q "$url" -f "$here/describe.sql" >"$out/updated-from-$old.txt"
     if ! diff -u "$out/fresh-$new.txt" "$out/updated-from-$old.txt"; then
@@ -52,6 +57,19 @@ for script in "$here"/pgplace--*.sql; do
     q "$url" -At -c "SELECT b.name, b.seq, md5(bb.bits) FROM place.boards b, place.board_bits(b.id) bb ORDER BY b.id" >"$out/after-$old.txt"
     if ! diff -u "$out/before-$old.txt" "$out/after-$old.txt"; then
         echo "upgrade: $old -> $new changed the boards" >&2
+        status=1
+    fi
+    fresh_db "${db}_restored"
+    if ! "$(dirname "$(command -v "$PSQL")")/pg_restore" --exit-on-error -d "$(url_of "${db}_restored")" \
+        "$out/dump-$old.custom"; then
+        echo "upgrade: a dump of $old does not restore into $new" >&2
+        status=1
+    fi
+    q "$(url_of "${db}_restored")" -At \
+        -c "SELECT b.name, b.seq, md5(bb.bits) FROM place.boards b, place.board_bits(b.id) bb ORDER BY b.id" \
+        >"$out/restored-$old.txt"
+    if ! diff -u "$out/before-$old.txt" "$out/restored-$old.txt"; then
+        echo "upgrade: a dump of $old restored into $new has different boards" >&2
         status=1
     fi
     q "$url" -At -f "$here/check.sql" >"$out/check-$old.txt"
