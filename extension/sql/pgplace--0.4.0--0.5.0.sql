@@ -8,6 +8,16 @@
 ALTER TABLE place.boards RENAME TO board_settings;
 ALTER INDEX place.boards_pkey RENAME TO board_settings_pkey;
 ALTER INDEX place.boards_name_key RENAME TO board_settings_name_key;
+-- The names a fresh install gives the CHECK constraints (errors name them).
+ALTER TABLE place.board_settings RENAME CONSTRAINT boards_width_check TO board_settings_width_check;
+ALTER TABLE place.board_settings RENAME CONSTRAINT boards_height_check TO board_settings_height_check;
+ALTER TABLE place.board_settings RENAME CONSTRAINT boards_bits_per_tile_check TO board_settings_bits_per_tile_check;
+ALTER TABLE place.board_settings RENAME CONSTRAINT boards_cooldown_check TO board_settings_cooldown_check;
+ALTER TABLE place.board_settings RENAME CONSTRAINT boards_state_check TO board_settings_state_check;
+ALTER TABLE place.board_settings RENAME CONSTRAINT boards_keyframe_every_check TO board_settings_keyframe_every_check;
+ALTER TABLE place.board_settings RENAME CONSTRAINT boards_history_from_check TO board_settings_history_from_check;
+ALTER TABLE place.board_settings RENAME CONSTRAINT boards_freeze_after_check TO board_settings_freeze_after_check;
+ALTER TABLE place.board_settings RENAME CONSTRAINT boards_check TO board_settings_check;
 -- What the history says already (seq = the newest placement's, last_placed_at its stamp).
 ALTER TABLE place.board_settings DROP COLUMN seq, DROP COLUMN last_placed_at;
 -- No longer updated by every placement: no room to keep for HOT updates.

@@ -125,6 +125,19 @@ async fn a_held_snapshot_does_not_make_placements_walk_dead_versions() {
         calls.await;
     }
 
+    // Four placers at once, each call its own transaction: the seqs are 1..n, no gap.
+    let (newest, rows): (i64, i64) = {
+        let row = client
+            .query_one(
+                "SELECT b.seq, (SELECT count(*) FROM place.placements p WHERE p.board_id = b.id) \
+                 FROM place.boards b WHERE b.id = $1",
+                &[&board],
+            )
+            .await
+            .unwrap();
+        (row.get(0), row.get(1))
+    };
+    assert_eq!(newest, rows, "the history has a gap or a repeated seq");
     // The snapshot was held throughout: nothing could be pruned.
     let seen: i64 = holder
         .query_one("SELECT count(*) FROM place.placements", &[])

@@ -29,8 +29,8 @@ FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND N
 LEFT JOIN pg_attrdef d ON d.adrelid = c.oid AND d.adnum = a.attnum
 WHERE c.relnamespace = 'place'::regnamespace AND c.relkind IN ('r', 'v')
 ORDER BY c.relname, a.attnum;
--- Constraints (CHECK constraints by definition, not by their generated names).
-SELECT format('constraint %s %s %s', c.conrelid::regclass, c.contype, pg_get_constraintdef(c.oid))
+-- Constraints, by name and definition (errors name them).
+SELECT format('constraint %s %s %s %s', c.conrelid::regclass, c.contype, c.conname, pg_get_constraintdef(c.oid))
 FROM pg_constraint c WHERE c.connamespace = 'place'::regnamespace ORDER BY 1;
 SELECT format('index %s', regexp_replace(pg_get_indexdef(i.indexrelid), 'INDEX \S+ ON', 'INDEX ON'))
 FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid
