@@ -104,20 +104,5 @@ read -r UBASE n < <(psql_bench -c "SELECT min(u.user_id) || ' ' || (max(u.user_i
 ((n == USERS)) || { echo "users are not consecutive" >&2; exit 1; }
 
 echo "schema $(psql_bench -c "SELECT extversion FROM pg_extension WHERE extname = 'pgplace'"); cores: $(nproc); snapshot held ${HOLD} s in ${WINDOW}-second windows; board 1000x1000x4, $USERS users, cooldown 0"
-cat >"$TMP/place_random.sql" <<'SQL'
-\set x random(0, 999)
-\set y random(0, 999)
-\set c random(0, 15)
-\set user random(:ubase, :ubase + 19999)
-SELECT * FROM place.place(:board, :x, :y, :c, :user);
-SQL
-cat >"$TMP/place_many_random.sql" <<'SQL'
-\set first :ubase + 100 * random(0, 199)
-SELECT count(*) FROM place.place_many(:board,
-    ARRAY(SELECT (:first + g)::bigint FROM generate_series(0, 99) g),
-    ARRAY(SELECT (random() * 999)::int FROM generate_series(1, 100)),
-    ARRAY(SELECT (random() * 999)::int FROM generate_series(1, 100)),
-    ARRAY(SELECT (random() * 15)::int FROM generate_series(1, 100)));
-SQL
-workload "place_many(100), 2 clients" -c 2 -j 2 -D board="$BOARD" -D ubase="$UBASE" -f "$TMP/place_many_random.sql"
-workload "place(), 8 clients, random users" -c 8 -j 8 -D board="$BOARD" -D ubase="$UBASE" -f "$TMP/place_random.sql"
+workload "place_many(100), 2 clients" -c 2 -j 2 -D board="$BOARD" -D ubase="$UBASE" -f "$HERE/place_many_random.sql"
+workload "place(), 8 clients, random users" -c 8 -j 8 -D board="$BOARD" -D ubase="$UBASE" -f "$HERE/place_random.sql"
