@@ -231,9 +231,19 @@ static APPLY_TILES: Statement = Statement {
     ],
 };
 
+/// Chunks this call has locked, rewritten where their current versions are: a lookup by
+/// key would walk every version that a snapshot held elsewhere keeps from being pruned
+/// (the lock walked them once already, and keeps the versions it found current).
+static REWRITE_LOCKED: Statement = Statement {
+    sql: "UPDATE place.board_chunks AS c SET bits = v.bits \
+          FROM unnest($2::text[]::tid[], $3::bytea[]) AS v(version, bits) \
+          WHERE c.ctid = v.version AND c.board_id = $1",
+    params: &[pg_sys::INT8OID, pg_sys::TEXTARRAYOID, pg_sys::BYTEAARRAYOID],
+};
+
 static LOCK_CHUNKS: Statement = Statement {
     sql:
-        "SELECT chunk_no, bits FROM place.board_chunks WHERE board_id = $1 AND chunk_no = ANY($2) \
+        "SELECT chunk_no, bits, ctid::text FROM place.board_chunks WHERE board_id = $1 AND chunk_no = ANY($2) \
           ORDER BY chunk_no FOR NO KEY UPDATE",
     params: &[pg_sys::INT8OID, pg_sys::INT4ARRAYOID],
 };
@@ -261,24 +271,31 @@ pub fn write_tiles(
     distinct.sort_unstable();
     distinct.dedup();
     let wanted = distinct.len();
-    let apply = [
-        board.id.into(),
-        bits.into(),
-        chunk_nos.clone().into(),
-        ns.clone().into(),
-        colors.into(),
-    ];
     if wanted == 1 && !colors_before {
         // One chunk: the UPDATE locks it itself (no order to keep), saving a statement on
         // the path of place().
+        let apply = [
+            board.id.into(),
+            bits.into(),
+            chunk_nos.into(),
+            ns.into(),
+            colors.into(),
+        ];
         if run(client, &APPLY_TILES, &apply).len() != 1 {
             changed_size(board.id);
         }
         return None;
     }
-    let locked: BTreeMap<i32, Vec<u8>> =
+    // chunk_no -> (where its current version is, its bits)
+    let mut locked: BTreeMap<i32, (String, Vec<u8>)> =
         run(client, &LOCK_CHUNKS, &[board.id.into(), distinct.into()])
-            .map(|row| (column::<i32>(&row, 1), column::<Vec<u8>>(&row, 2)))
+            .map(|row| {
+                let version = column::<String>(&row, 3);
+                (
+                    column::<i32>(&row, 1),
+                    (version, column::<Vec<u8>>(&row, 2)),
+                )
+            })
             .collect();
     let before: Option<Vec<u8>> = chunk_nos
         .iter()
@@ -286,13 +303,25 @@ pub fn write_tiles(
         .map(|(chunk_no, n)| {
             locked
                 .get(chunk_no)
-                .and_then(|bits| board.tile.get(bits, *n).ok())
+                .and_then(|(_, bits)| board.tile.get(bits, *n).ok())
         })
         .collect();
     if locked.len() != wanted || before.is_none() {
         changed_size(board.id);
     }
-    run(client, &APPLY_TILES, &apply);
+    // In array order: a later tile wins, as in _apply_tiles.
+    for ((chunk_no, n), item) in chunk_nos.iter().zip(&ns).zip(accepted) {
+        let (_, bits) = locked.get_mut(chunk_no).expect("every chunk was locked");
+        board
+            .tile
+            .set(bits, *n, item.color.into())
+            .expect("checked against the palette and inside the chunk");
+    }
+    let (versions, rewritten): (Vec<String>, Vec<Vec<u8>>) = locked.into_values().unzip();
+    let args = [board.id.into(), versions.into(), rewritten.into()];
+    if run(client, &REWRITE_LOCKED, &args).len() != wanted {
+        changed_size(board.id);
+    }
     before
 }
 
