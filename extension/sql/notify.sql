@@ -36,12 +36,11 @@ LANGUAGE plpgsql AS $$
 BEGIN
     IF TG_OP = 'DELETE' THEN
         PERFORM pg_catalog.pg_notify('pgplace', place._board_payload(OLD.id,
-            coalesce((SELECT max(p.seq) FROM place.placements p WHERE p.board_id = OLD.id), OLD.history_from),
-            'deleted'));
+            (SELECT b.seq FROM place.boards b WHERE b.id = OLD.id), 'deleted'));
         RETURN OLD;
     ELSE
         PERFORM pg_catalog.pg_notify('pgplace', place._board_payload(NEW.id,
-            coalesce((SELECT max(p.seq) FROM place.placements p WHERE p.board_id = NEW.id), NEW.history_from),
+            (SELECT b.seq FROM place.boards b WHERE b.id = NEW.id),
             CASE TG_OP WHEN 'INSERT' THEN 'created' ELSE 'settings' END));
     END IF;
     RETURN NULL;

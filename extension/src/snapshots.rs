@@ -5,7 +5,7 @@
 
 use crate::input::fail;
 use crate::spi::{run, Statement};
-use pgrx::datum::FromDatum;
+use pgrx::datum::{FromDatum, IntoDatum};
 use pgrx::spi::SpiClient;
 use pgrx::{pg_sys, PgSqlErrorCode};
 use std::ffi::CString;
@@ -44,17 +44,17 @@ pub fn refuse_unseen_placements(client: &mut SpiClient<'_>, board_id: i64) {
     }
 }
 
-/// The board's newest seq as the latest snapshot sees it (not the transaction's).
+/// The board's newest seq as the latest snapshot sees it (not the transaction's): the
+/// same statement, run with SPI_execute_snapshot.
 unsafe fn newest_seq_now(board_id: i64) -> Option<i64> {
-    let sql = CString::new(format!(
-        "SELECT max(seq) FROM place.placements WHERE board_id = {board_id}"
-    ))
-    .expect("no NUL in the statement");
-    let plan = pg_sys::SPI_prepare(sql.as_ptr(), 0, std::ptr::null_mut());
+    let sql = CString::new(NEWEST_SEQ.sql).expect("no NUL in the statement");
+    let mut types = NEWEST_SEQ.params.to_vec();
+    let plan = pg_sys::SPI_prepare(sql.as_ptr(), types.len() as i32, types.as_mut_ptr());
     assert!(!plan.is_null(), "preparing {sql:?} failed");
+    let mut values = [board_id.into_datum().expect("an i64 is a datum")];
     let status = pg_sys::SPI_execute_snapshot(
         plan,
-        std::ptr::null_mut(),
+        values.as_mut_ptr(),
         std::ptr::null(),
         pg_sys::GetLatestSnapshot(),
         std::ptr::null_mut(),

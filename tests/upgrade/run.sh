@@ -23,6 +23,10 @@ mkdir -p "$out"
 
 url_of() { printf '%s/%s' "${PGPLACE_ADMIN_URL%/*}" "$1"; }
 q() { "$PSQL" -X -q -v ON_ERROR_STOP=1 "$@"; }
+# pg_dump and pg_restore of the same installation as psql.
+pg_tool() { "$(dirname "$(command -v "$PSQL")")/$1" "${@:2}"; }
+# Every board of database URL $1: name, seq and a digest of its bits, one line each.
+boards() { q "$1" -At -c "SELECT b.name, b.seq, md5(bb.bits) FROM place.boards b, place.board_bits(b.id) bb ORDER BY b.id"; }
 fresh_db() {
     q "$PGPLACE_ADMIN_URL" -c "DROP DATABASE IF EXISTS $1 WITH (FORCE)" -c "CREATE DATABASE $1" 2>&1 |
         grep -v 'does not exist, skipping' || true
@@ -43,31 +47,29 @@ for script in "$here"/pgplace--*.sql; do
     url=$(url_of "$db")
     q "$url" -c "CREATE EXTENSION pgplace VERSION '$old'"
     q "$url" -f "$here/fill.sql" >/dev/null
-    q "$url" -At -c "SELECT b.name, b.seq, md5(bb.bits) FROM place.boards b, place.board_bits(b.id) bb ORDER BY b.id" >"$out/before-$old.txt"
+    boards "$url" >"$out/before-$old.txt"
     # A DBA's dump of the old version restores into the new one (pg_dump writes CREATE
     # EXTENSION without a version: the restore makes the new schema, then copies the old
     # tables' rows into it).
-    "$(dirname "$(command -v "$PSQL")")/pg_dump" -Fc -f "$out/dump-$old.custom" "$url"
+    pg_tool pg_dump -Fc -f "$out/dump-$old.custom" "$url"
     q "$url" -c "ALTER EXTENSION pgplace UPDATE"
     q "$url" -f "$here/describe.sql" >"$out/updated-from-$old.txt"
     if ! diff -u "$out/fresh-$new.txt" "$out/updated-from-$old.txt"; then
         echo "upgrade: $old -> $new leaves the schema different from a fresh $new (diff above)" >&2
         status=1
     fi
-    q "$url" -At -c "SELECT b.name, b.seq, md5(bb.bits) FROM place.boards b, place.board_bits(b.id) bb ORDER BY b.id" >"$out/after-$old.txt"
+    boards "$url" >"$out/after-$old.txt"
     if ! diff -u "$out/before-$old.txt" "$out/after-$old.txt"; then
         echo "upgrade: $old -> $new changed the boards" >&2
         status=1
     fi
     fresh_db "${db}_restored"
-    if ! "$(dirname "$(command -v "$PSQL")")/pg_restore" --exit-on-error -d "$(url_of "${db}_restored")" \
+    if ! pg_tool pg_restore --exit-on-error -d "$(url_of "${db}_restored")" \
         "$out/dump-$old.custom"; then
         echo "upgrade: a dump of $old does not restore into $new" >&2
         status=1
     fi
-    q "$(url_of "${db}_restored")" -At \
-        -c "SELECT b.name, b.seq, md5(bb.bits) FROM place.boards b, place.board_bits(b.id) bb ORDER BY b.id" \
-        >"$out/restored-$old.txt"
+    boards "$(url_of "${db}_restored")" >"$out/restored-$old.txt"
     if ! diff -u "$out/before-$old.txt" "$out/restored-$old.txt"; then
         echo "upgrade: a dump of $old restored into $new has different boards" >&2
         status=1
