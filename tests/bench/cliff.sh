@@ -23,9 +23,8 @@ USERS=20000
 TMP=$(mktemp -d)
 export LC_ALL=C.UTF-8
 
-psql_admin() { "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -d "$ADMIN_URL" "$@"; }
-psql_bench() { "$PG_BIN/psql" -X -q -tA -v ON_ERROR_STOP=1 -d "$DB_URL" "$@"; }
-drop_db() { psql_admin -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)"; }
+# psql_admin, psql_bench, drop_db
+source "$HERE/lib.sh"
 HOLDER=
 cleanup() {
     [[ -n $HOLDER ]] && kill "$HOLDER" 2>/dev/null || true

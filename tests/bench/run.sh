@@ -12,9 +12,8 @@ SECONDS_PER_PHASE=${PGPLACE_BENCH_SECONDS:-12}
 TMP=$(mktemp -d)
 export LC_ALL=C.UTF-8
 
-psql_admin() { "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -d "$ADMIN_URL" "$@"; }
-psql_bench() { "$PG_BIN/psql" -X -q -tA -v ON_ERROR_STOP=1 -d "$DB_URL" "$@"; }
-drop_db() { psql_admin -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)"; }
+# psql_admin, psql_bench, drop_db
+source "$HERE/lib.sh"
 # Drop the database and the logs on failure too, so a broken run leaves nothing behind.
 cleanup() { drop_db || true; rm -rf "$TMP"; }
 trap cleanup EXIT
@@ -93,25 +92,24 @@ expect_placed $(($(xacts place_many) * 100)) $((seq2 - seq1))
 
 # pgplace against the PL/pgSQL baseline, alternating, on realistic users: a random one of
 # 20,000 per call (or per batch of 100 consecutive ones), and one user per client.
-# pgplace_phase / naive_phase name clients script placements-per-call: every call must place.
-pgplace_phase() {
-    local name=$1 clients=$2 script=$3 per=$4 before after
-    before=$(board_seq)
-    bench "$name" -c "$clients" -j "$clients" -T "$SECONDS_PER_PHASE" -D board="$BOARD" \
-        -D ubase="${ONE_BASE:-$RANDOM_BASE}" -f "$HERE/$script"
-    after=$(board_seq)
-    expect_placed $(($(xacts "$name") * per)) $((after - before))
-}
-naive_phase() {
-    local name=$1 clients=$2 script=$3 per=$4 before after
-    before=$(naive_seq)
-    bench "$name" -c "$clients" -j "$clients" -T "$SECONDS_PER_PHASE" -f "$HERE/$script"
-    after=$(naive_seq)
-    # The baseline's cooldown compares now() (its transaction's start) with the stamp of a
-    # concurrent call by the same user that started later: it refuses a rare placement.
+# counted_phase name clients script placements-per-call seq-function min-percent
+# [pgbench options]: at least min-percent of the calls' placements must be placed.
+counted_phase() {
+    local name=$1 clients=$2 script=$3 per=$4 seq_of=$5 min_percent=$6 before after
+    shift 6
+    before=$($seq_of)
+    bench "$name" -c "$clients" -j "$clients" -T "$SECONDS_PER_PHASE" "$@" -f "$HERE/$script"
+    after=$($seq_of)
     local want=$(($(xacts "$name") * per)) got=$((after - before))
-    ((got * 100 >= want * 99)) || { echo "the baseline placed $got of $want" >&2; exit 1; }
+    ((got * 100 >= want * min_percent)) || { echo "$name placed $got of $want" >&2; exit 1; }
 }
+# pgplace_phase / naive_phase name clients script placements-per-call.
+pgplace_phase() {
+    counted_phase "$@" board_seq 100 -D board="$BOARD" -D ubase="${ONE_BASE:-$RANDOM_BASE}"
+}
+# The baseline's cooldown compares now() (its transaction's start) with the stamp of a
+# concurrent call by the same user that started later: it refuses a rare placement.
+naive_phase() { counted_phase "$@" naive_seq 99; }
 for round in 1 2; do
     pgplace_phase "place_random_$round" 8 place_random.sql 1
     naive_phase "naive_random_$round" 8 naive_random.sql 1

@@ -161,9 +161,13 @@ impl Nginx {
         let http = format!(
             "    upstream pgplace_gateways {{
 {servers}        keepalive 256;
+        keepalive_requests 1000000;
     }}
     server {{
         listen {{addr}};
+        # nginx closes a keep-alive connection after 1,000 requests by default; clients
+        # here (the benchmark's placers) each keep one connection for a whole phase.
+        keepalive_requests 1000000;
         location / {{
             proxy_pass http://pgplace_gateways;
             proxy_http_version 1.1;

@@ -84,6 +84,11 @@ impl Conn {
         })
     }
 
+    /// Whether the server has closed this connection (no request can go on it).
+    pub fn is_closed(&self) -> bool {
+        self.sender.is_closed()
+    }
+
     /// GET `path`: status and body.
     pub async fn get(&mut self, path: &str, if_none_match: Option<&str>) -> Result<(u16, Bytes)> {
         let response = self.get_full(path, if_none_match).await?;

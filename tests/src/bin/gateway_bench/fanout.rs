@@ -12,7 +12,9 @@
 //! Latency is from the publisher's acknowledgement (`place_many` returned) or, for Nchan,
 //! from the POST being sent (Nchan answers its publisher only after the fan-out; its
 //! messages go out on a pool of connections to keep the rate), to the answer's arrival.
-//! The rate each publisher reached is reported. Lost: a message a client never got, including the
+//! The rate each publisher reached is reported. pgplace's clients poll until they have the
+//! last published seq (at most DRAIN_LIMIT), Nchan's for DRAIN after the last publish.
+//! Lost: a message a client never got, including the
 //! ones Nchan skips for a client that fell more than its buffer behind (it answers 200
 //! with what it still has, no signal). Memory per waiting client: the server's RSS with
 //! every client waiting minus before they came, over N. CPU per 1,000 deliveries: the
@@ -39,7 +41,11 @@ const NAME: &str = "fanout";
 const CELLS: [(usize, u32); 4] = [(1_000, 100), (1_000, 1_000), (10_000, 100), (10_000, 1_000)];
 const PERIOD: Duration = Duration::from_millis(10);
 const SETUP_CONCURRENCY: usize = 64;
+/// Nchan's clients listen this long after the last publish (they cannot know what they missed).
 const DRAIN: Duration = Duration::from_secs(3);
+/// pgplace's clients poll on until each has the last published seq, or for this long: a
+/// message delivered late counts in the latencies, only one never delivered as lost.
+const DRAIN_LIMIT: Duration = Duration::from_secs(60);
 /// Nchan keeps this many messages per channel (its default is 10: far less than the
 /// gateway's 20,000; given room, its losses are its design, not a small setting).
 const NCHAN_BUFFER: usize = 1_000;
@@ -152,11 +158,14 @@ async fn pgplace(setup: &Setup, clients: usize, rate: u32) -> Result<Measured> {
     };
     let rss_before = server.rss();
     let (stop, stopped) = watch::channel(false);
+    // The last published seq, once the publisher is done: a client that has it stops.
+    let (last_tx, last_published) = watch::channel(None::<i64>);
     let permits = Arc::new(Semaphore::new(SETUP_CONCURRENCY));
     let ready = Arc::new(tokio::sync::Barrier::new(clients + 1));
     let mut tasks = Vec::with_capacity(clients);
     for _ in 0..clients {
         let (permits, ready, mut stopped) = (permits.clone(), ready.clone(), stopped.clone());
+        let mut last_published = last_published.clone();
         let (addr, board) = (gateway.addr, setup.small_board);
         tasks.push(tokio::spawn(async move {
             let mut received = Received::default();
@@ -175,28 +184,48 @@ async fn pgplace(setup: &Setup, clients: usize, rate: u32) -> Result<Measured> {
                 return received;
             };
             let mut cursor = String::new();
-            loop {
+            let mut highest = i64::MIN;
+            let caught_up = |highest: i64, last: &watch::Receiver<Option<i64>>| {
+                last.borrow().is_some_and(|last| highest >= last)
+            };
+            'polls: loop {
                 let body: Bytes = json!({"jsonrpc": "2.0", "method": "session.get_events",
                     "params": [session, 30, cursor], "id": 1})
                 .to_string()
                 .into();
-                tokio::select! {
-                    biased;
-                    _ = stopped.changed() => break,
-                    answer = conn.post(body) => {
-                        let at = Instant::now();
-                        let Ok(answer) = answer else { received.errors += 1; break };
-                        let Ok(parsed) = serde_json::from_slice::<Answer>(&answer) else {
-                            received.errors += 1;
-                            break;
-                        };
-                        for event in &parsed.result.events {
-                            if let ("tiles", Some((first, last))) = (event.action, event.seq) {
-                                received.ranges.push((first, last, at));
+                let post = conn.post(body);
+                tokio::pin!(post);
+                let answer = loop {
+                    tokio::select! {
+                        biased;
+                        _ = stopped.changed() => break 'polls,
+                        // Waiting with everything already received: done.
+                        Ok(()) = last_published.changed() => {
+                            if caught_up(highest, &last_published) {
+                                break 'polls;
                             }
                         }
-                        cursor = parsed.result.cursor;
+                        answer = &mut post => break answer,
                     }
+                };
+                let at = Instant::now();
+                let Ok(answer) = answer else {
+                    received.errors += 1;
+                    break;
+                };
+                let Ok(parsed) = serde_json::from_slice::<Answer>(&answer) else {
+                    received.errors += 1;
+                    break;
+                };
+                for event in &parsed.result.events {
+                    if let ("tiles", Some((first, last))) = (event.action, event.seq) {
+                        received.ranges.push((first, last, at));
+                        highest = highest.max(last);
+                    }
+                }
+                cursor = parsed.result.cursor;
+                if caught_up(highest, &last_published) {
+                    break;
                 }
             }
             received
@@ -209,12 +238,16 @@ async fn pgplace(setup: &Setup, clients: usize, rate: u32) -> Result<Measured> {
     let cpu_before = server.cpu();
     let acks = publish_sql(setup, rate).await?;
     let cpu = server.cpu().saturating_sub(cpu_before);
-    tokio::time::sleep(DRAIN).await;
-    let _ = stop.send(true);
+    let _ = last_tx.send(acks.last().map(|a| a.0));
+    let limit = tokio::spawn(async move {
+        tokio::time::sleep(DRAIN_LIMIT).await;
+        let _ = stop.send(true);
+    });
     let mut all = Vec::with_capacity(clients);
     for task in tasks {
         all.push(task.await?);
     }
+    limit.abort();
     gateway.stop().await;
     Ok(measure(
         System::Pgplace,

@@ -17,6 +17,7 @@ use crate::process::cpu_of;
 use crate::report::{rate, Latencies, Table};
 use crate::{Result, Setup};
 use pgplace_tests::processes::{free_port, Nginx};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -35,6 +36,8 @@ struct Measured {
     latencies: String,
     cpu: String,
     errors: usize,
+    /// The commonest error messages, for a count that is not zero.
+    error_kinds: BTreeMap<String, usize>,
 }
 
 pub async fn run(setup: &Setup) -> Result<Table> {
@@ -145,6 +148,7 @@ async fn sql_place_many(setup: &Setup) -> Result<Measured> {
         latencies: format!("per batch {}", latencies.sorted().summary()),
         cpu: clock.finish(),
         errors: 0,
+        error_kinds: BTreeMap::new(),
     })
 }
 
@@ -193,12 +197,15 @@ async fn through_gateways(setup: &Setup, count: usize, dir: &std::path::Path) ->
     ready.wait().await;
     let clock = Clock::start(&watched);
     let started = Instant::now();
-    let (mut latencies, mut errors) = (Latencies::default(), 0);
+    let (mut latencies, mut error_kinds) = (Latencies::default(), BTreeMap::new());
     for client in clients {
         let tally = client.await?;
         latencies.extend(tally.latencies);
-        errors += tally.errors.values().sum::<usize>();
+        for (error, n) in tally.errors {
+            *error_kinds.entry(error).or_insert(0) += n;
+        }
     }
+    let errors = error_kinds.values().sum();
     let elapsed = started.elapsed();
     let cpu = clock.finish();
     let placed = latencies.len();
@@ -216,6 +223,7 @@ async fn through_gateways(setup: &Setup, count: usize, dir: &std::path::Path) ->
         latencies: latencies.sorted().summary(),
         cpu,
         errors,
+        error_kinds,
     })
 }
 
@@ -345,6 +353,7 @@ async fn redis_lua(setup: &Setup, fsync: &str, dir: &std::path::Path) -> Result<
         latencies: latencies.sorted().summary(),
         cpu,
         errors,
+        error_kinds: BTreeMap::new(),
     })
 }
 
@@ -409,6 +418,7 @@ async fn bits_from_gateway(setup: &Setup) -> Result<Measured> {
         latencies: latencies.sorted().summary(),
         cpu,
         errors: wrong,
+        error_kinds: BTreeMap::new(),
     })
 }
 
@@ -444,6 +454,7 @@ async fn bits_from_nginx(setup: &Setup, dir: &std::path::Path) -> Result<Measure
         latencies: latencies.sorted().summary(),
         cpu: clock.finish(),
         errors: wrong,
+        error_kinds: BTreeMap::new(),
     })
 }
 
@@ -467,6 +478,11 @@ fn report(durable: &[Measured], snapshot: &[Measured]) -> Table {
                 m.per_second, m.latencies, m.cpu, m.errors
             ),
         );
+        let mut kinds: Vec<_> = m.error_kinds.iter().collect();
+        kinds.sort_by(|a, b| b.1.cmp(a.1));
+        for (error, n) in kinds.into_iter().take(5) {
+            table.info(NAME, &format!("  {n} x"), error.clone());
+        }
     }
     let gateway = durable
         .iter()

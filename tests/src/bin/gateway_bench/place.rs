@@ -78,6 +78,14 @@ pub async fn place_for(mut conn: Conn, session: String, board: i64, phase: Durat
             Ok(Err(error)) => {
                 let error: String = error.to_string().chars().take(120).collect();
                 *tally.errors.entry(error).or_default() += 1;
+                // Counted once, not once per spin of this loop on a dead connection.
+                if conn.is_closed() {
+                    *tally
+                        .errors
+                        .entry("connection closed by the server".into())
+                        .or_default() += 1;
+                    break;
+                }
             }
             Err(_) => {
                 // The connection is in an unknown state after a timeout: stop this client.
