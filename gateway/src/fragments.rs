@@ -1,7 +1,8 @@
 //! Responses assembled from shared, already-serialized pieces: an event serialized once is
-//! sent to every session that receives it without being copied or serialized again.
+//! sent to every session that receives it without being serialized again. A small answer
+//! is copied into one buffer as it is sent; a large one (a board's bits) is not copied.
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use http_body::{Body, Frame, SizeHint};
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -103,6 +104,9 @@ impl ArrayBuilder {
 
 /// An HTTP body that sends the pieces as they are, with an exact length (so that HTTP/1.0
 /// clients, which cannot read chunked bodies, get a Content-Length).
+/// The largest answer sent as one copied piece.
+const COPY_AT_MOST: u64 = 16 * 1024;
+
 impl Body for Fragments {
     type Data = Bytes;
     type Error = Infallible;
@@ -111,6 +115,17 @@ impl Body for Fragments {
         mut self: Pin<&mut Self>,
         _: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        // A small answer goes out as one piece: copying a few hundred bytes costs less than
+        // a frame (and a shared counter's update) per piece. Large ones, like a board's
+        // bits, are not copied.
+        if self.parts.len() > 1 && self.len <= COPY_AT_MOST {
+            let mut whole = BytesMut::with_capacity(self.len as usize);
+            for part in self.parts.drain(..) {
+                whole.extend_from_slice(&part);
+            }
+            self.len = 0;
+            return Poll::Ready(Some(Ok(Frame::data(whole.freeze()))));
+        }
         match self.parts.pop_front() {
             Some(part) => {
                 self.len -= part.len() as u64;
@@ -146,5 +161,42 @@ mod tests {
         assert_eq!(out.to_vec(), b"[1,{\"a\":2}]");
         assert_eq!(out.len(), 11);
         assert_eq!(out.size_hint().exact(), Some(11));
+    }
+
+    /// The frames a body yields, in order.
+    fn frames(mut body: Fragments) -> Vec<Bytes> {
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        let mut out = Vec::new();
+        while let Poll::Ready(Some(Ok(frame))) = Pin::new(&mut body).poll_frame(&mut cx) {
+            out.push(frame.into_data().expect("data frames only"));
+        }
+        assert!(body.is_end_stream());
+        out
+    }
+
+    #[test]
+    fn a_small_answer_goes_out_in_one_frame() {
+        let mut body = Fragments::new();
+        for part in ["{\"events\":", "[", "{\"a\":1}", ",", "{\"b\":2}", "]", "}"] {
+            body.push_static(part);
+        }
+        let whole = body.to_vec();
+        let frames = frames(body);
+        assert_eq!(frames.len(), 1);
+        assert_eq!(frames[0].as_ref(), whole.as_slice());
+    }
+
+    #[test]
+    fn a_large_answer_goes_out_piece_by_piece_uncopied() {
+        let big = Bytes::from(vec![7u8; COPY_AT_MOST as usize]);
+        let mut body = Fragments::new();
+        body.push_static("[");
+        body.push(big.clone());
+        body.push_static("]");
+        let frames = frames(body);
+        assert_eq!(frames.len(), 3);
+        // The same buffer, not a copy of it.
+        assert_eq!(frames[1].as_ptr(), big.as_ptr());
+        assert_eq!((frames[0].as_ref(), frames[2].as_ref()), (&b"["[..], &b"]"[..]));
     }
 }

@@ -1,13 +1,14 @@
 //! Scenario `fanout`: long-poll fan-out, pgplace beside Nchan (the nginx pub/sub module,
 //! Debian's `libnginx-mod-nchan`, one worker), in the same run.
 //!
-//! N clients wait on one stream while R messages a second are published, for one phase:
+//! N clients wait on one stream while R messages a second are published (one batch per
+//! 10 ms; below 100/s, one message every 1/R s), for one phase:
 //! - pgplace: sessions on a small board's compact view, polling `get_events` with `ack`;
-//!   placements committed through SQL (`place_many`, one batch per 10 ms);
+//!   placements committed through SQL (`place_many`);
 //! - Nchan, default mode (one message per long-poll answer) and
 //!   `nchan_longpoll_multipart_response raw` (every buffered message per answer: the fair
-//!   match for `get_events`); messages POSTed to its publisher location, one batch per
-//!   10 ms, each client continuing from its last answer's `Last-Modified` and `Etag`.
+//!   match for `get_events`); messages POSTed to its publisher location, each client
+//!   continuing from its last answer's `Last-Modified` and `Etag`.
 //!
 //! Latency is from the publisher's acknowledgement (`place_many` returned) or, for Nchan,
 //! from the POST being sent (Nchan answers its publisher only after the fan-out; its
@@ -37,9 +38,27 @@ use tokio::sync::{watch, Semaphore};
 use tokio::time::MissedTickBehavior;
 
 const NAME: &str = "fanout";
-/// (waiting clients, messages per second).
-const CELLS: [(usize, u32); 4] = [(1_000, 100), (1_000, 1_000), (10_000, 100), (10_000, 1_000)];
+/// (waiting clients, messages per second), unless PGPLACE_FANOUT_CELLS names others
+/// (`10000x5,1000x1000`).
+const CELLS: [(usize, u32); 5] = [
+    (1_000, 100),
+    (1_000, 1_000),
+    (10_000, 5),
+    (10_000, 100),
+    (10_000, 1_000),
+];
 const PERIOD: Duration = Duration::from_millis(10);
+
+/// How `rate` messages a second are sent: one batch per PERIOD, or for a rate below one
+/// per PERIOD, one message every 1/rate s.
+fn schedule(rate: u32) -> (Duration, usize) {
+    let per_period = rate as u128 * PERIOD.as_millis() / 1000;
+    if per_period >= 1 {
+        (PERIOD, per_period as usize)
+    } else {
+        (Duration::from_secs(1) / rate.max(1), 1)
+    }
+}
 const SETUP_CONCURRENCY: usize = 64;
 /// Nchan's clients listen this long after the last publish (they cannot know what they missed).
 const DRAIN: Duration = Duration::from_secs(3);
@@ -60,6 +79,14 @@ enum System {
 }
 
 impl System {
+    fn key(self) -> &'static str {
+        match self {
+            System::Pgplace => "pgplace",
+            System::NchanDefault => "nchan-default",
+            System::NchanRaw => "nchan-raw",
+        }
+    }
+
     fn name(self) -> &'static str {
         match self {
             System::Pgplace => "pgplace get_events (ack)",
@@ -73,6 +100,8 @@ impl System {
 #[derive(Default)]
 struct Received {
     ranges: Vec<(i64, i64, Instant)>,
+    /// Answers that carried at least one message.
+    answers: usize,
     errors: usize,
 }
 
@@ -91,15 +120,77 @@ struct Measured {
     out_of_order: u64,
     rss_per_client: f64,
     cpu_per_1000: f64,
+    /// The server's CPU per answer that carried messages, in µs.
+    cpu_per_answer_us: f64,
+    /// CPU over the publishing phase, in % of one core: the server's, this process's.
+    server_pct: f64,
+    load_pct: f64,
     errors: usize,
+}
+
+/// CPU used while messages were published.
+struct PhaseCpu {
+    server: Duration,
+    load_generator: Duration,
+    wall: Duration,
+}
+
+impl PhaseCpu {
+    /// Runs `publish`, measuring the server's CPU and this process's over it.
+    async fn over<T>(
+        server: &Server,
+        publish: impl std::future::Future<Output = T>,
+    ) -> (T, PhaseCpu) {
+        let (server_before, ours_before, started) =
+            (server.cpu(), cpu_of("/proc/self/stat"), Instant::now());
+        let out = publish.await;
+        let cpu = PhaseCpu {
+            server: server.cpu().saturating_sub(server_before),
+            load_generator: cpu_of("/proc/self/stat").saturating_sub(ours_before),
+            wall: started.elapsed(),
+        };
+        (out, cpu)
+    }
+}
+
+/// The systems to measure: PGPLACE_FANOUT_SYSTEMS (`pgplace,nchan-default,nchan-raw`),
+/// or all three.
+fn systems() -> Vec<System> {
+    let all = [System::Pgplace, System::NchanDefault, System::NchanRaw];
+    match std::env::var("PGPLACE_FANOUT_SYSTEMS") {
+        Ok(listed) => all
+            .into_iter()
+            .filter(|s| listed.split(',').any(|l| l.trim() == s.key()))
+            .collect(),
+        Err(_) => all.to_vec(),
+    }
+}
+
+/// The cells to measure: PGPLACE_FANOUT_CELLS, or all of CELLS.
+fn cells() -> Result<Vec<(usize, u32)>> {
+    let Ok(listed) = std::env::var("PGPLACE_FANOUT_CELLS") else {
+        return Ok(CELLS.to_vec());
+    };
+    listed
+        .split(',')
+        .map(|cell| {
+            let parsed = cell
+                .trim()
+                .split_once('x')
+                .and_then(|(n, r)| Some((n.parse().ok()?, r.parse().ok()?)));
+            parsed.ok_or_else(|| {
+                format!("PGPLACE_FANOUT_CELLS: {cell:?} is not CLIENTSxRATE (10000x5)").into()
+            })
+        })
+        .collect()
 }
 
 pub async fn run(setup: &Setup) -> Result<Table> {
     let dir = setup.args.log_dir.join("fanout");
     std::fs::create_dir_all(&dir)?;
     let mut measured = Vec::new();
-    for (clients, rate) in CELLS {
-        for system in [System::Pgplace, System::NchanDefault, System::NchanRaw] {
+    for (clients, rate) in cells()? {
+        for system in systems() {
             println!("fanout: {} x {rate}/s, {}", clients, system.name());
             let m = match system {
                 System::Pgplace => pgplace(setup, clients, rate).await?,
@@ -217,12 +308,14 @@ async fn pgplace(setup: &Setup, clients: usize, rate: u32) -> Result<Measured> {
                     received.errors += 1;
                     break;
                 };
+                let before = received.ranges.len();
                 for event in &parsed.result.events {
                     if let ("tiles", Some((first, last))) = (event.action, event.seq) {
                         received.ranges.push((first, last, at));
                         highest = highest.max(last);
                     }
                 }
+                received.answers += usize::from(received.ranges.len() > before);
                 cursor = parsed.result.cursor;
                 if caught_up(highest, &last_published) {
                     break;
@@ -235,9 +328,8 @@ async fn pgplace(setup: &Setup, clients: usize, rate: u32) -> Result<Measured> {
     // Every client subscribed: most are waiting (the others are about to).
     tokio::time::sleep(Duration::from_millis(500)).await;
     let rss_waiting = server.rss();
-    let cpu_before = server.cpu();
-    let acks = publish_sql(setup, rate).await?;
-    let cpu = server.cpu().saturating_sub(cpu_before);
+    let (acks, cpu) = PhaseCpu::over(&server, publish_sql(setup, rate)).await;
+    let acks = acks?;
     let _ = last_tx.send(acks.last().map(|a| a.0));
     let limit = tokio::spawn(async move {
         tokio::time::sleep(DRAIN_LIMIT).await;
@@ -261,19 +353,51 @@ async fn pgplace(setup: &Setup, clients: usize, rate: u32) -> Result<Measured> {
     ))
 }
 
-/// Commits `rate` placements a second (one batch per PERIOD) for one phase; each seq's
+/// Commits `rate` placements a second (see `schedule`) for one phase; each seq's
 /// acknowledgement time.
 async fn publish_sql(setup: &Setup, rate: u32) -> Result<Vec<(i64, Instant)>> {
-    let db = pgplace_tests::connect(&setup.db_url).await;
+    let (db_url, board, phase) = (setup.db_url.clone(), setup.small_board, setup.phase());
+    let writers = setup.writers.clone();
+    on_own_thread(async move { publish_sql_on(db_url, board, writers, rate, phase).await }).await
+}
+
+/// Runs `work` on a thread and runtime of its own: the clients' tasks keep this process
+/// busy, and a publisher sharing their runtime would fall behind its rate.
+async fn on_own_thread<T: Send + 'static>(
+    work: impl std::future::Future<Output = Result<T>> + Send + 'static,
+) -> Result<T> {
+    let (done, result) = tokio::sync::oneshot::channel();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build();
+        let _ = done.send(match runtime {
+            Ok(runtime) => runtime.block_on(work),
+            Err(error) => Err(error.into()),
+        });
+    });
+    result
+        .await
+        .map_err(|_| "the publisher's thread panicked")?
+}
+
+async fn publish_sql_on(
+    db_url: String,
+    board: i64,
+    writers: Vec<i64>,
+    rate: u32,
+    phase: Duration,
+) -> Result<Vec<(i64, Instant)>> {
+    let db = pgplace_tests::connect(&db_url).await;
     let statement = db
         .prepare("SELECT seq FROM place.place_many($1, $2, $3, $4, $5) WHERE placed")
         .await?;
-    let batch = (rate as usize / 100).max(1);
-    let users: Vec<i64> = setup.writers.iter().copied().cycle().take(batch).collect();
+    let (period, batch) = schedule(rate);
+    let users: Vec<i64> = writers.iter().copied().cycle().take(batch).collect();
     let mut acks = Vec::new();
-    let mut ticks = tokio::time::interval(PERIOD);
+    let mut ticks = tokio::time::interval(period);
     ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
-    let end = Instant::now() + setup.phase();
+    let end = Instant::now() + phase;
     let mut n = 0i32;
     while Instant::now() < end {
         ticks.tick().await;
@@ -282,7 +406,7 @@ async fn publish_sql(setup: &Setup, rate: u32) -> Result<Vec<(i64, Instant)>> {
         let cs: Vec<i32> = (0..batch as i32).map(|i| (n + i) % 16).collect();
         n = n.wrapping_add(batch as i32);
         let rows = db
-            .query(&statement, &[&setup.small_board, &users, &xs, &ys, &cs])
+            .query(&statement, &[&board, &users, &xs, &ys, &cs])
             .await?;
         let at = Instant::now();
         acks.extend(rows.iter().map(|r| (r.get::<_, i64>(0), at)));
@@ -379,6 +503,7 @@ async fn nchan(
                             .split('\n')
                             .filter_map(|line| line.trim().parse().ok())
                             .collect();
+                        received.answers += usize::from(!seqs.is_empty());
                         // A range per run of consecutive messages.
                         let mut i = 0;
                         while i < seqs.len() {
@@ -400,10 +525,13 @@ async fn nchan(
     ready.wait().await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     let rss_waiting = server.rss();
-    let cpu_before = server.cpu();
     drop(publisher);
-    let acks = publish_nchan(nginx.addr, rate, setup.phase()).await?;
-    let cpu = server.cpu().saturating_sub(cpu_before);
+    let (acks, cpu) = PhaseCpu::over(
+        &server,
+        on_own_thread(publish_nchan(nginx.addr, rate, setup.phase())),
+    )
+    .await;
+    let acks = acks?;
     tokio::time::sleep(DRAIN).await;
     let _ = stop.send(true);
     let mut all = Vec::with_capacity(clients);
@@ -434,7 +562,7 @@ async fn post_message(publisher: &mut Conn, seq: i64) -> Result<()> {
     Ok(())
 }
 
-/// Publishes `rate` messages a second (one batch per PERIOD) for one phase; seqs 1, 2, ….
+/// Publishes `rate` messages a second (see `schedule`) for one phase; seqs 1, 2, ….
 /// Each message is POSTed on a connection of its own from a pool: Nchan answers a publish
 /// only after its fan-out, so one connection alone could not keep the rate.
 async fn publish_nchan(
@@ -442,13 +570,13 @@ async fn publish_nchan(
     rate: u32,
     phase: Duration,
 ) -> Result<Vec<(i64, Instant)>> {
-    let batch = (rate as usize / 100).max(1);
+    let (period, batch) = schedule(rate);
     let idle: Arc<tokio::sync::Mutex<Vec<Conn>>> = Arc::default();
     let acks: Arc<std::sync::Mutex<Vec<(i64, Instant)>>> = Arc::default();
     let mut posts = tokio::task::JoinSet::new();
     // At most this many publishes in flight (connections to the server).
     let in_flight = Arc::new(Semaphore::new(PUBLISH_CONNECTIONS));
-    let mut ticks = tokio::time::interval(PERIOD);
+    let mut ticks = tokio::time::interval(period);
     ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
     let end = Instant::now() + phase;
     let mut seq = 0;
@@ -498,7 +626,7 @@ fn measure(
     received: &[Received],
     rss_before: u64,
     rss_waiting: u64,
-    cpu: Duration,
+    cpu: PhaseCpu,
 ) -> Measured {
     let ack_of: std::collections::HashMap<i64, Instant> = acks.iter().copied().collect();
     let (first, last) = (
@@ -507,6 +635,7 @@ fn measure(
     );
     let mut histogram = Histogram::<u64>::new_with_bounds(1, 600_000_000, 3).expect("bounds");
     let (mut delivered, mut lost, mut duplicated, mut out_of_order, mut errors) = (0, 0, 0, 0, 0);
+    let answers: usize = received.iter().map(|r| r.answers).sum();
     // Which messages each client got, as a bit set (Nchan's concurrent publishes may land
     // out of seq order: order is counted, not taken for loss).
     let span = (last - first + 1).max(0) as usize;
@@ -560,10 +689,13 @@ fn measure(
         out_of_order,
         rss_per_client: rss_waiting.saturating_sub(rss_before) as f64 / clients as f64,
         cpu_per_1000: if delivered > 0 {
-            cpu.as_secs_f64() * 1000.0 / delivered as f64 * 1000.0
+            cpu.server.as_secs_f64() * 1000.0 / delivered as f64 * 1000.0
         } else {
             0.0
         },
+        cpu_per_answer_us: cpu.server.as_secs_f64() * 1e6 / answers.max(1) as f64,
+        server_pct: 100.0 * cpu.server.as_secs_f64() / cpu.wall.as_secs_f64().max(1e-9),
+        load_pct: 100.0 * cpu.load_generator.as_secs_f64() / cpu.wall.as_secs_f64().max(1e-9),
         errors,
     }
 }
@@ -577,7 +709,8 @@ fn report(measured: &[Measured]) -> Table {
             &format!("{} x {}/s: {}", m.clients, m.rate, m.system.name()),
             format!(
                 "published {:.0}/s, p50 {:.1} / p99 {:.1} ms, delivered {} ({:.1}%), lost {}, duplicated {}, out of seq order {}, \
-                 {:.1} kB RSS per waiting client, {:.2} ms server CPU per 1,000 deliveries, {} client errors",
+                 {:.1} kB RSS per waiting client, {:.2} ms server CPU per 1,000 deliveries ({:.1} µs per answer), \
+                 CPU server {:.0}% / load generator {:.0}% (100% = one core), {} client errors",
                 m.published_rate,
                 m.p50_ms,
                 m.p99_ms,
@@ -588,6 +721,9 @@ fn report(measured: &[Measured]) -> Table {
                 m.out_of_order,
                 m.rss_per_client / 1000.0,
                 m.cpu_per_1000,
+                m.cpu_per_answer_us,
+                m.server_pct,
+                m.load_pct,
                 m.errors
             ),
         );
