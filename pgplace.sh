@@ -59,6 +59,14 @@ install_extension() {
     test -f "$("$PG_CONFIG" --sharedir)/extension/pgplace.control"
 }
 
+# An older install script (tests/upgrade/pgplace--<version>.sql) into the extension directory,
+# for the benchmarks' before/after: releases ship only the newest one.
+install_old_schema() {
+    local script="$ROOT/tests/upgrade/pgplace--$1.sql"
+    [[ -f $script ]] || { echo "no install script of version $1 in tests/upgrade/" >&2; exit 2; }
+    cp "$script" "$("$PG_CONFIG" --sharedir)/extension/"
+}
+
 start_cluster() {
     mkdir -p "$STATE" && chmod o+x "$STATE"
     if [[ ! -f $DATA/PG_VERSION ]]; then
@@ -202,20 +210,29 @@ cmd_bench() {
 # (PGPLACE_CLIFF_SECONDS, PGPLACE_CLIFF_WINDOW).
 cmd_bench_cliff() {
     setup
+    [[ -z ${PGPLACE_CLIFF_VERSION:-} ]] || install_old_schema "$PGPLACE_CLIFF_VERSION"
     PGPLACE_ADMIN_URL="postgresql://postgres@$PGHOST:$PGPORT/postgres" \
         PG_BIN="$PG_BIN" bash "$ROOT/tests/bench/cliff.sh"
 }
 
+# PGPLACE_BENCH_SCHEMA=0.4.0: an older schema (its install script from tests/upgrade/, served
+# by this library as that version was), for a before/after in one session.
 cmd_bench_history() {
     setup
+    local version=""
+    if [[ -n ${PGPLACE_BENCH_SCHEMA:-} ]]; then
+        install_old_schema "$PGPLACE_BENCH_SCHEMA"
+        version=" VERSION '$PGPLACE_BENCH_SCHEMA'"
+    fi
     psql_q -d postgres -c "DROP DATABASE IF EXISTS pgplace_bench_history WITH (FORCE)" -c "CREATE DATABASE pgplace_bench_history"
-    psql_q -d pgplace_bench_history -c "CREATE EXTENSION pgplace"
+    psql_q -d pgplace_bench_history -c "CREATE EXTENSION pgplace$version"
     "$PG_BIN/psql" -X -d pgplace_bench_history -f "$ROOT/tests/bench/history.sql"
     psql_q -d postgres -c "DROP DATABASE pgplace_bench_history WITH (FORCE)"
 }
 
 cmd_bench_gateway() {
     setup
+    [[ -z ${PGPLACE_BENCH_SCHEMA:-} ]] || install_old_schema "$PGPLACE_BENCH_SCHEMA"
     build_gateway
     PGPLACE_ADMIN_URL="postgresql://postgres@$PGHOST:$PGPORT/postgres" PG_BIN="$PG_BIN" \
         GATEWAY_BIN="$ROOT/target/release/pgplace-gateway" bash "$ROOT/tests/bench/gateway.sh"
