@@ -102,11 +102,12 @@ impl ArrayBuilder {
     }
 }
 
-/// An HTTP body that sends the pieces as they are, with an exact length (so that HTTP/1.0
-/// clients, which cannot read chunked bodies, get a Content-Length).
 /// The largest answer sent as one copied piece.
 const COPY_AT_MOST: u64 = 16 * 1024;
 
+/// An HTTP body that sends the pieces as they are (a small answer in one piece), with an
+/// exact length (so that HTTP/1.0 clients, which cannot read chunked bodies, get a
+/// Content-Length).
 impl Body for Fragments {
     type Data = Bytes;
     type Error = Infallible;
@@ -197,6 +198,9 @@ mod tests {
         assert_eq!(frames.len(), 3);
         // The same buffer, not a copy of it.
         assert_eq!(frames[1].as_ptr(), big.as_ptr());
-        assert_eq!((frames[0].as_ref(), frames[2].as_ref()), (&b"["[..], &b"]"[..]));
+        assert_eq!(
+            (frames[0].as_ref(), frames[2].as_ref()),
+            (&b"["[..], &b"]"[..])
+        );
     }
 }

@@ -76,14 +76,14 @@ pub async fn place_for(mut conn: Conn, session: String, board: i64, phase: Durat
         match tokio::time::timeout(CALL_TIMEOUT, conn.call("board.place", params)).await {
             Ok(Ok(_)) => tally.latencies.push(sent.elapsed()),
             Ok(Err(error)) => {
-                let error: String = error.to_string().chars().take(120).collect();
+                let closed = conn.is_closed();
+                let mut error: String = error.to_string().chars().take(120).collect();
+                if closed {
+                    error = format!("connection closed by the server: {error}");
+                }
                 *tally.errors.entry(error).or_default() += 1;
                 // Counted once, not once per spin of this loop on a dead connection.
-                if conn.is_closed() {
-                    *tally
-                        .errors
-                        .entry("connection closed by the server".into())
-                        .or_default() += 1;
+                if closed {
                     break;
                 }
             }
