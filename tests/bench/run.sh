@@ -93,7 +93,8 @@ expect_placed $(($(xacts place_many) * 100)) $((seq2 - seq1))
 # pgplace against the PL/pgSQL baseline, alternating, on realistic users: a random one of
 # 20,000 per call (or per batch of 100 consecutive ones), and one user per client.
 # counted_phase name clients script placements-per-call seq-function min-percent
-# [pgbench options]: at least min-percent of the calls' placements must be placed.
+# [pgbench options]: at least min-percent of the calls' placements must be placed, and no
+# more than all of them.
 counted_phase() {
     local name=$1 clients=$2 script=$3 per=$4 seq_of=$5 min_percent=$6 before after
     shift 6
@@ -101,7 +102,7 @@ counted_phase() {
     bench "$name" -c "$clients" -j "$clients" -T "$SECONDS_PER_PHASE" "$@" -f "$HERE/$script"
     after=$($seq_of)
     local want=$(($(xacts "$name") * per)) got=$((after - before))
-    ((got * 100 >= want * min_percent)) || { echo "$name placed $got of $want" >&2; exit 1; }
+    ((got <= want && got * 100 >= want * min_percent)) || { echo "$name placed $got of $want" >&2; exit 1; }
 }
 # pgplace_phase / naive_phase name clients script placements-per-call.
 pgplace_phase() {
