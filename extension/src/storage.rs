@@ -265,8 +265,6 @@ pub fn write_tiles(
         chunk_nos.push(chunk_no);
         ns.push(n);
     }
-    let colors: Vec<i32> = accepted.iter().map(|item| item.color).collect();
-    let bits = board.tile.bits() as i32;
     let mut distinct = chunk_nos.clone();
     distinct.sort_unstable();
     distinct.dedup();
@@ -274,9 +272,10 @@ pub fn write_tiles(
     if wanted == 1 && !colors_before {
         // One chunk: the UPDATE locks it itself (no order to keep), saving a statement on
         // the path of place().
+        let colors: Vec<i32> = accepted.iter().map(|item| item.color).collect();
         let apply = [
             board.id.into(),
-            bits.into(),
+            (board.tile.bits() as i32).into(),
             chunk_nos.into(),
             ns.into(),
             colors.into(),
