@@ -30,18 +30,34 @@ CREATE TABLE place.board_settings (
 ALTER SEQUENCE place.boards_id_seq OWNED BY place.board_settings.id;
 COMMENT ON TABLE place.board_settings IS 'pgplace boards'' settings (read place.boards, which adds seq and last_placed_at)';
 
--- The packed board, cut into fixed-size chunks so that a placement rewrites one small
--- row, not the whole board (500,000 bytes for 1000x1000x4). Chunk k holds bytes
+-- The packed board, cut into fixed-size chunks so that a placement writes one small row,
+-- not the whole board (500,000 bytes for 1000x1000x4). Chunk k holds bytes
 -- [k*512, (k+1)*512) of the packed board; place.board_bits() glues them back together.
-CREATE TABLE place.board_chunks (
+-- A chunk is never updated in place: a row that placements rewrote would pile up dead
+-- versions while any transaction holds an old snapshot (pg_dump, a long report), and every
+-- later write of the chunk would walk them all. Instead each chunk has one row here, which
+-- a writer locks (a lock writes no new version) ...
+CREATE TABLE place.chunks (
     board_id bigint NOT NULL REFERENCES place.board_settings (id) ON DELETE CASCADE,
     chunk_no int NOT NULL CHECK (chunk_no >= 0),
-    bits     bytea NOT NULL,
     PRIMARY KEY (board_id, chunk_no)
-) WITH (fillfactor = 70);
+);
+COMMENT ON TABLE place.chunks IS 'One row per 512-byte chunk of each board: writers of a chunk lock its row (its bits are in place.chunk_versions)';
+
+-- ... and then inserts the chunk's next version and deletes the one it replaces. The
+-- newest version is the first entry of the primary key read backwards, so finding it never
+-- walks the versions a held snapshot keeps.
+CREATE TABLE place.chunk_versions (
+    board_id bigint NOT NULL,
+    chunk_no int NOT NULL,
+    version  bigint NOT NULL CHECK (version > 0),
+    bits     bytea NOT NULL,
+    PRIMARY KEY (board_id, chunk_no, version),
+    FOREIGN KEY (board_id, chunk_no) REFERENCES place.chunks ON DELETE CASCADE
+);
 -- Chunks are small and already dense; compressing or moving them out of line only costs.
-ALTER TABLE place.board_chunks ALTER COLUMN bits SET STORAGE PLAIN;
-COMMENT ON TABLE place.board_chunks IS 'The packed bits of each board in 512-byte chunks (read them whole with place.board_bits)';
+ALTER TABLE place.chunk_versions ALTER COLUMN bits SET STORAGE PLAIN;
+COMMENT ON TABLE place.chunk_versions IS 'The packed bits of each board''s chunks, newest version first (read them through place.board_chunks or place.board_bits)';
 
 CREATE SEQUENCE place.users_id_seq;
 CREATE TABLE place.users (
@@ -153,10 +169,34 @@ $$;
 CREATE TRIGGER insert_board INSTEAD OF INSERT ON place.boards
 FOR EACH ROW EXECUTE FUNCTION place._insert_board();
 
+-- Each board's chunks as they are now (the newest version of each): the table of this
+-- name before 0.6.0. One probe of chunk_versions' primary key per chunk.
+CREATE VIEW place.board_chunks AS
+SELECT c.board_id, c.chunk_no, v.bits
+FROM place.chunks c
+CROSS JOIN LATERAL (SELECT cv.bits FROM place.chunk_versions cv
+                    WHERE cv.board_id = c.board_id AND cv.chunk_no = c.chunk_no
+                    ORDER BY cv.version DESC LIMIT 1) v;
+COMMENT ON VIEW place.board_chunks IS 'The packed bits of each board in 512-byte chunks (read them whole with place.board_bits)';
+
+-- Restoring a dump of a version before 0.6.0, whose place.board_chunks was a table.
+CREATE FUNCTION place._insert_chunk() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO place.chunks (board_id, chunk_no) VALUES (NEW.board_id, NEW.chunk_no);
+    INSERT INTO place.chunk_versions (board_id, chunk_no, version, bits)
+    VALUES (NEW.board_id, NEW.chunk_no, 1, NEW.bits);
+    RETURN NEW;
+END
+$$;
+CREATE TRIGGER insert_chunk INSTEAD OF INSERT ON place.board_chunks
+FOR EACH ROW EXECUTE FUNCTION place._insert_chunk();
+
 -- pg_dump keeps the data of extension tables only when they are marked.
 SELECT pg_catalog.pg_extension_config_dump('place.board_settings', '');
 SELECT pg_catalog.pg_extension_config_dump('place.boards_id_seq', '');
-SELECT pg_catalog.pg_extension_config_dump('place.board_chunks', '');
+SELECT pg_catalog.pg_extension_config_dump('place.chunks', '');
+SELECT pg_catalog.pg_extension_config_dump('place.chunk_versions', '');
 SELECT pg_catalog.pg_extension_config_dump('place.users', '');
 SELECT pg_catalog.pg_extension_config_dump('place.users_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('place.user_tokens', '');
@@ -167,4 +207,4 @@ SELECT pg_catalog.pg_extension_config_dump('place.bans', '');
 
 GRANT USAGE ON SCHEMA place TO PUBLIC;
 -- Boards are public: anyone may read them (board_bits and get_tile read the chunks).
-GRANT SELECT ON place.boards, place.board_settings, place.board_chunks, place.users, place.placements, place.cooldowns, place.keyframes, place.bans TO PUBLIC;
+GRANT SELECT ON place.boards, place.board_settings, place.board_chunks, place.chunks, place.chunk_versions, place.users, place.placements, place.cooldowns, place.keyframes, place.bans TO PUBLIC;

@@ -1,8 +1,9 @@
 //! Boards: creation, settings, and reading the packed board and single tiles.
 
+use crate::chunks::{insert_empty_chunks, read_chunks};
 use crate::input::{cooldown_micros, fail, invalid, out_of_range, required};
 use crate::spi::{run, Statement};
-use crate::storage::{insert_empty_chunks, read_chunks, read_packed, Board};
+use crate::storage::{read_packed, Board};
 use pgplace_core::bits::TileWidth;
 use pgplace_core::palette::{default_palette, validate_palette};
 use pgrx::datum::Interval;

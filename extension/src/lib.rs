@@ -1,8 +1,8 @@
 //! pgplace: a collaborative board inside PostgreSQL (`CREATE EXTENSION pgplace`, schema `place`).
 //!
 //! # Layout
-//! - `../sql/schema.sql`: the tables (boards, board_chunks, users, user_tokens, placements,
-//!   cooldowns).
+//! - `../sql/schema.sql`: the tables (board settings, chunks and their versions, users,
+//!   user_tokens, placements, cooldowns) and the views boards and board_chunks.
 //! - `../sql/notify.sql`: the triggers that announce changes on channel `pgplace`.
 //! - `../sql/watch.sql`: watching any table (`watch`, `kick`), the change log and its
 //!   commit-ordered positions.
@@ -10,7 +10,8 @@
 //! - `../sql/sessions.sql`: the gateway's sessions and their subscriptions.
 //! - `../sql/functions.sql`: `COMMENT ON` every function; settings of the hot ones.
 //! - [`input`]: NULL checks and the errors every function raises for bad arguments.
-//! - [`storage`]: how a board's packed bits are cut into chunk rows, and the board row.
+//! - [`storage`]: a board's settings, its seq lock and seqs, its packed bits read whole.
+//! - [`chunks`]: the packed bits in 512-byte chunks, each written as a new version.
 //! - [`bitfield`]: `bitfield_get` / `bitfield_set`, the packed layout for SQL users.
 //! - [`boards`]: creating boards, their settings, reading the packed board and tiles.
 //! - [`users`]: users and their tokens.
@@ -38,6 +39,7 @@ use pgrx::prelude::*;
 
 pub mod bitfield;
 pub mod boards;
+pub mod chunks;
 pub mod cooldowns;
 pub mod expressions;
 pub mod freezing;

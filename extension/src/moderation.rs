@@ -2,10 +2,11 @@
 //! user named `moderation` (created on first use), so the history stays append-only and
 //! every client sees them as normal events.
 
+use crate::chunks::lock_tiles;
 use crate::input::{invalid, out_of_range, required, undefined};
 use crate::item::Item;
 use crate::spi::{column, run, Statement};
-use crate::storage::{check_same_size, lock_tiles, read_packed, Board};
+use crate::storage::{check_same_size, read_packed, Board};
 use crate::timetravel::{board_at, seq_at};
 use crate::writing::commit_tiles;
 use pgrx::pg_sys;

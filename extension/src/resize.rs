@@ -4,24 +4,14 @@
 //! lets time travel replay each stretch of history at the size it was made at.
 
 use crate::boards::MAX_TILES;
+use crate::chunks::{delete_chunks, insert_chunks, lock_all_chunks};
 use crate::input::{out_of_range, required};
 use crate::spi::{run, Statement};
-use crate::storage::{insert_chunks, lock_maintenance, read_packed, Board};
+use crate::storage::{lock_maintenance, read_packed, Board};
 use pgplace_core::bits::TileWidth;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 use pgrx::spi::SpiClient;
-
-static LOCK_ALL_CHUNKS: Statement = Statement {
-    // In chunk order, before the board's seq lock: the order placements take their locks in.
-    sql: "SELECT chunk_no FROM place.board_chunks WHERE board_id = $1 ORDER BY chunk_no FOR UPDATE",
-    params: &[pg_sys::INT8OID],
-};
-
-static DELETE_CHUNKS: Statement = Statement {
-    sql: "DELETE FROM place.board_chunks WHERE board_id = $1",
-    params: &[pg_sys::INT8OID],
-};
 
 static SET_SIZE: Statement = Statement {
     sql: "UPDATE place.boards SET width = $2, height = $3 WHERE id = $1",
@@ -99,9 +89,10 @@ fn resize_board(board_id: Option<i64>, width: Option<i32>, height: Option<i32>) 
         ));
     }
     Spi::connect_mut(|client| {
-        Board::load(client, board_id, false);
+        let before = Board::load(client, board_id, false);
         lock_maintenance(client, board_id);
-        run(client, &LOCK_ALL_CHUNKS, &[board_id.into()]);
+        // In chunk order, before the board's seq lock: the order placements take their locks in.
+        lock_all_chunks(client, &before);
         let board = Board::load(client, board_id, true);
         if (board.width, board.height) == (width, height) {
             return;
@@ -125,7 +116,7 @@ fn resize_board(board_id: Option<i64>, width: Option<i32>, height: Option<i32>) 
             (board.width, board.height),
             (width, height),
         );
-        run(client, &DELETE_CHUNKS, &[board_id.into()]);
+        delete_chunks(client, &board);
         insert_chunks(client, board_id, &resized);
         run(
             client,

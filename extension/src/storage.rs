@@ -1,8 +1,7 @@
-//! A board's row and its packed bits, stored as `place.board_chunks` rows of
-//! [`CHUNK_BYTES`] bytes each (the last one shorter), so a placement rewrites one small row.
+//! A board's settings, its seq lock and seqs, and reading its packed bits whole (the
+//! chunks they are stored in are [`crate::chunks`]').
 
-use crate::input::{fail, out_of_range, required_elements, undefined};
-use crate::item::Item;
+use crate::input::{fail, out_of_range, undefined};
 use crate::snapshots::{refuse_unseen_placements, repeatable_read};
 use crate::spi::{column, run, Statement};
 use pgplace_core::bits::TileWidth;
@@ -10,11 +9,6 @@ use pgrx::datum::{FromDatum, Interval, IntoDatum};
 use pgrx::prelude::*;
 use pgrx::spi::{SpiClient, SpiHeapTupleData};
 use pgrx::{pg_sys, PgSqlErrorCode};
-use std::collections::BTreeMap;
-
-/// Bytes per chunk row: small enough that a placement's rewrite (and its WAL) stays
-/// small, large enough that reading a whole 1000x1000x4 board is under a thousand rows.
-pub const CHUNK_BYTES: usize = 512;
 
 /// The settings of a board that placing and reading need.
 pub struct Board {
@@ -34,6 +28,9 @@ pub struct Board {
     /// under the board's seq lock from the history ([`bump_seq`]); before, from the board's
     /// row, which they updated.
     pub seqs_from_history: bool,
+    /// Whether this database's schema is 0.6.0's or later: chunks are written as versions
+    /// ([`crate::chunks`]); before, updated in place.
+    pub versioned_chunks: bool,
     pub history_from: i64,
     /// How long a non-zero tile rests unchanged before it freezes (None: never).
     pub freeze_after_us: Option<i64>,
@@ -46,7 +43,8 @@ macro_rules! select_board {
     () => {
         "SELECT *, cardinality(palette) AS colors, \
          (extract(epoch FROM cooldown) * 1000000)::bigint AS cooldown_us, \
-         to_regclass('place.board_settings') IS NOT NULL AS seqs_from_history \
+         to_regclass('place.board_settings') IS NOT NULL AS seqs_from_history, \
+         to_regclass('place.chunk_versions') IS NOT NULL AS versioned_chunks \
          FROM place.boards WHERE id = $1"
     };
 }
@@ -105,6 +103,7 @@ impl Board {
             // These came with keyframe_every (0.2.0).
             v0_2: row.get_by_name::<i32, _>("keyframe_every").is_ok(),
             seqs_from_history: named(&row, "seqs_from_history"),
+            versioned_chunks: named(&row, "versioned_chunks"),
             history_from: optional(&row, "history_from").unwrap_or(0),
             freeze_after_us: optional::<Interval>(&row, "freeze_after").map(micros),
         };
@@ -151,7 +150,7 @@ impl Board {
     /// The chunk holding tile (x, y), and the tile's number inside that chunk.
     pub fn locate(&self, x: i32, y: i32) -> (i32, i64) {
         let n = x as u64 + self.width as u64 * y as u64;
-        let per_chunk = CHUNK_BYTES as u64 * self.tile.tiles_per_byte();
+        let per_chunk = crate::chunks::CHUNK_BYTES as u64 * self.tile.tiles_per_byte();
         ((n / per_chunk) as i32, (n % per_chunk) as i64)
     }
 }
@@ -167,205 +166,6 @@ fn check_open(id: i64, name: &str, state: &str) {
             ),
         );
     }
-}
-
-/// Zeroed chunks for a packed board of `packed_len` bytes.
-pub fn empty_chunks(packed_len: usize) -> Vec<Vec<u8>> {
-    (0..packed_len)
-        .step_by(CHUNK_BYTES)
-        .map(|start| vec![0u8; CHUNK_BYTES.min(packed_len - start)])
-        .collect()
-}
-
-static INSERT_CHUNKS: Statement = Statement {
-    sql: "INSERT INTO place.board_chunks (board_id, chunk_no, bits) \
-          SELECT $1, (ord - 1)::int, bits FROM unnest($2::bytea[]) WITH ORDINALITY AS c(bits, ord)",
-    params: &[pg_sys::INT8OID, pg_sys::BYTEAARRAYOID],
-};
-
-/// Stores a packed board as its chunk rows.
-pub fn insert_chunks(client: &mut SpiClient<'_>, board_id: i64, packed: &[u8]) {
-    let chunks: Vec<Vec<u8>> = packed.chunks(CHUNK_BYTES).map(<[u8]>::to_vec).collect();
-    run(client, &INSERT_CHUNKS, &[board_id.into(), chunks.into()]);
-}
-
-pub fn insert_empty_chunks(client: &mut SpiClient<'_>, board_id: i64, packed_len: usize) {
-    run(
-        client,
-        &INSERT_CHUNKS,
-        &[board_id.into(), empty_chunks(packed_len).into()],
-    );
-}
-
-static READ_CHUNKS: Statement = Statement {
-    sql: "SELECT chunk_no, bits FROM place.board_chunks WHERE board_id = $1 AND chunk_no = ANY($2)",
-    params: &[pg_sys::INT8OID, pg_sys::INT4ARRAYOID],
-};
-
-pub fn read_chunks(
-    client: &mut SpiClient<'_>,
-    board_id: i64,
-    chunk_nos: Vec<i32>,
-) -> BTreeMap<i32, Vec<u8>> {
-    run(client, &READ_CHUNKS, &[board_id.into(), chunk_nos.into()])
-        .map(|row| {
-            let no = column::<i32>(&row, 1);
-            let bits = column::<Vec<u8>>(&row, 2);
-            (no, bits)
-        })
-        .collect()
-}
-
-static APPLY_TILES: Statement = Statement {
-    sql: "UPDATE place.board_chunks AS c SET bits = place._apply_tiles(c.bits, $2, v.ns, v.colors) \
-          FROM (SELECT chunk_no, array_agg(n ORDER BY ord) AS ns, array_agg(color ORDER BY ord) AS colors \
-                FROM unnest($3::int[], $4::bigint[], $5::int[]) WITH ORDINALITY AS t(chunk_no, n, color, ord) \
-                GROUP BY chunk_no) AS v \
-          WHERE c.board_id = $1 AND c.chunk_no = v.chunk_no",
-    params: &[
-        pg_sys::INT8OID,
-        pg_sys::INT4OID,
-        pg_sys::INT4ARRAYOID,
-        pg_sys::INT8ARRAYOID,
-        pg_sys::INT4ARRAYOID,
-    ],
-};
-
-/// Chunks this call has locked, rewritten where their current versions are: a lookup by
-/// key would walk every version that a snapshot held elsewhere keeps from being pruned
-/// (the lock walked them once already, and keeps the versions it found current).
-static REWRITE_LOCKED: Statement = Statement {
-    sql: "UPDATE place.board_chunks AS c SET bits = v.bits \
-          FROM unnest($2::text[]::tid[], $3::bytea[]) AS v(version, bits) \
-          WHERE c.ctid = v.version AND c.board_id = $1",
-    params: &[pg_sys::INT8OID, pg_sys::TEXTARRAYOID, pg_sys::BYTEAARRAYOID],
-};
-
-static LOCK_CHUNKS: Statement = Statement {
-    sql:
-        "SELECT chunk_no, bits, ctid::text FROM place.board_chunks WHERE board_id = $1 AND chunk_no = ANY($2) \
-          ORDER BY chunk_no FOR NO KEY UPDATE",
-    params: &[pg_sys::INT8OID, pg_sys::INT4ARRAYOID],
-};
-
-/// Sets the accepted tiles in their chunks, in order (a later tile wins): locks the
-/// touched chunks in chunk order (so two calls never wait for each other in a circle),
-/// then one UPDATE rewrites each of them once. With `colors_before`, returns each item's
-/// tile colour from before the call (read under the lock: final).
-pub fn write_tiles(
-    client: &mut SpiClient<'_>,
-    board: &Board,
-    accepted: &[&Item],
-    colors_before: bool,
-) -> Option<Vec<u8>> {
-    let mut chunk_nos = Vec::with_capacity(accepted.len());
-    let mut ns = Vec::with_capacity(accepted.len());
-    for item in accepted {
-        let (chunk_no, n) = board.locate(item.x, item.y);
-        chunk_nos.push(chunk_no);
-        ns.push(n);
-    }
-    let mut distinct = chunk_nos.clone();
-    distinct.sort_unstable();
-    distinct.dedup();
-    let wanted = distinct.len();
-    if wanted == 1 && !colors_before {
-        // One chunk: the UPDATE locks it itself (no order to keep), saving a statement on
-        // the path of place().
-        let colors: Vec<i32> = accepted.iter().map(|item| item.color).collect();
-        let apply = [
-            board.id.into(),
-            (board.tile.bits() as i32).into(),
-            chunk_nos.into(),
-            ns.into(),
-            colors.into(),
-        ];
-        if run(client, &APPLY_TILES, &apply).len() != 1 {
-            changed_size(board.id);
-        }
-        return None;
-    }
-    // chunk_no -> (where its current version is, its bits)
-    let mut locked: BTreeMap<i32, (String, Vec<u8>)> =
-        run(client, &LOCK_CHUNKS, &[board.id.into(), distinct.into()])
-            .map(|row| {
-                let version = column::<String>(&row, 3);
-                (
-                    column::<i32>(&row, 1),
-                    (version, column::<Vec<u8>>(&row, 2)),
-                )
-            })
-            .collect();
-    let before: Option<Vec<u8>> = chunk_nos
-        .iter()
-        .zip(&ns)
-        .map(|(chunk_no, n)| {
-            locked
-                .get(chunk_no)
-                .and_then(|(_, bits)| board.tile.get(bits, *n).ok())
-        })
-        .collect();
-    if locked.len() != wanted || before.is_none() {
-        changed_size(board.id);
-    }
-    // In array order: a later tile wins, as in _apply_tiles.
-    for ((chunk_no, n), item) in chunk_nos.iter().zip(&ns).zip(accepted) {
-        let (_, bits) = locked.get_mut(chunk_no).expect("every chunk was locked");
-        board
-            .tile
-            .set(bits, *n, item.color.into())
-            .expect("checked against the palette and inside the chunk");
-    }
-    let (versions, rewritten): (Vec<String>, Vec<Vec<u8>>) = locked.into_values().unzip();
-    let args = [board.id.into(), versions.into(), rewritten.into()];
-    if run(client, &REWRITE_LOCKED, &args).len() != wanted {
-        changed_size(board.id);
-    }
-    before
-}
-
-/// A resize replaced the chunks while the call waited for them.
-fn changed_size(board_id: i64) -> ! {
-    fail(
-        PgSqlErrorCode::ERRCODE_T_R_SERIALIZATION_FAILURE,
-        format!("board {board_id} changed its size during the call; try again"),
-    )
-}
-
-/// `bits` with tile `ns[i]` set to `colors[i]`, in order: the chunk half of a placement.
-#[pg_extern(immutable, parallel_safe, strict, name = "_apply_tiles")]
-pub fn apply_tiles(
-    bits: &[u8],
-    bits_per_tile: i32,
-    ns: Vec<Option<i64>>,
-    colors: Vec<Option<i32>>,
-) -> Vec<u8> {
-    // Elements as Options: a NULL element is a bad argument (22004), where pgrx's
-    // conversion to Vec<i64> would fail with an internal error (XX000).
-    let ns = required_elements("ns", Some(ns));
-    let colors = required_elements("colors", Some(colors));
-    let tile = TileWidth::new(bits_per_tile.into())
-        .unwrap_or_else(|e| fail(PgSqlErrorCode::ERRCODE_DATA_CORRUPTED, e.to_string()));
-    if ns.len() != colors.len() {
-        fail(
-            PgSqlErrorCode::ERRCODE_ARRAY_ELEMENT_ERROR,
-            format!(
-                "_apply_tiles takes as many colors ({}) as tiles ({})",
-                colors.len(),
-                ns.len()
-            ),
-        );
-    }
-    let mut out = bits.to_vec();
-    for (n, color) in ns.into_iter().zip(colors) {
-        tile.set(&mut out, n, color.into()).unwrap_or_else(|e| {
-            fail(
-                PgSqlErrorCode::ERRCODE_DATA_CORRUPTED,
-                format!("a chunk is inconsistent with its board: {e}"),
-            )
-        });
-    }
-    out
 }
 
 static SEQ_LOCK: Statement = Statement {
@@ -529,24 +329,6 @@ static READ_PACKED: Statement = Statement {
 /// Refuses bits read in another statement than `board` when a resize came in between.
 pub fn check_same_size(board: &Board, bits: &[u8]) {
     if bits.len() != board.packed_len() {
-        fail(
-            PgSqlErrorCode::ERRCODE_T_R_SERIALIZATION_FAILURE,
-            format!(
-                "board {} changed its size during the call; try again",
-                board.id
-            ),
-        );
-    }
-}
-
-/// Locks the chunks holding `tiles` (in chunk order, as placements do), so that nothing
-/// changes them until commit; 40001 when a resize replaced them meanwhile.
-pub fn lock_tiles(client: &mut SpiClient<'_>, board: &Board, tiles: &[(i32, i32)]) {
-    let mut chunks: Vec<i32> = tiles.iter().map(|(x, y)| board.locate(*x, *y).0).collect();
-    chunks.sort_unstable();
-    chunks.dedup();
-    let wanted = chunks.len();
-    if run(client, &LOCK_CHUNKS, &[board.id.into(), chunks.into()]).len() != wanted {
         fail(
             PgSqlErrorCode::ERRCODE_T_R_SERIALIZATION_FAILURE,
             format!(

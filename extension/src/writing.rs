@@ -4,7 +4,8 @@
 //! A call takes its locks in one order, each held until commit, so calls never deadlock:
 //! 1. each user's cooldown row ([`crate::cooldowns`]): one placement per user per window,
 //!    however many attempts race;
-//! 2. the touched chunk rows, in chunk order, then rewrites them ([`crate::storage`]):
+//! 2. the touched chunks' rows, in chunk order, then writes their next versions
+//!    ([`crate::chunks`]):
 //!    whoever writes a chunk first also commits first, so the bits always equal the
 //!    history replayed in seq order;
 //! 3. the board's seq lock, reading the newest seq ([`crate::storage::bump_seq`]), then the
@@ -13,12 +14,13 @@
 //!    and the commit: calls on one board overlap in everything before. Settings changes
 //!    take the seq lock before the board's row ([`crate::storage::Board::load`]).
 
+use crate::chunks::write_tiles;
 use crate::freezing::check_still_open_tiles;
 use crate::input::fail;
 use crate::item::Item;
 use crate::snapshots::repeatable_read;
 use crate::spi::{run, Statement};
-use crate::storage::{bump_seq, write_tiles, Board};
+use crate::storage::{bump_seq, Board};
 use pgrx::prelude::*;
 use pgrx::spi::SpiClient;
 use pgrx::{pg_sys, PgSqlErrorCode};

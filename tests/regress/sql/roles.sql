@@ -117,7 +117,7 @@ SELECT expect_error(format('DELETE FROM place.placements WHERE board_id = %s', :
 SELECT expect_error('TRUNCATE place.placements');
 SELECT expect_error(format('UPDATE place.boards SET seq = 0 WHERE id = %s', :small));
 SELECT expect_error(format('UPDATE place.board_settings SET state = ''paused'' WHERE id = %s', :small));
-SELECT expect_error(format('UPDATE place.board_chunks SET bits = ''\x00'' WHERE board_id = %s', :small));
+SELECT expect_error(format('UPDATE place.chunk_versions SET bits = ''\x00'' WHERE board_id = %s', :small));
 SELECT expect_error(format('DELETE FROM place.cooldowns WHERE board_id = %s', :small));
 SELECT expect_error($$INSERT INTO place.users (name) VALUES ('sneaky')$$);
 SELECT expect_error(format('DELETE FROM place.user_tokens WHERE user_id = %s', :u1));

@@ -1,0 +1,426 @@
+//! A board's packed bits in chunks of [`CHUNK_BYTES`] bytes: storing, locking, reading and
+//! writing them.
+//!
+//! Since 0.6.0 a chunk is never updated in place. Its row in `place.chunks` is what writers
+//! lock (a row lock writes no new version of the row), and its bits are versions in
+//! `place.chunk_versions`: a write inserts version n + 1 and deletes version n. While some
+//! transaction holds an old snapshot, the deleted versions cannot be pruned, but the newest
+//! one is the first entry of the primary key read backwards, so no write or read walks
+//! them. (Schemas before 0.6.0 keep one `place.board_chunks` row per chunk, updated in
+//! place: the library still writes them that way until ALTER EXTENSION UPDATE.)
+
+use crate::input::{fail, required_elements};
+use crate::item::Item;
+use crate::spi::{column, run, Statement};
+use crate::storage::Board;
+use pgplace_core::bits::TileWidth;
+use pgrx::prelude::*;
+use pgrx::spi::SpiClient;
+use pgrx::{pg_sys, PgSqlErrorCode};
+use std::collections::BTreeMap;
+
+/// Bytes per chunk: small enough that a placement's write (and its WAL) stays small, large
+/// enough that reading a whole 1000x1000x4 board is under a thousand rows.
+pub const CHUNK_BYTES: usize = 512;
+
+static VERSIONED: Statement = Statement {
+    sql: "SELECT to_regclass('place.chunk_versions') IS NOT NULL",
+    params: &[],
+};
+
+/// Whether this database's schema keeps chunk versions (0.6.0 and later).
+fn versioned(client: &mut SpiClient<'_>) -> bool {
+    let row = run(client, &VERSIONED, &[]).next();
+    column::<bool>(&row.expect("one row"), 1)
+}
+
+/// Zeroed chunks for a packed board of `packed_len` bytes.
+pub fn empty_chunks(packed_len: usize) -> Vec<Vec<u8>> {
+    (0..packed_len)
+        .step_by(CHUNK_BYTES)
+        .map(|start| vec![0u8; CHUNK_BYTES.min(packed_len - start)])
+        .collect()
+}
+
+static INSERT_CHUNK_ROWS: Statement = Statement {
+    sql: "INSERT INTO place.chunks (board_id, chunk_no) SELECT $1, generate_series(0, $2 - 1)",
+    params: &[pg_sys::INT8OID, pg_sys::INT4OID],
+};
+
+static INSERT_FIRST_VERSIONS: Statement = Statement {
+    sql: "INSERT INTO place.chunk_versions (board_id, chunk_no, version, bits) \
+          SELECT $1, (ord - 1)::int, 1, bits FROM unnest($2::bytea[]) WITH ORDINALITY AS c(bits, ord)",
+    params: &[pg_sys::INT8OID, pg_sys::BYTEAARRAYOID],
+};
+
+/// Before 0.6.0.
+static INSERT_CHUNKS_IN_PLACE: Statement = Statement {
+    sql: "INSERT INTO place.board_chunks (board_id, chunk_no, bits) \
+          SELECT $1, (ord - 1)::int, bits FROM unnest($2::bytea[]) WITH ORDINALITY AS c(bits, ord)",
+    params: &[pg_sys::INT8OID, pg_sys::BYTEAARRAYOID],
+};
+
+fn store_chunks(client: &mut SpiClient<'_>, board_id: i64, chunks: Vec<Vec<u8>>) {
+    if versioned(client) {
+        let count = chunks.len() as i32;
+        run(client, &INSERT_CHUNK_ROWS, &[board_id.into(), count.into()]);
+        run(
+            client,
+            &INSERT_FIRST_VERSIONS,
+            &[board_id.into(), chunks.into()],
+        );
+    } else {
+        run(
+            client,
+            &INSERT_CHUNKS_IN_PLACE,
+            &[board_id.into(), chunks.into()],
+        );
+    }
+}
+
+/// Stores a packed board as its chunks.
+pub fn insert_chunks(client: &mut SpiClient<'_>, board_id: i64, packed: &[u8]) {
+    let chunks = packed.chunks(CHUNK_BYTES).map(<[u8]>::to_vec).collect();
+    store_chunks(client, board_id, chunks);
+}
+
+pub fn insert_empty_chunks(client: &mut SpiClient<'_>, board_id: i64, packed_len: usize) {
+    store_chunks(client, board_id, empty_chunks(packed_len));
+}
+
+static READ_CHUNKS: Statement = Statement {
+    // The view shows the newest versions (a table before 0.6.0).
+    sql: "SELECT chunk_no, bits FROM place.board_chunks WHERE board_id = $1 AND chunk_no = ANY($2)",
+    params: &[pg_sys::INT8OID, pg_sys::INT4ARRAYOID],
+};
+
+pub fn read_chunks(
+    client: &mut SpiClient<'_>,
+    board_id: i64,
+    chunk_nos: Vec<i32>,
+) -> BTreeMap<i32, Vec<u8>> {
+    run(client, &READ_CHUNKS, &[board_id.into(), chunk_nos.into()])
+        .map(|row| (column::<i32>(&row, 1), column::<Vec<u8>>(&row, 2)))
+        .collect()
+}
+
+static LOCK_CHUNK_ROWS: Statement = Statement {
+    // NO KEY UPDATE: conflicts with other writers and with a resize's DELETE, not with the
+    // foreign-key checks (KEY SHARE) of the versions this call inserts.
+    sql: "SELECT chunk_no FROM place.chunks WHERE board_id = $1 AND chunk_no = ANY($2) \
+          ORDER BY chunk_no FOR NO KEY UPDATE",
+    params: &[pg_sys::INT8OID, pg_sys::INT4ARRAYOID],
+};
+
+/// Locks the given chunks (sorted, distinct), in chunk order so that two calls never wait
+/// for each other in a circle; 40001 when a resize replaced them meanwhile.
+fn lock_chunks(client: &mut SpiClient<'_>, board: &Board, chunk_nos: Vec<i32>) {
+    let wanted = chunk_nos.len();
+    let statement = if board.versioned_chunks {
+        &LOCK_CHUNK_ROWS
+    } else {
+        &LOCK_CHUNKS_IN_PLACE
+    };
+    if run(client, statement, &[board.id.into(), chunk_nos.into()]).len() != wanted {
+        changed_size(board.id);
+    }
+}
+
+/// Locks the chunks holding `tiles` (as placements do), so that nothing changes them until
+/// commit.
+pub fn lock_tiles(client: &mut SpiClient<'_>, board: &Board, tiles: &[(i32, i32)]) {
+    let mut chunks: Vec<i32> = tiles.iter().map(|(x, y)| board.locate(*x, *y).0).collect();
+    chunks.sort_unstable();
+    chunks.dedup();
+    lock_chunks(client, board, chunks);
+}
+
+static LOCK_ALL_CHUNK_ROWS: Statement = Statement {
+    sql: "SELECT chunk_no FROM place.chunks WHERE board_id = $1 ORDER BY chunk_no FOR UPDATE",
+    params: &[pg_sys::INT8OID],
+};
+
+static LOCK_ALL_CHUNKS_IN_PLACE: Statement = Statement {
+    sql: "SELECT chunk_no FROM place.board_chunks WHERE board_id = $1 ORDER BY chunk_no FOR UPDATE",
+    params: &[pg_sys::INT8OID],
+};
+
+/// Locks every chunk of the board, in chunk order (a resize, before it replaces them).
+pub fn lock_all_chunks(client: &mut SpiClient<'_>, board: &Board) {
+    let statement = if board.versioned_chunks {
+        &LOCK_ALL_CHUNK_ROWS
+    } else {
+        &LOCK_ALL_CHUNKS_IN_PLACE
+    };
+    run(client, statement, &[board.id.into()]);
+}
+
+static DELETE_CHUNK_ROWS: Statement = Statement {
+    // Their versions go with them (ON DELETE CASCADE).
+    sql: "DELETE FROM place.chunks WHERE board_id = $1",
+    params: &[pg_sys::INT8OID],
+};
+
+static DELETE_CHUNKS_IN_PLACE: Statement = Statement {
+    sql: "DELETE FROM place.board_chunks WHERE board_id = $1",
+    params: &[pg_sys::INT8OID],
+};
+
+pub fn delete_chunks(client: &mut SpiClient<'_>, board: &Board) {
+    let statement = if board.versioned_chunks {
+        &DELETE_CHUNK_ROWS
+    } else {
+        &DELETE_CHUNKS_IN_PLACE
+    };
+    run(client, statement, &[board.id.into()]);
+}
+
+// Run after the chunks' rows are locked, in a statement of its own: its snapshot sees the
+// version the previous writer committed. The replaced versions are deleted where they are
+// (a join by key may be planned as a scan of all the board's versions, dead ones too). Under REPEATABLE READ the transaction's snapshot
+// may miss that version: deleting the older one then fails with 40001 (could not
+// serialize access due to concurrent delete), as does inserting a version number that is
+// taken (ON CONFLICT meeting a row the snapshot cannot see).
+macro_rules! replace_versions {
+    ($new:literal) => {
+        concat!(
+            "WITH newest AS (SELECT n.chunk_no, v.version, v.bits, v.ctid FROM unnest($2::int[]) AS n(chunk_no), \
+                  LATERAL (SELECT version, bits, ctid FROM place.chunk_versions \
+                           WHERE board_id = $1 AND chunk_no = n.chunk_no ORDER BY version DESC LIMIT 1) v), \
+             replaced AS (DELETE FROM place.chunk_versions \
+                          WHERE ctid = ANY (ARRAY(SELECT ctid FROM newest)) AND board_id = $1) \
+             INSERT INTO place.chunk_versions AS v (board_id, chunk_no, version, bits) ",
+            $new,
+            " ON CONFLICT (board_id, chunk_no, version) DO NOTHING RETURNING v.chunk_no"
+        )
+    };
+}
+
+/// One chunk, its tiles set in SQL: no round trip of the bits through the call.
+static APPLY_TO_NEWEST: Statement = Statement {
+    sql: replace_versions!(
+        "SELECT $1, o.chunk_no, o.version + 1, place._apply_tiles(o.bits, $3, $4, $5) FROM newest o"
+    ),
+    params: &[
+        pg_sys::INT8OID,
+        pg_sys::INT4ARRAYOID,
+        pg_sys::INT4OID,
+        pg_sys::INT8ARRAYOID,
+        pg_sys::INT4ARRAYOID,
+    ],
+};
+
+/// Chunks whose new bits the call computed from the versions it read ($3, in $2's order).
+static REPLACE_NEWEST: Statement = Statement {
+    sql: replace_versions!(
+        "SELECT $1, o.chunk_no, o.version + 1, n.bits \
+         FROM newest o JOIN unnest($2::int[], $3::bytea[]) AS n(chunk_no, bits) USING (chunk_no)"
+    ),
+    params: &[pg_sys::INT8OID, pg_sys::INT4ARRAYOID, pg_sys::BYTEAARRAYOID],
+};
+
+static READ_NEWEST: Statement = Statement {
+    sql: "SELECT n.chunk_no, v.bits FROM unnest($2::int[]) AS n(chunk_no), \
+          LATERAL (SELECT bits FROM place.chunk_versions \
+                   WHERE board_id = $1 AND chunk_no = n.chunk_no ORDER BY version DESC LIMIT 1) v",
+    params: &[pg_sys::INT8OID, pg_sys::INT4ARRAYOID],
+};
+
+/// Before 0.6.0: the lock also reads the bits, and where the row's current version is.
+static LOCK_CHUNKS_IN_PLACE: Statement = Statement {
+    sql: "SELECT chunk_no, bits, ctid::text FROM place.board_chunks WHERE board_id = $1 AND chunk_no = ANY($2) \
+          ORDER BY chunk_no FOR NO KEY UPDATE",
+    params: &[pg_sys::INT8OID, pg_sys::INT4ARRAYOID],
+};
+
+/// Before 0.6.0: chunks this call has locked, rewritten where their current versions are
+/// (a lookup by key would walk every version a snapshot held elsewhere keeps).
+static REWRITE_IN_PLACE: Statement = Statement {
+    sql: "UPDATE place.board_chunks AS c SET bits = v.bits \
+          FROM unnest($2::text[]::tid[], $3::bytea[]) AS v(version, bits) \
+          WHERE c.ctid = v.version AND c.board_id = $1",
+    params: &[pg_sys::INT8OID, pg_sys::TEXTARRAYOID, pg_sys::BYTEAARRAYOID],
+};
+
+/// Before 0.6.0, one chunk: the UPDATE locks it itself.
+static APPLY_IN_PLACE: Statement = Statement {
+    sql: "UPDATE place.board_chunks SET bits = place._apply_tiles(bits, $3, $4, $5) \
+          WHERE board_id = $1 AND chunk_no = ($2::int[])[1] RETURNING chunk_no",
+    params: &[
+        pg_sys::INT8OID,
+        pg_sys::INT4ARRAYOID,
+        pg_sys::INT4OID,
+        pg_sys::INT8ARRAYOID,
+        pg_sys::INT4ARRAYOID,
+    ],
+};
+
+/// Sets the accepted tiles in their chunks, in order (a later tile wins): locks the
+/// touched chunks in chunk order, then writes each of them once. With `colors_before`,
+/// returns each item's tile colour from before the call (read under the lock: final).
+pub fn write_tiles(
+    client: &mut SpiClient<'_>,
+    board: &Board,
+    accepted: &[&Item],
+    colors_before: bool,
+) -> Option<Vec<u8>> {
+    let (chunk_nos, ns): (Vec<i32>, Vec<i64>) = accepted
+        .iter()
+        .map(|item| board.locate(item.x, item.y))
+        .unzip();
+    let mut distinct = chunk_nos.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    let wanted = distinct.len();
+    if wanted == 1 && !colors_before {
+        // One chunk: its tiles are set where its bits are read, one statement fewer on the
+        // path of place().
+        if board.versioned_chunks {
+            lock_chunks(client, board, distinct.clone());
+        }
+        let statement = if board.versioned_chunks {
+            &APPLY_TO_NEWEST
+        } else {
+            &APPLY_IN_PLACE
+        };
+        let colors: Vec<i32> = accepted.iter().map(|item| item.color).collect();
+        let apply = [
+            board.id.into(),
+            distinct.into(),
+            (board.tile.bits() as i32).into(),
+            ns.into(),
+            colors.into(),
+        ];
+        if run(client, statement, &apply).len() != 1 {
+            if board.versioned_chunks {
+                changed_during_call(board.id);
+            }
+            changed_size(board.id);
+        }
+        return None;
+    }
+    // chunk_no -> its bits; before 0.6.0 also where each locked row's current version is.
+    let (mut current, in_place_versions) = if board.versioned_chunks {
+        lock_chunks(client, board, distinct.clone());
+        (read_newest(client, board.id, distinct.clone()), Vec::new())
+    } else {
+        lock_in_place(client, board.id, distinct.clone())
+    };
+    if current.len() != wanted {
+        changed_size(board.id);
+    }
+    let before: Option<Vec<u8>> = chunk_nos
+        .iter()
+        .zip(&ns)
+        .map(|(chunk_no, n)| board.tile.get(&current[chunk_no], *n).ok())
+        .collect();
+    if before.is_none() {
+        changed_size(board.id);
+    }
+    // In array order: a later tile wins, as in _apply_tiles.
+    for ((chunk_no, n), item) in chunk_nos.iter().zip(&ns).zip(accepted) {
+        let bits = current.get_mut(chunk_no).expect("every chunk was read");
+        board
+            .tile
+            .set(bits, *n, item.color.into())
+            .expect("checked against the palette and inside the chunk");
+    }
+    let written = if board.versioned_chunks {
+        let (chunk_nos, rewritten): (Vec<i32>, Vec<Vec<u8>>) = current.into_iter().unzip();
+        let args = [board.id.into(), chunk_nos.into(), rewritten.into()];
+        run(client, &REPLACE_NEWEST, &args).len()
+    } else {
+        let rewritten: Vec<Vec<u8>> = current.into_values().collect();
+        let args = [board.id.into(), in_place_versions.into(), rewritten.into()];
+        run(client, &REWRITE_IN_PLACE, &args).len()
+    };
+    if written != wanted {
+        changed_during_call(board.id);
+    }
+    before
+}
+
+/// The newest versions of chunks this call has locked.
+fn read_newest(
+    client: &mut SpiClient<'_>,
+    board_id: i64,
+    chunk_nos: Vec<i32>,
+) -> BTreeMap<i32, Vec<u8>> {
+    run(client, &READ_NEWEST, &[board_id.into(), chunk_nos.into()])
+        .map(|row| (column::<i32>(&row, 1), column::<Vec<u8>>(&row, 2)))
+        .collect()
+}
+
+/// Before 0.6.0: locks the chunks; their bits, and where their current versions are (in
+/// chunk order, the map's).
+fn lock_in_place(
+    client: &mut SpiClient<'_>,
+    board_id: i64,
+    chunk_nos: Vec<i32>,
+) -> (BTreeMap<i32, Vec<u8>>, Vec<String>) {
+    let mut versions = Vec::with_capacity(chunk_nos.len());
+    let bits = run(
+        client,
+        &LOCK_CHUNKS_IN_PLACE,
+        &[board_id.into(), chunk_nos.into()],
+    )
+    .map(|row| {
+        versions.push(column::<String>(&row, 3));
+        (column::<i32>(&row, 1), column::<Vec<u8>>(&row, 2))
+    })
+    .collect();
+    (bits, versions)
+}
+
+/// A resize replaced the chunks while the call waited for them.
+fn changed_size(board_id: i64) -> ! {
+    fail(
+        PgSqlErrorCode::ERRCODE_T_R_SERIALIZATION_FAILURE,
+        format!("board {board_id} changed its size during the call; try again"),
+    )
+}
+
+/// A chunk's version was written by another transaction that this one's snapshot misses
+/// (REPEATABLE READ; PostgreSQL usually says 40001 itself first), or a resize came between.
+fn changed_during_call(board_id: i64) -> ! {
+    fail(
+        PgSqlErrorCode::ERRCODE_T_R_SERIALIZATION_FAILURE,
+        format!("board {board_id} changed during the call; try again"),
+    )
+}
+
+/// `bits` with tile `ns[i]` set to `colors[i]`, in order: the chunk half of a placement.
+#[pg_extern(immutable, parallel_safe, strict, name = "_apply_tiles")]
+pub fn apply_tiles(
+    bits: &[u8],
+    bits_per_tile: i32,
+    ns: Vec<Option<i64>>,
+    colors: Vec<Option<i32>>,
+) -> Vec<u8> {
+    // Elements as Options: a NULL element is a bad argument (22004), where pgrx's
+    // conversion to Vec<i64> would fail with an internal error (XX000).
+    let ns = required_elements("ns", Some(ns));
+    let colors = required_elements("colors", Some(colors));
+    let tile = TileWidth::new(bits_per_tile.into())
+        .unwrap_or_else(|e| fail(PgSqlErrorCode::ERRCODE_DATA_CORRUPTED, e.to_string()));
+    if ns.len() != colors.len() {
+        fail(
+            PgSqlErrorCode::ERRCODE_ARRAY_ELEMENT_ERROR,
+            format!(
+                "_apply_tiles takes as many colors ({}) as tiles ({})",
+                colors.len(),
+                ns.len()
+            ),
+        );
+    }
+    let mut out = bits.to_vec();
+    for (n, color) in ns.into_iter().zip(colors) {
+        tile.set(&mut out, n, color.into()).unwrap_or_else(|e| {
+            fail(
+                PgSqlErrorCode::ERRCODE_DATA_CORRUPTED,
+                format!("a chunk is inconsistent with its board: {e}"),
+            )
+        });
+    }
+    out
+}
