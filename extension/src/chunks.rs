@@ -11,7 +11,7 @@
 
 use crate::input::{fail, required_elements};
 use crate::item::Item;
-use crate::spi::{column, run, Statement};
+use crate::spi::{column, run, run_by_index, Statement};
 use crate::storage::Board;
 use pgplace_core::bits::TileWidth;
 use pgrx::prelude::*;
@@ -99,7 +99,7 @@ pub fn read_chunks(
     board_id: i64,
     chunk_nos: Vec<i32>,
 ) -> BTreeMap<i32, Vec<u8>> {
-    run(client, &READ_CHUNKS, &[board_id.into(), chunk_nos.into()])
+    run_by_index(client, &READ_CHUNKS, &[board_id.into(), chunk_nos.into()])
         .map(|row| (column::<i32>(&row, 1), column::<Vec<u8>>(&row, 2)))
         .collect()
 }
@@ -121,7 +121,7 @@ fn lock_chunks(client: &mut SpiClient<'_>, board: &Board, chunk_nos: Vec<i32>) {
     } else {
         &LOCK_CHUNKS_IN_PLACE
     };
-    if run(client, statement, &[board.id.into(), chunk_nos.into()]).len() != wanted {
+    if run_by_index(client, statement, &[board.id.into(), chunk_nos.into()]).len() != wanted {
         changed_size(board.id);
     }
 }
@@ -152,7 +152,7 @@ pub fn lock_all_chunks(client: &mut SpiClient<'_>, board: &Board) {
     } else {
         &LOCK_ALL_CHUNKS_IN_PLACE
     };
-    run(client, statement, &[board.id.into()]);
+    run_by_index(client, statement, &[board.id.into()]);
 }
 
 static DELETE_CHUNK_ROWS: Statement = Statement {
@@ -172,7 +172,7 @@ pub fn delete_chunks(client: &mut SpiClient<'_>, board: &Board) {
     } else {
         &DELETE_CHUNKS_IN_PLACE
     };
-    run(client, statement, &[board.id.into()]);
+    run_by_index(client, statement, &[board.id.into()]);
 }
 
 // Run after the chunks' rows are locked, in a statement of its own: its snapshot sees the
@@ -210,25 +210,35 @@ static APPLY_TO_NEWEST: Statement = Statement {
     ],
 };
 
-/// Chunks whose new bits the call computed from the versions it read ($3, in $2's order).
-static REPLACE_NEWEST: Statement = Statement {
-    sql: replace_versions!(
-        "SELECT $1, o.chunk_no, o.version + 1, n.bits \
-         FROM newest o JOIN unnest($2::int[], $3::bytea[]) AS n(chunk_no, bits) USING (chunk_no)"
-    ),
-    params: &[pg_sys::INT8OID, pg_sys::INT4ARRAYOID, pg_sys::BYTEAARRAYOID],
+/// Chunks whose new bits the call computed from the versions it read: $2 the chunks, $3
+/// where their versions are, $4 their numbers, $5 the new bits.
+static REPLACE_READ: Statement = Statement {
+    sql: "WITH replaced AS (DELETE FROM place.chunk_versions \
+                            WHERE ctid = ANY ($3::text[]::tid[]) AND board_id = $1) \
+          INSERT INTO place.chunk_versions AS v (board_id, chunk_no, version, bits) \
+          SELECT $1, n.chunk_no, n.version + 1, n.bits \
+          FROM unnest($2::int[], $4::bigint[], $5::bytea[]) AS n(chunk_no, version, bits) \
+          ON CONFLICT (board_id, chunk_no, version) DO NOTHING RETURNING v.chunk_no",
+    params: &[
+        pg_sys::INT8OID,
+        pg_sys::INT4ARRAYOID,
+        pg_sys::TEXTARRAYOID,
+        pg_sys::INT8ARRAYOID,
+        pg_sys::BYTEAARRAYOID,
+    ],
 };
 
 static READ_NEWEST: Statement = Statement {
-    sql: "SELECT n.chunk_no, v.bits FROM unnest($2::int[]) AS n(chunk_no), \
-          LATERAL (SELECT bits FROM place.chunk_versions \
+    sql:
+        "SELECT n.chunk_no, v.bits, v.version, v.ctid::text FROM unnest($2::int[]) AS n(chunk_no), \
+          LATERAL (SELECT bits, version, ctid FROM place.chunk_versions \
                    WHERE board_id = $1 AND chunk_no = n.chunk_no ORDER BY version DESC LIMIT 1) v",
     params: &[pg_sys::INT8OID, pg_sys::INT4ARRAYOID],
 };
 
 /// Before 0.6.0: the lock also reads the bits, and where the row's current version is.
 static LOCK_CHUNKS_IN_PLACE: Statement = Statement {
-    sql: "SELECT chunk_no, bits, ctid::text FROM place.board_chunks WHERE board_id = $1 AND chunk_no = ANY($2) \
+    sql: "SELECT chunk_no, bits, 0::bigint, ctid::text FROM place.board_chunks WHERE board_id = $1 AND chunk_no = ANY($2) \
           ORDER BY chunk_no FOR NO KEY UPDATE",
     params: &[pg_sys::INT8OID, pg_sys::INT4ARRAYOID],
 };
@@ -291,7 +301,7 @@ pub fn write_tiles(
             ns.into(),
             colors.into(),
         ];
-        if run(client, statement, &apply).len() != 1 {
+        if run_by_index(client, statement, &apply).len() != 1 {
             if board.versioned_chunks {
                 changed_during_call(board.id);
             }
@@ -299,12 +309,11 @@ pub fn write_tiles(
         }
         return None;
     }
-    // chunk_no -> its bits; before 0.6.0 also where each locked row's current version is.
-    let (mut current, in_place_versions) = if board.versioned_chunks {
+    let mut current = if board.versioned_chunks {
         lock_chunks(client, board, distinct.clone());
-        (read_newest(client, board.id, distinct.clone()), Vec::new())
+        read_locked(client, &READ_NEWEST, board.id, distinct)
     } else {
-        lock_in_place(client, board.id, distinct.clone())
+        read_locked(client, &LOCK_CHUNKS_IN_PLACE, board.id, distinct)
     };
     if current.len() != wanted {
         changed_size(board.id);
@@ -312,27 +321,41 @@ pub fn write_tiles(
     let before: Option<Vec<u8>> = chunk_nos
         .iter()
         .zip(&ns)
-        .map(|(chunk_no, n)| board.tile.get(&current[chunk_no], *n).ok())
+        .map(|(chunk_no, n)| board.tile.get(&current[chunk_no].bits, *n).ok())
         .collect();
     if before.is_none() {
         changed_size(board.id);
     }
     // In array order: a later tile wins, as in _apply_tiles.
     for ((chunk_no, n), item) in chunk_nos.iter().zip(&ns).zip(accepted) {
-        let bits = current.get_mut(chunk_no).expect("every chunk was read");
+        let chunk = current.get_mut(chunk_no).expect("every chunk was read");
         board
             .tile
-            .set(bits, *n, item.color.into())
+            .set(&mut chunk.bits, *n, item.color.into())
             .expect("checked against the palette and inside the chunk");
     }
+    let mut chunk_nos = Vec::with_capacity(wanted);
+    let mut rewritten = Vec::with_capacity(wanted);
+    let mut ctids = Vec::with_capacity(wanted);
+    let mut versions = Vec::with_capacity(wanted);
+    for (chunk_no, chunk) in current {
+        chunk_nos.push(chunk_no);
+        rewritten.push(chunk.bits);
+        ctids.push(chunk.ctid);
+        versions.push(chunk.version);
+    }
     let written = if board.versioned_chunks {
-        let (chunk_nos, rewritten): (Vec<i32>, Vec<Vec<u8>>) = current.into_iter().unzip();
-        let args = [board.id.into(), chunk_nos.into(), rewritten.into()];
-        run(client, &REPLACE_NEWEST, &args).len()
+        let args = [
+            board.id.into(),
+            chunk_nos.into(),
+            ctids.into(),
+            versions.into(),
+            rewritten.into(),
+        ];
+        run_by_index(client, &REPLACE_READ, &args).len()
     } else {
-        let rewritten: Vec<Vec<u8>> = current.into_values().collect();
-        let args = [board.id.into(), in_place_versions.into(), rewritten.into()];
-        run(client, &REWRITE_IN_PLACE, &args).len()
+        let args = [board.id.into(), ctids.into(), rewritten.into()];
+        run_by_index(client, &REWRITE_IN_PLACE, &args).len()
     };
     if written != wanted {
         changed_during_call(board.id);
@@ -340,36 +363,33 @@ pub fn write_tiles(
     before
 }
 
-/// The newest versions of chunks this call has locked.
-fn read_newest(
-    client: &mut SpiClient<'_>,
-    board_id: i64,
-    chunk_nos: Vec<i32>,
-) -> BTreeMap<i32, Vec<u8>> {
-    run(client, &READ_NEWEST, &[board_id.into(), chunk_nos.into()])
-        .map(|row| (column::<i32>(&row, 1), column::<Vec<u8>>(&row, 2)))
-        .collect()
+/// A chunk as a call read it under its lock.
+struct Current {
+    bits: Vec<u8>,
+    /// Where the version read is, to replace it without looking it up again.
+    ctid: String,
+    /// Its number (0 before 0.6.0: chunks had no versions).
+    version: i64,
 }
 
-/// Before 0.6.0: locks the chunks; their bits, and where their current versions are (in
-/// chunk order, the map's).
-fn lock_in_place(
+/// Chunks this call has locked (or locks, before 0.6.0), by number: `statement` returns
+/// chunk_no, bits, version, ctid.
+fn read_locked(
     client: &mut SpiClient<'_>,
+    statement: &'static Statement,
     board_id: i64,
     chunk_nos: Vec<i32>,
-) -> (BTreeMap<i32, Vec<u8>>, Vec<String>) {
-    let mut versions = Vec::with_capacity(chunk_nos.len());
-    let bits = run(
-        client,
-        &LOCK_CHUNKS_IN_PLACE,
-        &[board_id.into(), chunk_nos.into()],
-    )
-    .map(|row| {
-        versions.push(column::<String>(&row, 3));
-        (column::<i32>(&row, 1), column::<Vec<u8>>(&row, 2))
-    })
-    .collect();
-    (bits, versions)
+) -> BTreeMap<i32, Current> {
+    run_by_index(client, statement, &[board_id.into(), chunk_nos.into()])
+        .map(|row| {
+            let chunk = Current {
+                bits: column::<Vec<u8>>(&row, 2),
+                version: column::<i64>(&row, 3),
+                ctid: column::<String>(&row, 4),
+            };
+            (column::<i32>(&row, 1), chunk)
+        })
+        .collect()
 }
 
 /// A resize replaced the chunks while the call waited for them.

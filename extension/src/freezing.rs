@@ -10,7 +10,7 @@
 
 use crate::input::{fail, interval_micros, invalid, required};
 use crate::item::Item;
-use crate::spi::{column, open_cursor, run, Statement};
+use crate::spi::{column, open_cursor, run, run_by_index, Statement};
 use crate::storage::{check_same_size, read_packed, Board, Bumped};
 use pgrx::datum::Interval;
 use pgrx::prelude::*;
@@ -128,7 +128,7 @@ pub fn frozen_items(
         board.width.into(),
         board.height.into(),
     ];
-    let chunks: BTreeMap<i32, Vec<u8>> = run(client, &CHUNKS_AT_SIZE, &args)
+    let chunks: BTreeMap<i32, Vec<u8>> = run_by_index(client, &CHUNKS_AT_SIZE, &args)
         .map(|row| (column::<i32>(&row, 1), column::<Vec<u8>>(&row, 2)))
         .collect();
     for (&i, (chunk_no, n)) in rested.iter().zip(located) {

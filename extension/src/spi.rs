@@ -84,3 +84,38 @@ pub fn column<T: FromDatum + IntoDatum>(row: &SpiHeapTupleData<'_>, ordinal: usi
         .flatten()
         .unwrap_or_else(|| panic!("column {ordinal} is NULL or not of the expected type"))
 }
+
+/// Runs a statement that finds chunks' newest versions (`place.chunk_versions`), planned
+/// and run with scans that do not follow an index disabled. The statistics count one live
+/// version per chunk, so a plan that fetches every version of a chunk and sorts them looks
+/// as cheap as reading the index backwards; but the deleted versions are still there until
+/// vacuum (and while any snapshot holds them), and only the backward index scan stops at
+/// the first visible one. The settings hold for this statement only, as a function's SET
+/// clause does (a new GUC nest level; an error undoes it with the (sub)transaction).
+pub fn run_by_index<'conn>(
+    client: &mut SpiClient<'conn>,
+    statement: &'static Statement,
+    args: &[DatumWithOid<'_>],
+) -> SpiTupleTable<'conn> {
+    // SAFETY: the same calls fmgr makes for a function's SET clauses; the names and values
+    // are valid settings, so set_config_option cannot fail.
+    let nest = unsafe { pg_sys::NewGUCNestLevel() };
+    for name in [c"enable_seqscan", c"enable_bitmapscan"] {
+        unsafe {
+            pg_sys::set_config_option(
+                name.as_ptr(),
+                c"off".as_ptr(),
+                pg_sys::GucContext::PGC_USERSET,
+                pg_sys::GucSource::PGC_S_SESSION,
+                pg_sys::GucAction::GUC_ACTION_SAVE,
+                true,
+                0,
+                false,
+            );
+        }
+    }
+    let result = run(client, statement, args);
+    // SAFETY: closes the nest level opened above, restoring the settings.
+    unsafe { pg_sys::AtEOXact_GUC(true, nest) };
+    result
+}

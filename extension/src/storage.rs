@@ -3,7 +3,7 @@
 
 use crate::input::{fail, out_of_range, undefined};
 use crate::snapshots::{refuse_unseen_placements, repeatable_read};
-use crate::spi::{column, run, Statement};
+use crate::spi::{column, run, run_by_index, Statement};
 use pgplace_core::bits::TileWidth;
 use pgrx::datum::{FromDatum, Interval, IntoDatum};
 use pgrx::prelude::*;
@@ -354,7 +354,7 @@ pub fn lock_maintenance(client: &mut SpiClient<'_>, board_id: i64) {
 
 /// The whole packed board and the seq it reflects, read in one statement (one snapshot).
 pub fn read_packed(client: &mut SpiClient<'_>, board_id: i64) -> (i64, Vec<u8>) {
-    let mut rows = run(client, &READ_PACKED, &[board_id.into()]);
+    let mut rows = run_by_index(client, &READ_PACKED, &[board_id.into()]);
     let Some(row) = rows.next() else {
         undefined(format!("board {board_id} does not exist"));
     };

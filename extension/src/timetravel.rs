@@ -7,7 +7,7 @@
 //! stamped at or before it.
 
 use crate::input::{fail, out_of_range, required};
-use crate::spi::{column, run, Statement};
+use crate::spi::{column, run, run_by_index, Statement};
 use crate::storage::Board;
 use pgplace_core::bits::TileWidth;
 use pgrx::prelude::*;
@@ -36,7 +36,7 @@ static WRITE_KEYFRAME: Statement = Statement {
 /// board's seq lock, after its own writes: no other placement can be in the bits it reads.
 pub fn write_keyframe(client: &mut SpiClient<'_>, board: &Board, at: pg_sys::TimestampTz) {
     let at = TimestampWithTimeZone::try_from(at).expect("a clock reading is a valid time");
-    run(client, &WRITE_KEYFRAME, &[board.id.into(), at.into()]);
+    run_by_index(client, &WRITE_KEYFRAME, &[board.id.into(), at.into()]);
 }
 
 static KEYFRAME_AT_OR_BEFORE: Statement = Statement {

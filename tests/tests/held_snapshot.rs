@@ -83,19 +83,26 @@ async fn a_held_snapshot_does_not_make_placements_walk_dead_versions() {
     }
     let mut probes = Vec::new();
     for round in 0..=ROUNDS {
-        let user = users[rng.random_range(0..users.len())];
-        let (x, y) = (rng.random_range(0..1000), rng.random_range(0..HOT_ROWS));
-        let place = format!("SELECT * FROM place.place({board}, {x}, {y}, 3, {user})");
-        let many = random_batch(&mut rng);
         let placements: i64 = client
             .query_one("SELECT seq FROM place.boards WHERE id = $1", &[&board])
             .await
             .unwrap()
             .get(0);
+        // Each the fewer of two calls: a call that happens to plan its statements again
+        // (after autovacuum's ANALYZE) or to write a keyframe is not what is measured.
+        let (mut place, mut place_many) = (i64::MAX, i64::MAX);
+        for _ in 0..2 {
+            let user = users[rng.random_range(0..users.len())];
+            let (x, y) = (rng.random_range(0..1000), rng.random_range(0..HOT_ROWS));
+            let one = format!("SELECT * FROM place.place({board}, {x}, {y}, 3, {user})");
+            place = place.min(buffers(&client, &one).await);
+            let many = random_batch(&mut rng);
+            place_many = place_many.min(buffers(&client, &many).await);
+        }
         probes.push(Probe {
             placements,
-            place: buffers(&client, &place).await,
-            place_many: buffers(&client, &many).await,
+            place,
+            place_many,
         });
         if round == ROUNDS {
             break;
@@ -175,7 +182,7 @@ async fn a_held_snapshot_does_not_make_placements_walk_dead_versions() {
     );
     // Each write of a chunk adds a version and deletes the one before; the newest is found
     // first whatever the snapshot keeps: flat too. With chunk rows updated in place (0.5.0's
-    // schema, same test) place() went 83 -> 263 buffers and place_many(100) 3,559 -> 6,478;
+    // schema, same test) place() went 87 -> 260 buffers and place_many(100) 3,559 -> 6,478;
     // with 0.4.0's, whose every call also updated the board's row, place() 237 -> 1,811.
     assert!(
         last.place_many <= first.place_many * 3 / 2,
