@@ -1,8 +1,9 @@
--- pgplace 0.5.0 -> 0.6.0 (ALTER EXTENSION pgplace UPDATE): chunks are no longer updated in
--- place. Each chunk keeps a row that writers lock (place.chunks) and its bits as versions
--- (place.chunk_versions: a write inserts the next version and deletes the one it
--- replaces); place.board_chunks becomes a view showing the newest versions, with the same
--- columns as the table it was.
+-- pgplace 0.5.0 -> 0.6.0 (ALTER EXTENSION pgplace UPDATE): chunks and cooldowns are no
+-- longer updated in place. Each chunk keeps a row that writers lock (place.chunks) and its
+-- bits as versions (place.chunk_versions: a write inserts the next version and deletes the
+-- one it replaces); each user's cooldown likewise (place.cooldown_claims,
+-- place.cooldown_versions). place.board_chunks and place.cooldowns become views showing
+-- the newest versions, with the same columns as the tables they were.
 -- Checked by tests/upgrade/run.sh: an updated database must be exactly a fresh 0.6.0.
 \echo Use "ALTER EXTENSION pgplace UPDATE" to load this file. \quit
 
@@ -43,6 +44,35 @@ SELECT board_id, chunk_no, 1, bits FROM place.board_chunks;
 ALTER EXTENSION pgplace DROP TABLE place.board_chunks;
 DROP TABLE place.board_chunks;
 
+-- Each user's last placement per board: the cooldown is measured from it. As with chunks,
+-- nothing here is updated in place (every placement would leave a dead version of its
+-- user's row while a snapshot is held, and that user's next claim would walk them all):
+-- a placement claims (locks) its user's row here, which makes the cooldown atomic ...
+CREATE TABLE place.cooldown_claims (
+    board_id bigint NOT NULL REFERENCES place.board_settings (id) ON DELETE CASCADE,
+    user_id  bigint NOT NULL REFERENCES place.users (id) ON DELETE CASCADE,
+    PRIMARY KEY (board_id, user_id)
+);
+COMMENT ON TABLE place.cooldown_claims IS 'One row per user who placed on a board: a placement locks its user''s row (the times are in place.cooldown_versions)';
+
+-- ... and inserts the time of its placement as the row's next version, deleting the one
+-- it replaces; the newest is the first entry of the primary key read backwards.
+CREATE TABLE place.cooldown_versions (
+    board_id       bigint NOT NULL,
+    user_id        bigint NOT NULL,
+    version        bigint NOT NULL CHECK (version > 0),
+    last_placed_at timestamptz NOT NULL,
+    PRIMARY KEY (board_id, user_id, version),
+    FOREIGN KEY (board_id, user_id) REFERENCES place.cooldown_claims ON DELETE CASCADE
+);
+COMMENT ON TABLE place.cooldown_versions IS 'When each user last placed on each board, newest version first (read place.cooldowns)';
+
+INSERT INTO place.cooldown_claims (board_id, user_id) SELECT board_id, user_id FROM place.cooldowns;
+INSERT INTO place.cooldown_versions (board_id, user_id, version, last_placed_at)
+SELECT board_id, user_id, 1, last_placed_at FROM place.cooldowns;
+ALTER EXTENSION pgplace DROP TABLE place.cooldowns;
+DROP TABLE place.cooldowns;
+
 -- Each board's chunks as they are now (the newest version of each): the table of this
 -- name before 0.6.0. One probe of chunk_versions' primary key per chunk.
 CREATE VIEW place.board_chunks AS
@@ -66,6 +96,44 @@ $$;
 CREATE TRIGGER insert_chunk INSTEAD OF INSERT ON place.board_chunks
 FOR EACH ROW EXECUTE FUNCTION place._insert_chunk();
 
+-- When each user last placed on each board (the cooldown runs from there): the table of
+-- this name before 0.6.0, with the same columns. A superuser may still insert, update and
+-- delete its rows (a cooldown lifted by hand): the triggers below write the tables.
+CREATE VIEW place.cooldowns AS
+SELECT c.board_id, c.user_id, v.last_placed_at
+FROM place.cooldown_claims c
+CROSS JOIN LATERAL (SELECT cv.last_placed_at FROM place.cooldown_versions cv
+                    WHERE cv.board_id = c.board_id AND cv.user_id = c.user_id
+                    ORDER BY cv.version DESC LIMIT 1) v;
+COMMENT ON VIEW place.cooldowns IS 'When each user last placed on each board (the cooldown runs from there)';
+
+CREATE FUNCTION place._write_cooldown() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'DELETE' THEN
+        DELETE FROM place.cooldown_claims WHERE board_id = OLD.board_id AND user_id = OLD.user_id;
+        RETURN OLD;
+    END IF;
+    IF TG_OP = 'INSERT' THEN
+        INSERT INTO place.cooldown_claims (board_id, user_id) VALUES (NEW.board_id, NEW.user_id);
+    ELSIF (NEW.board_id, NEW.user_id) IS DISTINCT FROM (OLD.board_id, OLD.user_id) THEN
+        RAISE EXCEPTION 'a cooldown''s board_id and user_id cannot change'
+            USING ERRCODE = 'feature_not_supported';
+    END IF;
+    WITH replaced AS (DELETE FROM place.cooldown_versions
+                      WHERE board_id = NEW.board_id AND user_id = NEW.user_id
+                      RETURNING version)
+    INSERT INTO place.cooldown_versions (board_id, user_id, version, last_placed_at)
+    SELECT NEW.board_id, NEW.user_id, coalesce(max(version), 0) + 1, NEW.last_placed_at FROM replaced;
+    RETURN NEW;
+END
+$$;
+CREATE TRIGGER write_cooldown INSTEAD OF INSERT OR UPDATE OR DELETE ON place.cooldowns
+FOR EACH ROW EXECUTE FUNCTION place._write_cooldown();
+
 SELECT pg_catalog.pg_extension_config_dump('place.chunks', '');
 SELECT pg_catalog.pg_extension_config_dump('place.chunk_versions', '');
-GRANT SELECT ON place.board_chunks, place.chunks, place.chunk_versions TO PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('place.cooldown_claims', '');
+SELECT pg_catalog.pg_extension_config_dump('place.cooldown_versions', '');
+GRANT SELECT ON place.board_chunks, place.chunks, place.chunk_versions, place.cooldowns,
+    place.cooldown_claims, place.cooldown_versions TO PUBLIC;

@@ -91,15 +91,28 @@ CREATE INDEX placements_tile_idx ON place.placements (board_id, x, y, seq);
 CREATE INDEX placements_user_idx ON place.placements (board_id, user_id, seq);
 COMMENT ON TABLE place.placements IS 'Every accepted placement, numbered by its board''s seq (1, 2, 3, ... in commit order)';
 
--- Each user's last placement per board: the cooldown is measured from it, and a
--- placement claims (locks) the user's row, which makes the cooldown atomic.
-CREATE TABLE place.cooldowns (
-    board_id       bigint NOT NULL REFERENCES place.board_settings (id) ON DELETE CASCADE,
-    user_id        bigint NOT NULL REFERENCES place.users (id) ON DELETE CASCADE,
-    last_placed_at timestamptz NOT NULL,
+-- Each user's last placement per board: the cooldown is measured from it. As with chunks,
+-- nothing here is updated in place (every placement would leave a dead version of its
+-- user's row while a snapshot is held, and that user's next claim would walk them all):
+-- a placement claims (locks) its user's row here, which makes the cooldown atomic ...
+CREATE TABLE place.cooldown_claims (
+    board_id bigint NOT NULL REFERENCES place.board_settings (id) ON DELETE CASCADE,
+    user_id  bigint NOT NULL REFERENCES place.users (id) ON DELETE CASCADE,
     PRIMARY KEY (board_id, user_id)
 );
-COMMENT ON TABLE place.cooldowns IS 'When each user last placed on each board (the cooldown runs from there)';
+COMMENT ON TABLE place.cooldown_claims IS 'One row per user who placed on a board: a placement locks its user''s row (the times are in place.cooldown_versions)';
+
+-- ... and inserts the time of its placement as the row's next version, deleting the one
+-- it replaces; the newest is the first entry of the primary key read backwards.
+CREATE TABLE place.cooldown_versions (
+    board_id       bigint NOT NULL,
+    user_id        bigint NOT NULL,
+    version        bigint NOT NULL CHECK (version > 0),
+    last_placed_at timestamptz NOT NULL,
+    PRIMARY KEY (board_id, user_id, version),
+    FOREIGN KEY (board_id, user_id) REFERENCES place.cooldown_claims ON DELETE CASCADE
+);
+COMMENT ON TABLE place.cooldown_versions IS 'When each user last placed on each board, newest version first (read place.cooldowns)';
 
 -- Snapshots of whole boards, so that the board at any seq is a keyframe plus at most
 -- keyframe_every placements replayed (place.board_at, place.board_at_seq).
@@ -192,6 +205,41 @@ $$;
 CREATE TRIGGER insert_chunk INSTEAD OF INSERT ON place.board_chunks
 FOR EACH ROW EXECUTE FUNCTION place._insert_chunk();
 
+-- When each user last placed on each board (the cooldown runs from there): the table of
+-- this name before 0.6.0, with the same columns. A superuser may still insert, update and
+-- delete its rows (a cooldown lifted by hand): the triggers below write the tables.
+CREATE VIEW place.cooldowns AS
+SELECT c.board_id, c.user_id, v.last_placed_at
+FROM place.cooldown_claims c
+CROSS JOIN LATERAL (SELECT cv.last_placed_at FROM place.cooldown_versions cv
+                    WHERE cv.board_id = c.board_id AND cv.user_id = c.user_id
+                    ORDER BY cv.version DESC LIMIT 1) v;
+COMMENT ON VIEW place.cooldowns IS 'When each user last placed on each board (the cooldown runs from there)';
+
+CREATE FUNCTION place._write_cooldown() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'DELETE' THEN
+        DELETE FROM place.cooldown_claims WHERE board_id = OLD.board_id AND user_id = OLD.user_id;
+        RETURN OLD;
+    END IF;
+    IF TG_OP = 'INSERT' THEN
+        INSERT INTO place.cooldown_claims (board_id, user_id) VALUES (NEW.board_id, NEW.user_id);
+    ELSIF (NEW.board_id, NEW.user_id) IS DISTINCT FROM (OLD.board_id, OLD.user_id) THEN
+        RAISE EXCEPTION 'a cooldown''s board_id and user_id cannot change'
+            USING ERRCODE = 'feature_not_supported';
+    END IF;
+    WITH replaced AS (DELETE FROM place.cooldown_versions
+                      WHERE board_id = NEW.board_id AND user_id = NEW.user_id
+                      RETURNING version)
+    INSERT INTO place.cooldown_versions (board_id, user_id, version, last_placed_at)
+    SELECT NEW.board_id, NEW.user_id, coalesce(max(version), 0) + 1, NEW.last_placed_at FROM replaced;
+    RETURN NEW;
+END
+$$;
+CREATE TRIGGER write_cooldown INSTEAD OF INSERT OR UPDATE OR DELETE ON place.cooldowns
+FOR EACH ROW EXECUTE FUNCTION place._write_cooldown();
+
 -- pg_dump keeps the data of extension tables only when they are marked.
 SELECT pg_catalog.pg_extension_config_dump('place.board_settings', '');
 SELECT pg_catalog.pg_extension_config_dump('place.boards_id_seq', '');
@@ -201,10 +249,11 @@ SELECT pg_catalog.pg_extension_config_dump('place.users', '');
 SELECT pg_catalog.pg_extension_config_dump('place.users_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('place.user_tokens', '');
 SELECT pg_catalog.pg_extension_config_dump('place.placements', '');
-SELECT pg_catalog.pg_extension_config_dump('place.cooldowns', '');
+SELECT pg_catalog.pg_extension_config_dump('place.cooldown_claims', '');
+SELECT pg_catalog.pg_extension_config_dump('place.cooldown_versions', '');
 SELECT pg_catalog.pg_extension_config_dump('place.keyframes', '');
 SELECT pg_catalog.pg_extension_config_dump('place.bans', '');
 
 GRANT USAGE ON SCHEMA place TO PUBLIC;
 -- Boards are public: anyone may read them (board_bits and get_tile read the chunks).
-GRANT SELECT ON place.boards, place.board_settings, place.board_chunks, place.chunks, place.chunk_versions, place.users, place.placements, place.cooldowns, place.keyframes, place.bans TO PUBLIC;
+GRANT SELECT ON place.boards, place.board_settings, place.board_chunks, place.chunks, place.chunk_versions, place.users, place.placements, place.cooldowns, place.cooldown_claims, place.cooldown_versions, place.keyframes, place.bans TO PUBLIC;

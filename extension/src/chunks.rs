@@ -176,11 +176,12 @@ pub fn delete_chunks(client: &mut SpiClient<'_>, board: &Board) {
 }
 
 // Run after the chunks' rows are locked, in a statement of its own: its snapshot sees the
-// version the previous writer committed. The replaced versions are deleted where they are
-// (a join by key may be planned as a scan of all the board's versions, dead ones too). Under REPEATABLE READ the transaction's snapshot
-// may miss that version: deleting the older one then fails with 40001 (could not
-// serialize access due to concurrent delete), as does inserting a version number that is
-// taken (ON CONFLICT meeting a row the snapshot cannot see).
+// version the previous writer committed. The replaced versions are deleted by ctid alone,
+// which leaves a TID scan as the only plan: with a condition on the key too, the plan may
+// walk every version of the board, the dead ones included. Under REPEATABLE READ the
+// transaction's snapshot may miss the newest version: deleting the one before then fails
+// with 40001 (could not serialize access due to concurrent delete), as does inserting a
+// version number that is taken (ON CONFLICT meeting a row the snapshot cannot see).
 macro_rules! replace_versions {
     ($new:literal) => {
         concat!(
@@ -188,7 +189,7 @@ macro_rules! replace_versions {
                   LATERAL (SELECT version, bits, ctid FROM place.chunk_versions \
                            WHERE board_id = $1 AND chunk_no = n.chunk_no ORDER BY version DESC LIMIT 1) v), \
              replaced AS (DELETE FROM place.chunk_versions \
-                          WHERE ctid = ANY (ARRAY(SELECT ctid FROM newest)) AND board_id = $1) \
+                          WHERE ctid = ANY (ARRAY(SELECT ctid FROM newest))) \
              INSERT INTO place.chunk_versions AS v (board_id, chunk_no, version, bits) ",
             $new,
             " ON CONFLICT (board_id, chunk_no, version) DO NOTHING RETURNING v.chunk_no"
@@ -214,7 +215,7 @@ static APPLY_TO_NEWEST: Statement = Statement {
 /// where their versions are, $4 their numbers, $5 the new bits.
 static REPLACE_READ: Statement = Statement {
     sql: "WITH replaced AS (DELETE FROM place.chunk_versions \
-                            WHERE ctid = ANY ($3::text[]::tid[]) AND board_id = $1) \
+                            WHERE ctid = ANY ($3::text[]::tid[])) \
           INSERT INTO place.chunk_versions AS v (board_id, chunk_no, version, bits) \
           SELECT $1, n.chunk_no, n.version + 1, n.bits \
           FROM unnest($2::int[], $4::bigint[], $5::bytea[]) AS n(chunk_no, version, bits) \

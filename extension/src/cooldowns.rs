@@ -1,17 +1,197 @@
-//! Cooldowns: each user's last placement on each board, one row per (board, user). A call
-//! claims a user's row with a conditional upsert, which holds the row until commit: a
-//! second call for the same user waits for the first and then sees its placement, so one
-//! cooldown window places one tile however many attempts race.
+//! Cooldowns: each user's last placement on each board. A call claims its users' rows
+//! (locks them until commit): a second call for the same user waits for the first and then
+//! sees its placement, so one cooldown window places one tile however many attempts race.
+//!
+//! Since 0.6.0 a user's row in `place.cooldown_claims` is only ever locked, and the times
+//! are versions in `place.cooldown_versions`: a placement inserts the next one and deletes
+//! the one it replaces, so a snapshot held elsewhere leaves nothing for the user's next
+//! claim to walk (as with chunks: [`crate::chunks`]). Before 0.6.0 the claim is a
+//! conditional upsert of the `place.cooldowns` row, which the library still does for those
+//! schemas until ALTER EXTENSION UPDATE.
 
-use crate::spi::{column, run, Statement};
+use crate::input::fail;
+use crate::spi::{column, run, run_by_index, Statement};
 use crate::storage::Board;
-use pgrx::pg_sys;
 use pgrx::prelude::*;
 use pgrx::spi::SpiClient;
+use pgrx::{pg_sys, PgSqlErrorCode};
 use std::collections::{HashMap, HashSet};
 
+/// What a call's claim found: whose cooldown has passed (their rows are locked until
+/// commit), when the others last placed, and where the claimed users' times are.
+pub struct Claims {
+    /// Users (sorted, distinct) whose cooldown on the board has passed.
+    pub claimed: HashSet<i64>,
+    /// When each refused user last placed.
+    pub last_of_refused: HashMap<i64, pg_sys::TimestampTz>,
+    /// 0.6.0: each claimed user's newest version (None: none yet).
+    held: Vec<(i64, Option<Newest>)>,
+}
+
+/// A user's newest cooldown version, as read under the claim.
+struct Newest {
+    version: i64,
+    ctid: String,
+    last_placed_at: pg_sys::TimestampTz,
+}
+
+fn at(t: pg_sys::TimestampTz) -> TimestampWithTimeZone {
+    TimestampWithTimeZone::try_from(t).expect("cooldowns are capped, so times stay in range")
+}
+
+/// Claims `users` (sorted, distinct) on `board` at `now`: the ones whose cooldown has
+/// passed (all of them without a cooldown) are claimed.
+pub fn claim(
+    client: &mut SpiClient<'_>,
+    board: &Board,
+    users: &[i64],
+    now: pg_sys::TimestampTz,
+) -> Claims {
+    if board.versioned_cooldowns {
+        claim_versions(client, board, users, now)
+    } else {
+        claim_in_place(client, board, users, now)
+    }
+}
+
+/// Records the placements of the claimed users, stamped `stamp` (`now`, or later when a
+/// placement that took its seq first was stamped later): their cooldown runs from there.
+pub fn record(
+    client: &mut SpiClient<'_>,
+    board: &Board,
+    claims: Claims,
+    stamp: pg_sys::TimestampTz,
+    now: pg_sys::TimestampTz,
+) {
+    if !board.versioned_cooldowns {
+        // The claim wrote `now` already.
+        if stamp > now && !claims.claimed.is_empty() {
+            let mut users: Vec<i64> = claims.claimed.into_iter().collect();
+            users.sort_unstable();
+            run(
+                client,
+                &RESTAMP,
+                &[board.id.into(), users.into(), at(stamp).into()],
+            );
+        }
+        return;
+    }
+    if claims.held.is_empty() {
+        return;
+    }
+    let wanted = claims.held.len();
+    let mut users = Vec::with_capacity(wanted);
+    let mut ctids = Vec::with_capacity(wanted);
+    let mut versions = Vec::with_capacity(wanted);
+    let mut lasts = Vec::with_capacity(wanted);
+    for (user, newest) in claims.held {
+        users.push(user);
+        ctids.push(newest.as_ref().map(|n| n.ctid.clone()));
+        versions.push(newest.as_ref().map_or(0, |n| n.version));
+        lasts.push(newest.map(|n| at(n.last_placed_at)));
+    }
+    let args = [
+        board.id.into(),
+        users.into(),
+        ctids.into(),
+        versions.into(),
+        at(stamp).into(),
+        lasts.into(),
+    ];
+    if run_by_index(client, &WRITE_VERSIONS, &args).len() != wanted {
+        fail(
+            PgSqlErrorCode::ERRCODE_T_R_SERIALIZATION_FAILURE,
+            format!(
+                "a cooldown on board {} changed during the call; try again",
+                board.id
+            ),
+        );
+    }
+}
+
+static LOCK_CLAIMS: Statement = Statement {
+    // Users in id order, so two calls claiming overlapping users never wait in a circle. A
+    // new user's row is inserted; an existing one is locked (ON CONFLICT locks the rows it
+    // meets even where WHERE leaves them unchanged) and never written.
+    sql: "INSERT INTO place.cooldown_claims AS c (board_id, user_id) \
+          SELECT $1, u FROM unnest($2::bigint[]) AS u ORDER BY u \
+          ON CONFLICT (board_id, user_id) DO UPDATE SET board_id = c.board_id WHERE false",
+    params: &[pg_sys::INT8OID, pg_sys::INT8ARRAYOID],
+};
+
+static READ_NEWEST: Statement = Statement {
+    // After the claim, in a statement of its own: it sees what the previous holder of a
+    // user's row committed. (Under REPEATABLE READ the snapshot may miss it: deleting the
+    // version it replaced then fails with 40001 in record().)
+    sql: "SELECT u, v.version, v.ctid::text, v.last_placed_at FROM unnest($2::bigint[]) AS u \
+          LEFT JOIN LATERAL (SELECT version, ctid, last_placed_at FROM place.cooldown_versions \
+                             WHERE board_id = $1 AND user_id = u ORDER BY version DESC LIMIT 1) v ON true",
+    params: &[pg_sys::INT8OID, pg_sys::INT8ARRAYOID],
+};
+
+static WRITE_VERSIONS: Statement = Statement {
+    sql: "WITH replaced AS (DELETE FROM place.cooldown_versions \
+                            WHERE ctid = ANY ($3::text[]::tid[])) \
+          INSERT INTO place.cooldown_versions AS v (board_id, user_id, version, last_placed_at) \
+          SELECT $1, t.u, t.n + 1, greatest(t.last, $5) \
+          FROM unnest($2::bigint[], $4::bigint[], $6::timestamptz[]) AS t(u, n, last) \
+          ON CONFLICT (board_id, user_id, version) DO NOTHING RETURNING v.user_id",
+    params: &[
+        pg_sys::INT8OID,
+        pg_sys::INT8ARRAYOID,
+        pg_sys::TEXTARRAYOID,
+        pg_sys::INT8ARRAYOID,
+        pg_sys::TIMESTAMPTZOID,
+        pg_sys::TIMESTAMPTZARRAYOID,
+    ],
+};
+
+fn claim_versions(
+    client: &mut SpiClient<'_>,
+    board: &Board,
+    users: &[i64],
+    now: pg_sys::TimestampTz,
+) -> Claims {
+    let mut claims = Claims {
+        claimed: HashSet::new(),
+        last_of_refused: HashMap::new(),
+        held: Vec::new(),
+    };
+    if users.is_empty() {
+        return claims;
+    }
+    run(
+        client,
+        &LOCK_CLAIMS,
+        &[board.id.into(), users.to_vec().into()],
+    );
+    let rows = run_by_index(
+        client,
+        &READ_NEWEST,
+        &[board.id.into(), users.to_vec().into()],
+    );
+    for row in rows {
+        let user = column::<i64>(&row, 1);
+        let newest = row.get::<i64>(2).ok().flatten().map(|version| Newest {
+            version,
+            ctid: column::<String>(&row, 3),
+            last_placed_at: column::<TimestampWithTimeZone>(&row, 4).into(),
+        });
+        match newest {
+            Some(n) if board.cooldown_us > 0 && n.last_placed_at > now - board.cooldown_us => {
+                claims.last_of_refused.insert(user, n.last_placed_at);
+            }
+            newest => {
+                claims.claimed.insert(user);
+                claims.held.push((user, newest));
+            }
+        }
+    }
+    claims
+}
+
 static CLAIM: Statement = Statement {
-    // Users in id order, so two calls claiming overlapping users never wait in a circle.
+    // Before 0.6.0. Users in id order, as above.
     sql: "INSERT INTO place.cooldowns AS c (board_id, user_id, last_placed_at) \
           SELECT $1, u, $3 FROM unnest($2::bigint[]) AS u ORDER BY u \
           ON CONFLICT (board_id, user_id) DO UPDATE \
@@ -27,15 +207,13 @@ static CLAIM: Statement = Statement {
     ],
 };
 
-/// The users (sorted, distinct) whose cooldown on `board` has passed at `now`; their
-/// last placement becomes `now`. Without a cooldown every user is claimed.
-pub fn claim(
+/// Before 0.6.0: claimed users' last placement becomes `now` as they are claimed.
+fn claim_in_place(
     client: &mut SpiClient<'_>,
     board: &Board,
     users: &[i64],
     now: pg_sys::TimestampTz,
-) -> HashSet<i64> {
-    let at = |t| TimestampWithTimeZone::try_from(t).expect("times stay in range");
+) -> Claims {
     let args = [
         board.id.into(),
         users.to_vec().into(),
@@ -43,12 +221,34 @@ pub fn claim(
         at(now - board.cooldown_us).into(),
         (board.cooldown_us == 0).into(),
     ];
-    run(client, &CLAIM, &args)
+    let claimed: HashSet<i64> = run(client, &CLAIM, &args)
         .map(|row| column::<i64>(&row, 1))
-        .collect()
+        .collect();
+    let refused: Vec<i64> = users
+        .iter()
+        .copied()
+        .filter(|u| !claimed.contains(u))
+        .collect();
+    let last_of_refused = if refused.is_empty() {
+        HashMap::new()
+    } else {
+        run(client, &LAST_PLACEMENTS, &[board.id.into(), refused.into()])
+            .map(|row| {
+                let user = column::<i64>(&row, 1);
+                let at = column::<TimestampWithTimeZone>(&row, 2);
+                (user, pg_sys::TimestampTz::from(at))
+            })
+            .collect()
+    };
+    Claims {
+        claimed,
+        last_of_refused,
+        held: Vec::new(),
+    }
 }
 
 static RESTAMP: Statement = Statement {
+    // Before 0.6.0.
     sql: "UPDATE place.cooldowns SET last_placed_at = greatest(last_placed_at, $3) \
           WHERE board_id = $1 AND user_id = ANY($2)",
     params: &[
@@ -58,41 +258,8 @@ static RESTAMP: Statement = Statement {
     ],
 };
 
-/// Moves the last placement of `users` (whose rows this call claimed) to `stamp`, the
-/// time their placements were stamped with when it is later than the claim's.
-pub fn restamp_cooldowns(
-    client: &mut SpiClient<'_>,
-    board_id: i64,
-    users: Vec<i64>,
-    stamp: pg_sys::TimestampTz,
-) {
-    let stamp = TimestampWithTimeZone::try_from(stamp).expect("stamps are valid times");
-    run(
-        client,
-        &RESTAMP,
-        &[board_id.into(), users.into(), stamp.into()],
-    );
-}
-
 static LAST_PLACEMENTS: Statement = Statement {
+    // Before 0.6.0: read after CLAIM waited for the rows.
     sql: "SELECT user_id, last_placed_at FROM place.cooldowns WHERE board_id = $1 AND user_id = ANY($2)",
     params: &[pg_sys::INT8OID, pg_sys::INT8ARRAYOID],
 };
-
-/// When each of `users` last placed on the board (read after `claim` waited for them).
-pub fn last_placements(
-    client: &mut SpiClient<'_>,
-    board_id: i64,
-    users: Vec<i64>,
-) -> HashMap<i64, pg_sys::TimestampTz> {
-    if users.is_empty() {
-        return HashMap::new();
-    }
-    run(client, &LAST_PLACEMENTS, &[board_id.into(), users.into()])
-        .map(|row| {
-            let user = column::<i64>(&row, 1);
-            let at = column::<TimestampWithTimeZone>(&row, 2);
-            (user, pg_sys::TimestampTz::from(at))
-        })
-        .collect()
-}

@@ -2,7 +2,7 @@
 //! frozen tiles, cooldowns) and the outcomes are here; the writing, and the order in which
 //! a call takes its locks, are in [`crate::writing`].
 
-use crate::cooldowns::{claim, last_placements, restamp_cooldowns};
+use crate::cooldowns::{claim, record};
 use crate::freezing::frozen_items;
 use crate::input::{fail, required, required_elements, undefined};
 use crate::item::Item;
@@ -154,13 +154,8 @@ fn apply(
         .collect();
     hopeful.sort_unstable();
     hopeful.dedup();
-    let claimed = claim(client, &board, &hopeful, now);
-    let refused: Vec<i64> = users
-        .iter()
-        .copied()
-        .filter(|u| !claimed.contains(u))
-        .collect();
-    let last = last_placements(client, board.id, refused);
+    let claims = claim(client, &board, &hopeful, now);
+    let (claimed, last) = (&claims.claimed, &claims.last_of_refused);
 
     // Decide in array order: a claimed user's first item places; a second one places
     // only without a cooldown.
@@ -184,13 +179,8 @@ fn apply(
     } else {
         commit_tiles(client, &board, &accepted, now, true)
     };
-    if stamp > now {
-        // The cooldown runs from the stamp the history shows (rows this call holds).
-        let mut placed: Vec<i64> = accepted.iter().map(|item| item.user).collect();
-        placed.sort_unstable();
-        placed.dedup();
-        restamp_cooldowns(client, board.id, placed, stamp);
-    }
+    // The cooldown runs from the stamp the history shows (rows this call holds).
+    record(client, &board, claims, stamp, now);
     decided
         .into_iter()
         .enumerate()

@@ -13,10 +13,49 @@ async fn one_user_racing_on_many_connections_places_exactly_one_tile() {
     let admin = connect(&url).await;
     let board = create_board(&admin, "race", (100, 100), 4, "1 hour").await;
     let user = create_users(&admin, "racer", 1).await[0];
+    let placed = race(&url, board, user).await;
+    assert_eq!(placed, 1, "{RACERS} racing attempts placed {placed} tiles");
+    assert_history(&admin, board, 1).await;
+}
 
+/// A user who placed before (their cooldown row exists) and whose window has just passed:
+/// the racers must wait for each other on that row, not only on a new row's insertion.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_returning_user_racing_places_exactly_one_tile() {
+    let url = fresh_database("pgplace_test_race_again").await;
+    let admin = connect(&url).await;
+    let board = create_board(&admin, "race", (100, 100), 4, "1 hour").await;
+    let user = create_users(&admin, "racer", 1).await[0];
+    let first: bool = admin
+        .query_one(
+            "SELECT placed FROM place.place($1, 99, 99, 1, $2)",
+            &[&board, &user],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert!(first);
+    // The window passes (a superuser moves the last placement back).
+    let moved = admin
+        .execute(
+            "UPDATE place.cooldowns SET last_placed_at = last_placed_at - interval '2 hours' \
+             WHERE board_id = $1 AND user_id = $2",
+            &[&board, &user],
+        )
+        .await
+        .unwrap();
+    assert_eq!(moved, 1);
+    let placed = race(&url, board, user).await;
+    assert_eq!(placed, 1, "{RACERS} racing attempts placed {placed} tiles");
+    assert_history(&admin, board, 2).await;
+}
+
+/// RACERS connections, released at once, each asking to place for `user`; how many tiles
+/// they placed.
+async fn race(url: &str, board: i64, user: i64) -> usize {
     let mut clients = Vec::with_capacity(RACERS);
     for _ in 0..RACERS {
-        clients.push(connect(&url).await);
+        clients.push(connect(url).await);
     }
     let barrier = Arc::new(Barrier::new(RACERS));
     let mut racers = Vec::new();
@@ -49,8 +88,11 @@ async fn one_user_racing_on_many_connections_places_exactly_one_tile() {
     for racer in racers {
         placed += racer.await.expect("racer task");
     }
+    placed
+}
 
-    assert_eq!(placed, 1, "{RACERS} racing attempts placed {placed} tiles");
+/// The board's history and seq both count `placements`.
+async fn assert_history(admin: &tokio_postgres::Client, board: i64, placements: i64) {
     let history: i64 = admin
         .query_one(
             "SELECT count(*) FROM place.placements WHERE board_id = $1",
@@ -59,6 +101,6 @@ async fn one_user_racing_on_many_connections_places_exactly_one_tile() {
         .await
         .unwrap()
         .get(0);
-    let (seq, _) = board_bits(&admin, board).await;
-    assert_eq!((history, seq), (1, 1));
+    let (seq, _) = board_bits(admin, board).await;
+    assert_eq!((history, seq), (placements, placements));
 }
