@@ -54,29 +54,16 @@ pub fn claim(
     }
 }
 
-/// Records the placements of the claimed users, stamped `stamp` (`now`, or later when a
-/// placement that took its seq first was stamped later): their cooldown runs from there.
+/// Records that the claimed users place now: their cooldown runs from `now`. Done before
+/// the call takes its board's seq lock, so that the lock is held no longer for it.
 pub fn record(
     client: &mut SpiClient<'_>,
     board: &Board,
-    claims: Claims,
-    stamp: pg_sys::TimestampTz,
+    claims: &Claims,
     now: pg_sys::TimestampTz,
 ) {
-    if !board.versioned_cooldowns {
-        // The claim wrote `now` already.
-        if stamp > now && !claims.claimed.is_empty() {
-            let mut users: Vec<i64> = claims.claimed.into_iter().collect();
-            users.sort_unstable();
-            run(
-                client,
-                &RESTAMP,
-                &[board.id.into(), users.into(), at(stamp).into()],
-            );
-        }
-        return;
-    }
-    if claims.held.is_empty() {
+    // Before 0.6.0 the claim wrote `now` already.
+    if !board.versioned_cooldowns || claims.held.is_empty() {
         return;
     }
     let wanted = claims.held.len();
@@ -84,18 +71,18 @@ pub fn record(
     let mut ctids = Vec::with_capacity(wanted);
     let mut versions = Vec::with_capacity(wanted);
     let mut lasts = Vec::with_capacity(wanted);
-    for (user, newest) in claims.held {
-        users.push(user);
+    for (user, newest) in &claims.held {
+        users.push(*user);
         ctids.push(newest.as_ref().map(|n| n.ctid.clone()));
         versions.push(newest.as_ref().map_or(0, |n| n.version));
-        lasts.push(newest.map(|n| at(n.last_placed_at)));
+        lasts.push(newest.as_ref().map(|n| at(n.last_placed_at)));
     }
     let args = [
         board.id.into(),
         users.into(),
         ctids.into(),
         versions.into(),
-        at(stamp).into(),
+        at(now).into(),
         lasts.into(),
     ];
     if run_by_index(client, &WRITE_VERSIONS, &args).len() != wanted {
@@ -108,6 +95,53 @@ pub fn record(
         );
     }
 }
+
+/// Moves the claimed users' last placement to `stamp`, the time their placements were
+/// stamped with when it is later than `now` (a placement that took its seq first was
+/// stamped later): the cooldown runs from the stamp the history shows.
+pub fn restamp(
+    client: &mut SpiClient<'_>,
+    board: &Board,
+    claims: &Claims,
+    stamp: pg_sys::TimestampTz,
+) {
+    if claims.claimed.is_empty() {
+        return;
+    }
+    if !board.versioned_cooldowns {
+        let mut users: Vec<i64> = claims.claimed.iter().copied().collect();
+        users.sort_unstable();
+        let args = [board.id.into(), users.into(), at(stamp).into()];
+        run(client, &RESTAMP, &args);
+        return;
+    }
+    // The versions record() inserted in this transaction: no other snapshot can see them,
+    // so updating them in place leaves nothing for others to walk past.
+    let (users, versions): (Vec<i64>, Vec<i64>) = claims
+        .held
+        .iter()
+        .map(|(user, newest)| (*user, newest.as_ref().map_or(0, |n| n.version) + 1))
+        .unzip();
+    let args = [
+        board.id.into(),
+        users.into(),
+        versions.into(),
+        at(stamp).into(),
+    ];
+    run_by_index(client, &RESTAMP_VERSIONS, &args);
+}
+
+static RESTAMP_VERSIONS: Statement = Statement {
+    sql: "UPDATE place.cooldown_versions v SET last_placed_at = greatest(v.last_placed_at, $4) \
+          FROM unnest($2::bigint[], $3::bigint[]) AS t(u, n) \
+          WHERE v.board_id = $1 AND v.user_id = t.u AND v.version = t.n",
+    params: &[
+        pg_sys::INT8OID,
+        pg_sys::INT8ARRAYOID,
+        pg_sys::INT8ARRAYOID,
+        pg_sys::TIMESTAMPTZOID,
+    ],
+};
 
 static LOCK_CLAIMS: Statement = Statement {
     // Users in id order, so two calls claiming overlapping users never wait in a circle. A

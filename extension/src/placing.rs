@@ -2,7 +2,7 @@
 //! frozen tiles, cooldowns) and the outcomes are here; the writing, and the order in which
 //! a call takes its locks, are in [`crate::writing`].
 
-use crate::cooldowns::{claim, record};
+use crate::cooldowns::{claim, record, restamp};
 use crate::freezing::frozen_items;
 use crate::input::{fail, required, required_elements, undefined};
 use crate::item::Item;
@@ -174,13 +174,15 @@ fn apply(
             decided.push(Err(since.saturating_add(board.cooldown_us)));
         }
     }
+    record(client, &board, &claims, now);
     let (first_seq, stamp) = if accepted.is_empty() {
         (0, now)
     } else {
         commit_tiles(client, &board, &accepted, now, true)
     };
-    // The cooldown runs from the stamp the history shows (rows this call holds).
-    record(client, &board, claims, stamp, now);
+    if stamp > now {
+        restamp(client, &board, &claims, stamp);
+    }
     decided
         .into_iter()
         .enumerate()

@@ -1,5 +1,5 @@
 //! A board's settings, its seq lock and seqs, and reading its packed bits whole (the
-//! chunks they are stored in are [`crate::chunks`]').
+//! chunks they are kept in: [`crate::chunks`]).
 
 use crate::input::{fail, out_of_range, undefined};
 use crate::snapshots::{refuse_unseen_placements, repeatable_read};

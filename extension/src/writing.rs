@@ -2,8 +2,9 @@
 //! the moderation functions ([`crate::moderation`]): tiles, seq, history, keyframes.
 //!
 //! A call takes its locks in one order, each held until commit, so calls never deadlock:
-//! 1. each user's cooldown row ([`crate::cooldowns`]): one placement per user per window,
-//!    however many attempts race;
+//! 1. each user's cooldown claim row ([`crate::cooldowns`]): one placement per user per
+//!    window, however many attempts race (the claimed users' next cooldown versions are
+//!    written before step 3, so the seq lock is not held for them);
 //! 2. the touched chunks' rows, in chunk order, then writes their next versions
 //!    ([`crate::chunks`]):
 //!    whoever writes a chunk first also commits first, so the bits always equal the
