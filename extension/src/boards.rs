@@ -3,7 +3,7 @@
 use crate::chunks::{insert_empty_chunks, read_chunks};
 use crate::input::{cooldown_micros, fail, invalid, out_of_range, required};
 use crate::spi::{run, Statement};
-use crate::storage::{read_packed, Board};
+use crate::storage::{changed_size, read_packed, Board};
 use pgplace_core::bits::TileWidth;
 use pgplace_core::palette::{default_palette, validate_palette};
 use pgrx::datum::Interval;
@@ -197,13 +197,8 @@ fn get_tile(board_id: Option<i64>, x: Option<i32>, y: Option<i32>) -> i32 {
         let (chunk_no, n) = board.locate(x, y);
         let chunk = read_chunks(client, board_id, vec![chunk_no])
             .remove(&chunk_no)
-            .unwrap_or_else(|| {
-                // Read after the board: a resize in between replaced the chunks.
-                fail(
-                    PgSqlErrorCode::ERRCODE_T_R_SERIALIZATION_FAILURE,
-                    format!("board {board_id} changed its size during the call; try again"),
-                )
-            });
+            // Read after the board: a resize in between replaced the chunks.
+            .unwrap_or_else(|| changed_size(board_id));
         i32::from(
             board
                 .tile

@@ -12,7 +12,7 @@
 use crate::input::{fail, required_elements};
 use crate::item::Item;
 use crate::spi::{column, run, run_by_index, Statement};
-use crate::storage::Board;
+use crate::storage::{changed_size, Board};
 use pgplace_core::bits::TileWidth;
 use pgrx::prelude::*;
 use pgrx::spi::SpiClient;
@@ -112,15 +112,25 @@ static LOCK_CHUNK_ROWS: Statement = Statement {
     params: &[pg_sys::INT8OID, pg_sys::INT4ARRAYOID],
 };
 
+/// The statement for this database's schema: chunk versions (0.6.0) or rows updated in
+/// place (before).
+fn for_schema(
+    board: &Board,
+    versioned: &'static Statement,
+    in_place: &'static Statement,
+) -> &'static Statement {
+    if board.versioned_chunks {
+        versioned
+    } else {
+        in_place
+    }
+}
+
 /// Locks the given chunks (sorted, distinct), in chunk order so that two calls never wait
 /// for each other in a circle; 40001 when a resize replaced them meanwhile.
 fn lock_chunks(client: &mut SpiClient<'_>, board: &Board, chunk_nos: Vec<i32>) {
     let wanted = chunk_nos.len();
-    let statement = if board.versioned_chunks {
-        &LOCK_CHUNK_ROWS
-    } else {
-        &LOCK_CHUNKS_IN_PLACE
-    };
+    let statement = for_schema(board, &LOCK_CHUNK_ROWS, &LOCK_CHUNKS_IN_PLACE);
     if run_by_index(client, statement, &[board.id.into(), chunk_nos.into()]).len() != wanted {
         changed_size(board.id);
     }
@@ -147,11 +157,7 @@ static LOCK_ALL_CHUNKS_IN_PLACE: Statement = Statement {
 
 /// Locks every chunk of the board, in chunk order (a resize, before it replaces them).
 pub fn lock_all_chunks(client: &mut SpiClient<'_>, board: &Board) {
-    let statement = if board.versioned_chunks {
-        &LOCK_ALL_CHUNK_ROWS
-    } else {
-        &LOCK_ALL_CHUNKS_IN_PLACE
-    };
+    let statement = for_schema(board, &LOCK_ALL_CHUNK_ROWS, &LOCK_ALL_CHUNKS_IN_PLACE);
     run_by_index(client, statement, &[board.id.into()]);
 }
 
@@ -167,11 +173,7 @@ static DELETE_CHUNKS_IN_PLACE: Statement = Statement {
 };
 
 pub fn delete_chunks(client: &mut SpiClient<'_>, board: &Board) {
-    let statement = if board.versioned_chunks {
-        &DELETE_CHUNK_ROWS
-    } else {
-        &DELETE_CHUNKS_IN_PLACE
-    };
+    let statement = for_schema(board, &DELETE_CHUNK_ROWS, &DELETE_CHUNKS_IN_PLACE);
     run_by_index(client, statement, &[board.id.into()]);
 }
 
@@ -289,11 +291,7 @@ pub fn write_tiles(
         if board.versioned_chunks {
             lock_chunks(client, board, distinct.clone());
         }
-        let statement = if board.versioned_chunks {
-            &APPLY_TO_NEWEST
-        } else {
-            &APPLY_IN_PLACE
-        };
+        let statement = for_schema(board, &APPLY_TO_NEWEST, &APPLY_IN_PLACE);
         let colors: Vec<i32> = accepted.iter().map(|item| item.color).collect();
         let apply = [
             board.id.into(),
@@ -391,14 +389,6 @@ fn read_locked(
             (column::<i32>(&row, 1), chunk)
         })
         .collect()
-}
-
-/// A resize replaced the chunks while the call waited for them.
-fn changed_size(board_id: i64) -> ! {
-    fail(
-        PgSqlErrorCode::ERRCODE_T_R_SERIALIZATION_FAILURE,
-        format!("board {board_id} changed its size during the call; try again"),
-    )
 }
 
 /// A chunk's version was written by another transaction that this one's snapshot misses

@@ -11,7 +11,7 @@
 use crate::input::{fail, interval_micros, invalid, required};
 use crate::item::Item;
 use crate::spi::{column, open_cursor, run, run_by_index, Statement};
-use crate::storage::{check_same_size, read_packed, Board, Bumped};
+use crate::storage::{changed_size, check_same_size, read_packed, Board, Bumped};
 use pgrx::datum::Interval;
 use pgrx::prelude::*;
 use pgrx::spi::{SpiClient, SpiCursor};
@@ -153,13 +153,6 @@ static CHUNKS_AT_SIZE: Statement = Statement {
         pg_sys::INT4OID,
     ],
 };
-
-fn changed_size(board_id: i64) -> ! {
-    fail(
-        PgSqlErrorCode::ERRCODE_T_R_SERIALIZATION_FAILURE,
-        format!("board {board_id} changed its size during the call; try again"),
-    )
-}
 
 static FROZE_SINCE: Statement = Statement {
     // The tiles' last changes, as RESTED_ITEMS reads them; this call holds their chunks,

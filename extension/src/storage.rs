@@ -333,14 +333,16 @@ static READ_PACKED: Statement = Statement {
 /// Refuses bits read in another statement than `board` when a resize came in between.
 pub fn check_same_size(board: &Board, bits: &[u8]) {
     if bits.len() != board.packed_len() {
-        fail(
-            PgSqlErrorCode::ERRCODE_T_R_SERIALIZATION_FAILURE,
-            format!(
-                "board {} changed its size during the call; try again",
-                board.id
-            ),
-        );
+        changed_size(board.id);
     }
+}
+
+/// A resize replaced the board's chunks while the call waited (40001: try again).
+pub fn changed_size(board_id: i64) -> ! {
+    fail(
+        PgSqlErrorCode::ERRCODE_T_R_SERIALIZATION_FAILURE,
+        format!("board {board_id} changed its size during the call; try again"),
+    )
 }
 
 static MAINTENANCE_LOCK: Statement = Statement {
