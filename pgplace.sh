@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# pgplace's developer entry point: `./pgplace.sh up | test | bench | bench-history | bench-cliff | bench-gateway | bench-page | bench-peers | soak | psql | stop`.
+# pgplace's developer entry point: `./pgplace.sh up | test | bench | bench-history | bench-cliff | bench-gateway | bench-page | bench-peers | soak | psql | stop` (and `restart-cluster`, for the fault tests).
 # Everything it creates lives under .pgplace/ (git-ignored; /var/tmp/pgplace-<hash> when
 # the postgres user cannot reach the checkout): the cluster's data, its
 # socket and log, the demo user's token, the gateway's log and pid.
@@ -175,7 +175,7 @@ cmd_test() {
     cargo build -p pgplace-gateway --quiet
     # The restart tests restart this cluster with this command.
     PGPLACE_TEST_ADMIN_URL="postgresql://postgres@$PGHOST:$PGPORT/postgres" \
-        PGPLACE_TEST_PG_RESTART="runuser -u postgres -- $PG_BIN/pg_ctl -D $DATA -l $LOG -w -m fast restart" \
+        PGPLACE_TEST_PG_RESTART="$(printf %q "$ROOT/pgplace.sh") restart-cluster" \
         GATEWAY_BIN="$ROOT/target/debug/pgplace-gateway" \
         cargo test -p pgplace-tests
     say "fuzzing the gateway's parsers (cargo fuzz, ${FUZZ_SECONDS:-60} s per target)"
@@ -195,7 +195,7 @@ cmd_soak() {
     build_gateway
     (cd "$ROOT" && cargo build --release -p pgplace-tests --bin soak --quiet)
     PGPLACE_TEST_ADMIN_URL="postgresql://postgres@$PGHOST:$PGPORT/postgres" \
-        PGPLACE_TEST_PG_RESTART="runuser -u postgres -- $PG_BIN/pg_ctl -D $DATA -l $LOG -w -m fast restart" \
+        PGPLACE_TEST_PG_RESTART="$(printf %q "$ROOT/pgplace.sh") restart-cluster" \
         GATEWAY_BIN="$ROOT/target/release/pgplace-gateway" \
         "$ROOT/target/release/soak" "$@"
 }
@@ -262,6 +262,20 @@ cmd_bench_page() {
         GATEWAY_BIN="$ROOT/target/release/pgplace-gateway" bash "$ROOT/tests/browser/bench.sh"
 }
 
+# The restart the fault tests inflict (PGPLACE_TEST_PG_RESTART). If the cluster does not come
+# back, the log's last words and the disk's free space go to stderr, so that a CI run that
+# only shows the tests' output says why; then one more start.
+cmd_restart_cluster() {
+    choose_state_dir
+    as_postgres "$PG_BIN/pg_ctl" -D "$DATA" -l "$LOG" -w -m fast restart && return 0
+    echo "the cluster did not come back; the end of its log ($LOG):" >&2
+    grep -v 'the database system is \(starting up\|shutting down\)' "$LOG" | tail -n 30 >&2
+    df -h "$DATA" >&2
+    echo "starting it once more in 2 s" >&2
+    sleep 2
+    as_postgres "$PG_BIN/pg_ctl" -D "$DATA" -l "$LOG" -w start
+}
+
 cmd_stop() {
     choose_state_dir
     stop_gateway
@@ -284,6 +298,7 @@ case "${1:-}" in
     bench-page) cmd_bench_page ;;
     bench-peers) shift; cmd_bench_peers "$@" ;;
     stop) cmd_stop ;;
+    restart-cluster) cmd_restart_cluster ;;
     psql) shift; exec "$PG_BIN/psql" -d pgplace "$@" ;;
     *) echo "usage: $0 up | test | bench | bench-history | bench-cliff | bench-gateway | bench-page | bench-peers | soak | psql | stop" >&2; exit 2 ;;
 esac
