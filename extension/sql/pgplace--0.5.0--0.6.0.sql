@@ -29,12 +29,27 @@ CREATE TABLE place.chunk_versions (
     chunk_no int NOT NULL,
     version  bigint NOT NULL CHECK (version > 0),
     bits     bytea NOT NULL,
-    PRIMARY KEY (board_id, chunk_no, version),
-    FOREIGN KEY (board_id, chunk_no) REFERENCES place.chunks ON DELETE CASCADE
+    PRIMARY KEY (board_id, chunk_no, version)
 );
 -- Chunks are small and already dense; compressing or moving them out of line only costs.
 ALTER TABLE place.chunk_versions ALTER COLUMN bits SET STORAGE PLAIN;
 COMMENT ON TABLE place.chunk_versions IS 'The packed bits of each board''s chunks, newest version first (read them through place.board_chunks or place.board_bits)';
+-- No foreign key to place.chunks: its check, a query per inserted version, took about a
+-- third of a batch's chunk writes, which run under the chunks' locks. Only the extension
+-- writes versions, always of a chunk whose row it holds locked; a chunk's versions go with
+-- its row (a board deleted or resized) by this trigger, once per statement, as the
+-- extension's owner (as the foreign key's cascade did, whoever deleted the board).
+CREATE FUNCTION place._drop_chunk_versions() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    DELETE FROM place.chunk_versions v USING gone g
+    WHERE v.board_id = g.board_id AND v.chunk_no = g.chunk_no;
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER drop_versions AFTER DELETE ON place.chunks
+REFERENCING OLD TABLE AS gone
+FOR EACH STATEMENT EXECUTE FUNCTION place._drop_chunk_versions();
 
 INSERT INTO place.chunks (board_id, chunk_no) SELECT board_id, chunk_no FROM place.board_chunks;
 INSERT INTO place.chunk_versions (board_id, chunk_no, version, bits)
@@ -62,10 +77,23 @@ CREATE TABLE place.cooldown_versions (
     user_id        bigint NOT NULL,
     version        bigint NOT NULL CHECK (version > 0),
     last_placed_at timestamptz NOT NULL,
-    PRIMARY KEY (board_id, user_id, version),
-    FOREIGN KEY (board_id, user_id) REFERENCES place.cooldown_claims ON DELETE CASCADE
+    PRIMARY KEY (board_id, user_id, version)
 );
 COMMENT ON TABLE place.cooldown_versions IS 'When each user last placed on each board, newest version first (read place.cooldowns)';
+-- No foreign key to place.cooldown_claims either (a check per placement): only the
+-- extension writes versions, of users whose claim it holds locked; a user's versions go
+-- with the claim (a board or user deleted, a cooldown deleted by hand) by this trigger.
+CREATE FUNCTION place._drop_cooldown_versions() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    DELETE FROM place.cooldown_versions v USING gone g
+    WHERE v.board_id = g.board_id AND v.user_id = g.user_id;
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER drop_versions AFTER DELETE ON place.cooldown_claims
+REFERENCING OLD TABLE AS gone
+FOR EACH STATEMENT EXECUTE FUNCTION place._drop_cooldown_versions();
 
 INSERT INTO place.cooldown_claims (board_id, user_id) SELECT board_id, user_id FROM place.cooldowns;
 INSERT INTO place.cooldown_versions (board_id, user_id, version, last_placed_at)
