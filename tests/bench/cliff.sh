@@ -8,6 +8,8 @@
 # window slower than the one before.
 # PGPLACE_CLIFF_CONTROL=1 runs the same windows without holding a snapshot: how much the
 # windows vary on their own (checkpoints, autovacuum) on this machine.
+# PGPLACE_CLIFF_HOLDER=pg_dump holds the snapshot the way a backup does: pg_dump of the
+# database, its output read by nobody for the whole hold (so it stays in its transaction).
 # PGPLACE_CLIFF_WORKLOADS=place_many (or place) runs one workload only.
 # PGPLACE_CLIFF_VERSION installs an older schema (the library serves it as that version
 # did; its install script must be in the extension directory: tests/upgrade/ keeps them),
@@ -47,18 +49,27 @@ window() {
     grep -oP '^tps = \K[0-9.]+' "$TMP/$name.out"
 }
 
-# Holds a REPEATABLE READ snapshot (taken by its first statement) for $HOLD seconds.
+# The holder's backend, told apart from the workload's (pgbench) and ours (psql).
+HOLDER_BACKEND="datname = '$DB' AND backend_xmin IS NOT NULL AND (query LIKE '%pg_sleep%' OR application_name = 'pg_dump')"
+
+# Holds a snapshot for $HOLD seconds: a REPEATABLE READ transaction (taken by its first
+# statement), or with PGPLACE_CLIFF_HOLDER=pg_dump a pg_dump whose output pipe nobody reads,
+# so that it waits in the middle of its transaction.
 hold_snapshot() {
-    "$PG_BIN/psql" -X -q -d "$DB_URL" >/dev/null 2>&1 <<SQL &
+    if [[ ${PGPLACE_CLIFF_HOLDER:-} == pg_dump ]]; then
+        { "$PG_BIN/pg_dump" -d "$DB_URL" 2>/dev/null | { sleep $((HOLD + 5)); cat >/dev/null; }; } &
+    else
+        "$PG_BIN/psql" -X -q -d "$DB_URL" >/dev/null 2>&1 <<SQL &
 BEGIN ISOLATION LEVEL REPEATABLE READ;
 SELECT count(*) FROM place.boards;
 SELECT pg_sleep($HOLD + 5);
 COMMIT;
 SQL
+    fi
     HOLDER=$!
     # Wait until the snapshot is really held before the first window starts.
     for _ in $(seq 100); do
-        (($(psql_bench -c "SELECT count(*) FROM pg_stat_activity WHERE datname = '$DB' AND backend_xmin IS NOT NULL AND query LIKE '%pg_sleep%'") > 0)) && return
+        (($(psql_bench -c "SELECT count(*) FROM pg_stat_activity WHERE $HOLDER_BACKEND") > 0)) && return
         sleep 0.1
     done
     echo "the snapshot holder did not start" >&2
@@ -67,7 +78,7 @@ SQL
 
 release_snapshot() {
     kill "$HOLDER" 2>/dev/null || true
-    psql_bench -c "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '$DB' AND query LIKE '%pg_sleep%' AND pid <> pg_backend_pid()" >/dev/null
+    psql_bench -c "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE $HOLDER_BACKEND AND pid <> pg_backend_pid()" >/dev/null
     wait "$HOLDER" 2>/dev/null || true
     HOLDER=
 }
@@ -107,7 +118,7 @@ read -r UBASE n < <(psql_bench -c "SELECT min(u.user_id) || ' ' || (max(u.user_i
                                    FROM generate_series(1, $USERS) g, place.create_user('cliff-' || g) u")
 ((n == USERS)) || { echo "users are not consecutive" >&2; exit 1; }
 
-echo "schema $(psql_bench -c "SELECT extversion FROM pg_extension WHERE extname = 'pgplace'"); cores: $(nproc); snapshot held ${HOLD} s in ${WINDOW}-second windows; board 1000x1000x4, $USERS users, cooldown 0"
+echo "schema $(psql_bench -c "SELECT extversion FROM pg_extension WHERE extname = 'pgplace'"); cores: $(nproc); snapshot held by ${PGPLACE_CLIFF_HOLDER:-a REPEATABLE READ transaction} for ${HOLD} s in ${WINDOW}-second windows; board 1000x1000x4, $USERS users, cooldown 0"
 if [[ -n ${PGPLACE_CLIFF_CONTROL:-} ]]; then
     echo "control run: no snapshot is held"
 fi
