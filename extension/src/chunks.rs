@@ -119,7 +119,7 @@ fn for_schema(
     versioned: &'static Statement,
     in_place: &'static Statement,
 ) -> &'static Statement {
-    if board.versioned_chunks {
+    if board.versions {
         versioned
     } else {
         in_place
@@ -288,7 +288,7 @@ pub fn write_tiles(
     if wanted == 1 && !colors_before {
         // One chunk: its tiles are set where its bits are read, one statement fewer on the
         // path of place().
-        if board.versioned_chunks {
+        if board.versions {
             lock_chunks(client, board, distinct.clone());
         }
         let statement = for_schema(board, &APPLY_TO_NEWEST, &APPLY_IN_PLACE);
@@ -301,14 +301,14 @@ pub fn write_tiles(
             colors.into(),
         ];
         if run_by_index(client, statement, &apply).len() != 1 {
-            if board.versioned_chunks {
+            if board.versions {
                 changed_during_call(board.id);
             }
             changed_size(board.id);
         }
         return None;
     }
-    let mut current = if board.versioned_chunks {
+    let mut current = if board.versions {
         lock_chunks(client, board, distinct.clone());
         read_locked(client, &READ_NEWEST, board.id, distinct)
     } else {
@@ -343,7 +343,7 @@ pub fn write_tiles(
         ctids.push(chunk.ctid);
         versions.push(chunk.version);
     }
-    let written = if board.versioned_chunks {
+    let written = if board.versions {
         let args = [
             board.id.into(),
             chunk_nos.into(),

@@ -12,6 +12,7 @@
 use crate::input::fail;
 use crate::spi::{column, run, run_by_index, Statement};
 use crate::storage::Board;
+use crate::writing::timestamp;
 use pgrx::prelude::*;
 use pgrx::spi::SpiClient;
 use pgrx::{pg_sys, PgSqlErrorCode};
@@ -20,7 +21,7 @@ use std::collections::{HashMap, HashSet};
 /// What a call's claim found: whose cooldown has passed (their rows are locked until
 /// commit), when the others last placed, and where the claimed users' times are.
 pub struct Claims {
-    /// Users (sorted, distinct) whose cooldown on the board has passed.
+    /// Users whose cooldown on the board has passed.
     pub claimed: HashSet<i64>,
     /// When each refused user last placed.
     pub last_of_refused: HashMap<i64, pg_sys::TimestampTz>,
@@ -35,10 +36,6 @@ struct Newest {
     last_placed_at: pg_sys::TimestampTz,
 }
 
-fn at(t: pg_sys::TimestampTz) -> TimestampWithTimeZone {
-    TimestampWithTimeZone::try_from(t).expect("cooldowns are capped, so times stay in range")
-}
-
 /// Claims `users` (sorted, distinct) on `board` at `now`: the ones whose cooldown has
 /// passed (all of them without a cooldown) are claimed.
 pub fn claim(
@@ -47,7 +44,7 @@ pub fn claim(
     users: &[i64],
     now: pg_sys::TimestampTz,
 ) -> Claims {
-    if board.versioned_cooldowns {
+    if board.versions {
         claim_versions(client, board, users, now)
     } else {
         claim_in_place(client, board, users, now)
@@ -63,7 +60,7 @@ pub fn record(
     now: pg_sys::TimestampTz,
 ) {
     // Before 0.6.0 the claim wrote `now` already.
-    if !board.versioned_cooldowns || claims.held.is_empty() {
+    if !board.versions || claims.held.is_empty() {
         return;
     }
     let wanted = claims.held.len();
@@ -75,14 +72,14 @@ pub fn record(
         users.push(*user);
         ctids.push(newest.as_ref().map(|n| n.ctid.clone()));
         versions.push(newest.as_ref().map_or(0, |n| n.version));
-        lasts.push(newest.as_ref().map(|n| at(n.last_placed_at)));
+        lasts.push(newest.as_ref().map(|n| timestamp(n.last_placed_at)));
     }
     let args = [
         board.id.into(),
         users.into(),
         ctids.into(),
         versions.into(),
-        at(now).into(),
+        timestamp(now).into(),
         lasts.into(),
     ];
     if run_by_index(client, &WRITE_VERSIONS, &args).len() != wanted {
@@ -108,10 +105,10 @@ pub fn restamp(
     if claims.claimed.is_empty() {
         return;
     }
-    if !board.versioned_cooldowns {
+    if !board.versions {
         let mut users: Vec<i64> = claims.claimed.iter().copied().collect();
         users.sort_unstable();
-        let args = [board.id.into(), users.into(), at(stamp).into()];
+        let args = [board.id.into(), users.into(), timestamp(stamp).into()];
         run(client, &RESTAMP, &args);
         return;
     }
@@ -126,7 +123,7 @@ pub fn restamp(
         board.id.into(),
         users.into(),
         versions.into(),
-        at(stamp).into(),
+        timestamp(stamp).into(),
     ];
     run_by_index(client, &RESTAMP_VERSIONS, &args);
 }
@@ -251,8 +248,8 @@ fn claim_in_place(
     let args = [
         board.id.into(),
         users.to_vec().into(),
-        at(now).into(),
-        at(now - board.cooldown_us).into(),
+        timestamp(now).into(),
+        timestamp(now - board.cooldown_us).into(),
         (board.cooldown_us == 0).into(),
     ];
     let claimed: HashSet<i64> = run(client, &CLAIM, &args)

@@ -28,11 +28,9 @@ pub struct Board {
     /// under the board's seq lock from the history ([`bump_seq`]); before, from the board's
     /// row, which they updated.
     pub seqs_from_history: bool,
-    /// Whether this database's schema is 0.6.0's or later: chunks are written as versions
-    /// ([`crate::chunks`]); before, updated in place.
-    pub versioned_chunks: bool,
-    /// Likewise for cooldowns ([`crate::cooldowns`]), also since 0.6.0.
-    pub versioned_cooldowns: bool,
+    /// Whether this database's schema is 0.6.0's or later: chunks and cooldowns are written
+    /// as versions ([`crate::chunks`], [`crate::cooldowns`]); before, updated in place.
+    pub versions: bool,
     pub history_from: i64,
     /// How long a non-zero tile rests unchanged before it freezes (None: never).
     pub freeze_after_us: Option<i64>,
@@ -46,8 +44,7 @@ macro_rules! select_board {
         "SELECT *, cardinality(palette) AS colors, \
          (extract(epoch FROM cooldown) * 1000000)::bigint AS cooldown_us, \
          to_regclass('place.board_settings') IS NOT NULL AS seqs_from_history, \
-         to_regclass('place.chunk_versions') IS NOT NULL AS versioned_chunks, \
-         to_regclass('place.cooldown_versions') IS NOT NULL AS versioned_cooldowns \
+         to_regclass('place.chunk_versions') IS NOT NULL AS versions \
          FROM place.boards WHERE id = $1"
     };
 }
@@ -106,8 +103,7 @@ impl Board {
             // These came with keyframe_every (0.2.0).
             v0_2: row.get_by_name::<i32, _>("keyframe_every").is_ok(),
             seqs_from_history: named(&row, "seqs_from_history"),
-            versioned_chunks: named(&row, "versioned_chunks"),
-            versioned_cooldowns: named(&row, "versioned_cooldowns"),
+            versions: named(&row, "versions"),
             history_from: optional(&row, "history_from").unwrap_or(0),
             freeze_after_us: optional::<Interval>(&row, "freeze_after").map(micros),
         };
