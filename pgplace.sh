@@ -86,10 +86,19 @@ EOF
     touch "$LOG" && chown postgres:postgres "$LOG"
     if as_postgres "$PG_BIN/pg_ctl" -D "$DATA" status >/dev/null 2>&1; then
         # A freshly installed library is only loaded by new backends; restart to be sure.
-        as_postgres "$PG_BIN/pg_ctl" -D "$DATA" -l "$LOG" -w -m fast restart >/dev/null
+        as_postgres "$PG_BIN/pg_ctl" -D "$DATA" -l "$LOG" -w -m fast restart >/dev/null || explain_cluster_failure
     else
-        as_postgres "$PG_BIN/pg_ctl" -D "$DATA" -l "$LOG" -w start >/dev/null
+        as_postgres "$PG_BIN/pg_ctl" -D "$DATA" -l "$LOG" -w start >/dev/null || explain_cluster_failure
     fi
+}
+
+# When the cluster does not start, the log's last words and the disk's free space go to
+# stderr, so that a CI run that only shows the output says why. Returns failure.
+explain_cluster_failure() {
+    echo "the cluster did not start; the end of its log ($LOG):" >&2
+    grep -v 'the database system is \(starting up\|shutting down\)' "$LOG" | tail -n 30 >&2
+    df -h "$DATA" >&2
+    return 1
 }
 
 setup() {
@@ -263,14 +272,11 @@ cmd_bench_page() {
 }
 
 # The restart the fault tests inflict (PGPLACE_TEST_PG_RESTART). If the cluster does not come
-# back, the log's last words and the disk's free space go to stderr, so that a CI run that
-# only shows the tests' output says why; then one more start.
+# back, says why (explain_cluster_failure), then starts it once more.
 cmd_restart_cluster() {
     choose_state_dir
     as_postgres "$PG_BIN/pg_ctl" -D "$DATA" -l "$LOG" -w -m fast restart && return 0
-    echo "the cluster did not come back; the end of its log ($LOG):" >&2
-    grep -v 'the database system is \(starting up\|shutting down\)' "$LOG" | tail -n 30 >&2
-    df -h "$DATA" >&2
+    explain_cluster_failure || true
     echo "starting it once more in 2 s" >&2
     sleep 2
     as_postgres "$PG_BIN/pg_ctl" -D "$DATA" -l "$LOG" -w start
