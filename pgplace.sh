@@ -244,7 +244,7 @@ cmd_bench_gateway() {
     [[ -z ${PGPLACE_BENCH_SCHEMA:-} ]] || install_old_schema "$PGPLACE_BENCH_SCHEMA"
     build_gateway
     PGPLACE_ADMIN_URL="postgresql://postgres@$PGHOST:$PGPORT/postgres" PG_BIN="$PG_BIN" \
-        GATEWAY_BIN="$ROOT/target/release/pgplace-gateway" bash "$ROOT/tests/bench/gateway.sh"
+        GATEWAY_BIN="$ROOT/target/release/pgplace-gateway" bash "$ROOT/tests/bench/gateway.sh" "$@"
 }
 
 # pgplace beside Redis (Lua placements), nginx (a static snapshot) and Nchan (long-poll
@@ -298,7 +298,7 @@ case "${1:-}" in
     test) cmd_test ;;
     bench) cmd_bench ;;
     soak) shift; cmd_soak "$@" ;;
-    bench-gateway) cmd_bench_gateway ;;
+    bench-gateway) shift; cmd_bench_gateway "$@" ;;
     bench-history) cmd_bench_history ;;
     bench-cliff) cmd_bench_cliff ;;
     bench-page) cmd_bench_page ;;

@@ -4,7 +4,8 @@
 # GATEWAY_BIN (a built pgplace-gateway). Arguments go to the benchmark binary:
 # `--only place|delivery|waiting|bits|lists|regions` (or PGPLACE_BENCH_ONLY), `--seconds N` (or
 # PGPLACE_BENCH_SECONDS; default 15), `--schema 0.4.0` (or PGPLACE_BENCH_SCHEMA: an older schema,
-# for a before/after in one run).
+# for a before/after in one run); `--only held --seconds 300 [--held-window 30]
+# [--held-control]`: placements while a snapshot is held (the cliff), window by window.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)

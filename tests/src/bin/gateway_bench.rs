@@ -10,6 +10,7 @@
 //! - `gateway_bench/client.rs`: one keep-alive HTTP/1.1 connection and JSON-RPC over it.
 //! - `gateway_bench/report.rs`: percentiles, CPU clocks, the table and the machine.
 //! - `gateway_bench/{place,delivery,waiting,bits,lists,regions}.rs`: one file per scenario;
+//!   `gateway_bench/held.rs`: `place` while a snapshot is held (only with `--only held`);
 //!   `gateway_bench/peers.rs` and `fanout.rs`: pgplace beside Redis, nginx and Nchan (only
 //!   with `--only peers` / `--only fanout`: they start those servers; `./pgplace.sh
 //!   bench-peers` runs both).
@@ -23,6 +24,8 @@ mod client;
 mod delivery;
 #[path = "gateway_bench/fanout.rs"]
 mod fanout;
+#[path = "gateway_bench/held.rs"]
+mod held;
 #[path = "gateway_bench/lists.rs"]
 mod lists;
 #[path = "gateway_bench/peers.rs"]
@@ -78,6 +81,13 @@ pub struct Args {
     /// extension directory (tests/upgrade/ keeps them).
     #[arg(long, env = "PGPLACE_BENCH_SCHEMA")]
     schema: Option<String>,
+    /// `held`: the length of each window, in seconds (`--seconds` is how long the
+    /// snapshot is held).
+    #[arg(long, env = "PGPLACE_HELD_WINDOW", default_value_t = 30)]
+    held_window: u64,
+    /// `held`: the same windows without holding a snapshot.
+    #[arg(long, env = "PGPLACE_HELD_CONTROL")]
+    held_control: bool,
 }
 
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq)]
@@ -90,6 +100,7 @@ enum Scenario {
     Regions,
     Peers,
     Fanout,
+    Held,
 }
 
 /// What the scenarios share: the scratch database and its fixtures.
@@ -189,6 +200,11 @@ async fn run_scenarios(setup: &Setup, table: &mut Table) {
     }
     if setup.args.only == Some(Scenario::Peers) {
         guarded(table, "peers", setup.phase() * 8, peers::run(setup)).await;
+    }
+    if setup.args.only == Some(Scenario::Held) {
+        let windows = setup.args.seconds.div_ceil(setup.args.held_window) + 2;
+        let phase = Duration::from_secs(windows * setup.args.held_window);
+        guarded(table, "held", phase, held::run(setup)).await;
     }
     if setup.args.only == Some(Scenario::Fanout) {
         guarded(

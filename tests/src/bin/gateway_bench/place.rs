@@ -97,7 +97,7 @@ pub async fn place_for(mut conn: Conn, session: String, board: i64, phase: Durat
     tally
 }
 
-async fn board_seq(db: &tokio_postgres::Client, board: i64) -> Result<i64> {
+pub async fn board_seq(db: &tokio_postgres::Client, board: i64) -> Result<i64> {
     Ok(db
         .query_one("SELECT seq FROM place.boards WHERE id = $1", &[&board])
         .await?
