@@ -76,7 +76,9 @@ INSERT INTO pgplace_role_functions
 SELECT :'pgplace_reader', unnest(ARRAY[
     'board_bits', 'get_tile', 'bitfield_get', 'bitfield_set',
     'tile_history', 'user_history', 'tiles', 'board_at', 'board_at_seq', 'render_png',
-    'frozen_tiles', 'watched', 'views', 'changes_since', 'change_pos', 'view_rows', 'views_touched']), false
+    'frozen_tiles', 'watched', 'views', 'changes_since', 'change_pos', 'view_rows', 'views_touched',
+    -- board_bits reads the chunks through it (as its caller: the check is SELECT on the table).
+    '_newest_bits']), false
 UNION ALL
 SELECT :'pgplace_player', unnest(ARRAY[
     'place', 'place_many', 'user_for_token', 'settled_seq', 'session_create', 'session_load',

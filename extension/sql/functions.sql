@@ -41,6 +41,8 @@ COMMENT ON FUNCTION place._placement_payloads(bigint[], bigint[], int[], int[], 
     'Internal: the NOTIFY payloads for rows inserted into place.placements.';
 COMMENT ON FUNCTION place._apply_tiles(bytea, int, bigint[], int[]) IS
     'Internal: a chunk with tiles set in order (used by place and place_many).';
+COMMENT ON FUNCTION place._newest_bits(bigint) IS
+    'Internal: a board''s packed bits, the newest version of each chunk (used by board_bits).';
 COMMENT ON FUNCTION place._board_payload(bigint, bigint, text) IS
     'Internal: the NOTIFY payload for a board created, changed or deleted.';
 COMMENT ON FUNCTION place._notify_placements() IS 'Internal: statement trigger announcing placements.';

@@ -165,3 +165,10 @@ SELECT pg_catalog.pg_extension_config_dump('place.cooldown_claims', '');
 SELECT pg_catalog.pg_extension_config_dump('place.cooldown_versions', '');
 GRANT SELECT ON place.board_chunks, place.chunks, place.chunk_versions, place.cooldowns,
     place.cooldown_claims, place.cooldown_versions TO PUBLIC;
+
+-- Reading a whole board: each chunk's newest version, probed without the executor.
+CREATE FUNCTION place._newest_bits("board_id" bigint) RETURNS bytea
+STABLE STRICT PARALLEL RESTRICTED
+LANGUAGE c AS 'MODULE_PATHNAME', '_newest_bits_wrapper';
+COMMENT ON FUNCTION place._newest_bits(bigint) IS
+    'Internal: a board''s packed bits, the newest version of each chunk (used by board_bits).';

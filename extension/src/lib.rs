@@ -12,6 +12,7 @@
 //! - [`input`]: NULL checks and the errors every function raises for bad arguments.
 //! - [`storage`]: a board's settings, its seq lock and seqs, its packed bits read whole.
 //! - [`chunks`]: the packed bits in 512-byte chunks, each written as a new version.
+//! - [`newest`]: the packed board read from the chunks' newest versions, without SQL.
 //! - [`bitfield`]: `bitfield_get` / `bitfield_set`, the packed layout for SQL users.
 //! - [`boards`]: creating boards, their settings, reading the packed board and tiles.
 //! - [`users`]: users and their tokens.
@@ -47,6 +48,7 @@ pub mod history;
 pub mod input;
 pub mod item;
 pub mod moderation;
+pub mod newest;
 pub mod notify;
 pub mod placing;
 pub mod render;

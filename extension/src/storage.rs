@@ -319,6 +319,7 @@ pub fn bump_seq(
     }
 }
 
+/// Before 0.6.0 (`place.board_chunks` a table).
 static READ_PACKED: Statement = Statement {
     sql: "SELECT b.seq, (SELECT string_agg(c.bits, ''::bytea ORDER BY c.chunk_no) \
                         FROM place.board_chunks c WHERE c.board_id = b.id) \
@@ -354,9 +355,19 @@ pub fn lock_maintenance(client: &mut SpiClient<'_>, board_id: i64) {
     run(client, &MAINTENANCE_LOCK, &[board_id.into()]);
 }
 
+static READ_PACKED_VERSIONS: Statement = Statement {
+    sql: "SELECT b.seq, place._newest_bits(b.id) FROM place.boards b WHERE b.id = $1",
+    params: &[pg_sys::INT8OID],
+};
+
 /// The whole packed board and the seq it reflects, read in one statement (one snapshot).
 pub fn read_packed(client: &mut SpiClient<'_>, board_id: i64) -> (i64, Vec<u8>) {
-    let mut rows = run_by_index(client, &READ_PACKED, &[board_id.into()]);
+    let statement = if crate::newest::chunk_versions_exist() {
+        &READ_PACKED_VERSIONS
+    } else {
+        &READ_PACKED
+    };
+    let mut rows = run_by_index(client, statement, &[board_id.into()]);
     let Some(row) = rows.next() else {
         undefined(format!("board {board_id} does not exist"));
     };

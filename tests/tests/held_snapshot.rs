@@ -3,7 +3,7 @@
 //! every placement updated would grow a chain of versions that every later placement walks:
 //! the work per placement would grow with the number of placements. Counted in buffers,
 //! not timed: the buffers one placement call touches must stay flat over 10,000 placements
-//! for place() and place_many alike.
+//! for place() and place_many alike, and so must reading the whole board (board_bits).
 
 use pgplace_tests::{connect, create_board, create_users, fresh_database};
 use rand::rngs::StdRng;
@@ -46,6 +46,7 @@ struct Probe {
     placements: i64,
     place: i64,
     place_many: i64,
+    board_bits: i64,
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -92,7 +93,7 @@ async fn a_held_snapshot_does_not_make_placements_walk_dead_versions() {
             .get(0);
         // Each the fewer of two calls: a call that happens to plan its statements again
         // (after autovacuum's ANALYZE) or to write a keyframe is not what is measured.
-        let (mut place, mut place_many) = (i64::MAX, i64::MAX);
+        let (mut place, mut place_many, mut board_bits) = (i64::MAX, i64::MAX, i64::MAX);
         for _ in 0..2 {
             let user = users[rng.random_range(0..users.len())];
             let (x, y) = (rng.random_range(0..1000), rng.random_range(0..HOT_ROWS));
@@ -100,11 +101,14 @@ async fn a_held_snapshot_does_not_make_placements_walk_dead_versions() {
             place = place.min(buffers(&client, &one).await);
             let many = random_batch(&mut rng);
             place_many = place_many.min(buffers(&client, &many).await);
+            let whole = format!("SELECT * FROM place.board_bits({board})");
+            board_bits = board_bits.min(buffers(&client, &whole).await);
         }
         probes.push(Probe {
             placements,
             place,
             place_many,
+            board_bits,
         });
         if round == ROUNDS {
             break;
@@ -162,8 +166,9 @@ async fn a_held_snapshot_does_not_make_placements_walk_dead_versions() {
     );
     for p in &probes {
         println!(
-            "after {:>6} placements: place() {:>4} buffers, place_many(100) {:>5} buffers",
-            p.placements, p.place, p.place_many
+            "after {:>6} placements: place() {:>4} buffers, place_many(100) {:>5} buffers, \
+             board_bits {:>5} buffers",
+            p.placements, p.place, p.place_many, p.board_bits
         );
     }
     // The early calls may plan their statements (again after autovacuum's first ANALYZE of
@@ -173,6 +178,7 @@ async fn a_held_snapshot_does_not_make_placements_walk_dead_versions() {
         placements: early[0].placements,
         place: early.iter().map(|p| p.place).min().unwrap(),
         place_many: early.iter().map(|p| p.place_many).min().unwrap(),
+        board_bits: early.iter().map(|p| p.board_bits).min().unwrap(),
     };
     let last = probes.last().unwrap();
     assert!(
@@ -201,6 +207,28 @@ async fn a_held_snapshot_does_not_make_placements_walk_dead_versions() {
         last.place_many,
         last.placements
     );
+    // A whole board is one backward probe of the key per chunk: the hot chunks' thousand
+    // versions each, which the snapshot keeps, are not walked.
+    assert!(
+        last.board_bits <= first.board_bits * 3 / 2,
+        "board_bits touched {} buffers after {} placements and {} after {}",
+        first.board_bits,
+        first.placements,
+        last.board_bits,
+        last.placements
+    );
+    // And it reads what the view of the newest versions shows.
+    let same: bool = client
+        .query_one(
+            "SELECT (SELECT bits FROM place.board_bits($1)) = \
+                    (SELECT string_agg(bits, ''::bytea ORDER BY chunk_no) \
+                     FROM place.board_chunks WHERE board_id = $1)",
+            &[&board],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert!(same, "board_bits differs from place.board_chunks");
     // Every write deleted the version it replaced: one version per chunk and per user.
     let row = client
         .query_one(

@@ -28,6 +28,21 @@ SELECT count(*) AS cooldown_versions FROM place.cooldown_versions WHERE board_id
 DELETE FROM place.users WHERE id = :vu2;
 SELECT count(*) AS cooldown_versions_after FROM place.cooldown_versions WHERE board_id = :vb;
 
+-- board_bits reads each chunk's newest version straight from the key (place._newest_bits):
+-- the bytes the view shows, after the resize above too.
+SELECT length(bits) AS packed_len,
+       bits = (SELECT string_agg(bits, ''::bytea ORDER BY chunk_no)
+               FROM place.board_chunks WHERE board_id = :vb) AS same_as_view
+FROM place.board_bits(:vb);
+-- It checks SELECT on place.chunk_versions, as a query of the table would.
+CREATE ROLE pgplace_regress_no_chunks;
+REVOKE SELECT ON place.chunk_versions FROM PUBLIC;
+SET ROLE pgplace_regress_no_chunks;
+SELECT expect_error(format('SELECT place._newest_bits(%s)', :vb));
+RESET ROLE;
+GRANT SELECT ON place.chunk_versions TO PUBLIC;
+DROP ROLE pgplace_regress_no_chunks;
+
 -- A deleted board takes all of it along.
 DELETE FROM place.board_settings WHERE id = :vb;
 SELECT (SELECT count(*) FROM place.chunks WHERE board_id = :vb) AS chunks,
