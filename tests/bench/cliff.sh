@@ -6,6 +6,8 @@
 # each window is printed as a ratio to the undisturbed one. Dead row versions cannot be
 # pruned while the snapshot is held: a row that every placement updates would make every
 # window slower than the one before.
+# Each window also shows the buffers written out during it by the checkpointer, the
+# background writer and the backends themselves (pg_stat_bgwriter, cluster-wide).
 # PGPLACE_CLIFF_CONTROL=1 runs the same windows without holding a snapshot: how much the
 # windows vary on their own (checkpoints, autovacuum) on this machine.
 # PGPLACE_CLIFF_HOLDER=pg_dump holds the snapshot the way a backup does: pg_dump of the
@@ -83,6 +85,12 @@ release_snapshot() {
     HOLDER=
 }
 
+# Buffers written so far (cluster-wide) by the checkpointer, the background writer and the
+# backends themselves: a backend that must write a dirty page out to make room waits on it.
+written() {
+    psql_bench -c "SELECT buffers_checkpoint || ' ' || buffers_clean || ' ' || buffers_backend FROM pg_stat_bgwriter"
+}
+
 # Runs one workload undisturbed, then under a held snapshot; prints one line per window.
 workload() {
     local name=$1; shift
@@ -94,12 +102,18 @@ workload() {
     printf '%-34s undisturbed %8.0f tx/s\n' "$name" "$base"
     [[ -n ${PGPLACE_CLIFF_CONTROL:-} ]] || hold_snapshot
     local w=0 worst=
+    local checkpointer bgwriter backends c2 g2 b2
+    read -r checkpointer bgwriter backends < <(written)
     while ((w * WINDOW < HOLD)); do
         w=$((w + 1))
         local t
         t=$(window "${name}_held_$w" "$@")
-        printf '%-34s %3d-%3d s    %8.0f tx/s  %.2fx\n' "$name" $(((w - 1) * WINDOW)) $((w * WINDOW)) "$t" \
-            "$(awk -v t="$t" -v b="$base" 'BEGIN { print t / b }')"
+        read -r c2 g2 b2 < <(written)
+        printf '%-34s %3d-%3d s    %8.0f tx/s  %.2fx   buffers written: checkpointer %7d, bgwriter %6d, backends %7d\n' \
+            "$name" $(((w - 1) * WINDOW)) $((w * WINDOW)) "$t" \
+            "$(awk -v t="$t" -v b="$base" 'BEGIN { print t / b }')" \
+            $((c2 - checkpointer)) $((g2 - bgwriter)) $((b2 - backends))
+        checkpointer=$c2 bgwriter=$g2 backends=$b2
         worst=$(awk -v t="$t" -v b="$base" -v w="$worst" 'BEGIN { r = t / b; print (w == "" || r < w) ? r : w }')
     done
     [[ -n ${PGPLACE_CLIFF_CONTROL:-} ]] || release_snapshot
