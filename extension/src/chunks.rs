@@ -23,17 +23,6 @@ use std::collections::BTreeMap;
 /// enough that reading a whole 1000x1000x4 board is under a thousand rows.
 pub const CHUNK_BYTES: usize = 512;
 
-static VERSIONED: Statement = Statement {
-    sql: "SELECT to_regclass('place.chunk_versions') IS NOT NULL",
-    params: &[],
-};
-
-/// Whether this database's schema keeps chunk versions (0.6.0 and later).
-fn versioned(client: &mut SpiClient<'_>) -> bool {
-    let row = run(client, &VERSIONED, &[]).next();
-    column::<bool>(&row.expect("one row"), 1)
-}
-
 /// Zeroed chunks for a packed board of `packed_len` bytes.
 pub fn empty_chunks(packed_len: usize) -> Vec<Vec<u8>> {
     (0..packed_len)
@@ -61,7 +50,7 @@ static INSERT_CHUNKS_IN_PLACE: Statement = Statement {
 };
 
 fn store_chunks(client: &mut SpiClient<'_>, board_id: i64, chunks: Vec<Vec<u8>>) {
-    if versioned(client) {
+    if crate::newest::chunk_versions_exist() {
         let count = chunks.len() as i32;
         run(client, &INSERT_CHUNK_ROWS, &[board_id.into(), count.into()]);
         run(

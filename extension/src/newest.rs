@@ -60,15 +60,15 @@ unsafe fn newest_bits(board_id: i64) -> Vec<u8> {
     let scan = pg_sys::index_beginscan(heap, index, pg_sys::GetActiveSnapshot(), 2, 0);
     let slot = pg_sys::table_slot_create(heap, std::ptr::null_mut());
     let mut keys: [pg_sys::ScanKeyData; 2] = std::mem::zeroed();
+    pg_sys::ScanKeyInit(
+        &mut keys[0],
+        1,
+        pg_sys::BTEqualStrategyNumber as pg_sys::StrategyNumber,
+        pg_sys::Oid::from(pg_sys::F_INT8EQ),
+        pg_sys::Datum::from(board_id),
+    );
     let mut packed = Vec::new();
     for chunk_no in 0..i32::MAX {
-        pg_sys::ScanKeyInit(
-            &mut keys[0],
-            1,
-            pg_sys::BTEqualStrategyNumber as pg_sys::StrategyNumber,
-            pg_sys::Oid::from(pg_sys::F_INT8EQ),
-            pg_sys::Datum::from(board_id),
-        );
         pg_sys::ScanKeyInit(
             &mut keys[1],
             2,
@@ -97,8 +97,9 @@ unsafe fn newest_bits(board_id: i64) -> Vec<u8> {
     packed
 }
 
-/// Whether this database's schema keeps chunk versions (0.6.0 and later): a catalog cache
-/// lookup, no statement.
+/// Whether this database's schema keeps chunk and cooldown versions (0.6.0 and later; both
+/// came in one update): a catalog cache lookup, no statement. [`crate::storage::Board`]'s
+/// `versions` and the board read both ask it.
 pub fn chunk_versions_exist() -> bool {
     // SAFETY: catalog cache lookups by name, valid in any transaction.
     unsafe {

@@ -43,8 +43,7 @@ macro_rules! select_board {
     () => {
         "SELECT *, cardinality(palette) AS colors, \
          (extract(epoch FROM cooldown) * 1000000)::bigint AS cooldown_us, \
-         to_regclass('place.board_settings') IS NOT NULL AS seqs_from_history, \
-         to_regclass('place.chunk_versions') IS NOT NULL AS versions \
+         to_regclass('place.board_settings') IS NOT NULL AS seqs_from_history \
          FROM place.boards WHERE id = $1"
     };
 }
@@ -103,7 +102,7 @@ impl Board {
             // These came with keyframe_every (0.2.0).
             v0_2: row.get_by_name::<i32, _>("keyframe_every").is_ok(),
             seqs_from_history: named(&row, "seqs_from_history"),
-            versions: named(&row, "versions"),
+            versions: crate::newest::chunk_versions_exist(),
             history_from: optional(&row, "history_from").unwrap_or(0),
             freeze_after_us: optional::<Interval>(&row, "freeze_after").map(micros),
         };
