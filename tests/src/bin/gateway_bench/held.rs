@@ -7,13 +7,10 @@
 //! (cooldown 0, distinct users: one seq per placement), printed as a ratio to the
 //! undisturbed window.
 
-use crate::client::Conn;
-use crate::place::{board_seq, place_for, Tally, CLIENTS};
+use crate::place::{board_seq, Placers};
 use crate::report::{rate, CpuClock, Table};
 use crate::{Result, Setup};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::sync::Barrier;
 
 const NAME: &str = "held";
 
@@ -24,19 +21,8 @@ pub async fn run(setup: &Setup) -> Result<Table> {
     let total = window * (2 + held_windows as u32);
     let gateway = setup.gateway(NAME).await?;
     let db = pgplace_tests::connect(&setup.db_url).await;
-    let ready = Arc::new(Barrier::new(CLIENTS + 1));
-    let mut clients = Vec::new();
-    for (_, token) in &setup.placers {
-        let mut conn = Conn::open(gateway.addr).await?;
-        let session = conn.session(Some(token)).await?;
-        let (ready, board) = (ready.clone(), setup.board);
-        clients.push(tokio::spawn(async move {
-            ready.wait().await;
-            // Past the last boundary, so that the last window is as busy as the others.
-            place_for(conn, session, board, total + Duration::from_secs(2)).await
-        }));
-    }
-    ready.wait().await;
+    // Past the last boundary, so that the last window is as busy as the others.
+    let placers = Placers::start(setup, &gateway, total + Duration::from_secs(2)).await?;
     let started = Instant::now();
     let cpu = CpuClock::start(&gateway);
     let mut table = Table::new();
@@ -77,14 +63,7 @@ pub async fn run(setup: &Setup) -> Result<Table> {
         Some(holder) => Some(holder_is_in_its_snapshot(&db, holder).await?),
         None => None,
     };
-    let mut tally = Tally::default();
-    for client in clients {
-        let one = client.await?;
-        tally.latencies.extend(one.latencies);
-        for (error, n) in one.errors {
-            *tally.errors.entry(error).or_default() += n;
-        }
-    }
+    let tally = placers.join().await?;
     drop(holder);
     table.info(NAME, "CPU over all windows", cpu.finish(&gateway));
     gateway.stop().await;

@@ -2,6 +2,7 @@
 //! user (cooldown 0, so every call must place), for one phase.
 
 use crate::client::Conn;
+use crate::process::Gateway;
 use crate::report::{rate, CpuClock, Latencies, Table};
 use crate::{Result, Setup};
 use rand::Rng;
@@ -10,6 +11,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::Barrier;
+use tokio::task::JoinHandle;
 
 pub const CLIENTS: usize = 64;
 const NAME: &str = "place";
@@ -28,34 +30,51 @@ pub async fn run(setup: &Setup) -> Result<Table> {
     let gateway = setup.gateway(NAME).await?;
     let db = pgplace_tests::connect(&setup.db_url).await;
     let seq_before = board_seq(&db, setup.board).await?;
-    // Every client logs in first; the clock starts when all of them are ready.
-    let ready = Arc::new(Barrier::new(CLIENTS + 1));
-    let mut clients = Vec::new();
-    for (_, token) in &setup.placers {
-        let mut conn = Conn::open(gateway.addr).await?;
-        let session = conn.session(Some(token)).await?;
-        let (ready, board, phase) = (ready.clone(), setup.board, setup.phase());
-        clients.push(tokio::spawn(async move {
-            ready.wait().await;
-            place_for(conn, session, board, phase).await
-        }));
-    }
-    ready.wait().await;
+    let placers = Placers::start(setup, &gateway, setup.phase()).await?;
     let cpu = CpuClock::start(&gateway);
     let started = Instant::now();
-    let mut tally = Tally::default();
-    for client in clients {
-        let one = client.await?;
-        tally.latencies.extend(one.latencies);
-        for (error, n) in one.errors {
-            *tally.errors.entry(error).or_default() += n;
-        }
-    }
+    let tally = placers.join().await?;
     let elapsed = started.elapsed();
     let cpu = cpu.finish(&gateway);
     let seq_after = board_seq(&db, setup.board).await?;
     gateway.stop().await;
     Ok(report(tally, elapsed, cpu, seq_after - seq_before))
+}
+
+/// Every placer's client, logged in and placing (each its own session and user).
+pub struct Placers(Vec<JoinHandle<Tally>>);
+
+impl Placers {
+    /// Logs every client in first, then lets them all place for `phase` at once: the clock
+    /// starts when this returns.
+    pub async fn start(setup: &Setup, gateway: &Gateway, phase: Duration) -> Result<Placers> {
+        let ready = Arc::new(Barrier::new(CLIENTS + 1));
+        let mut clients = Vec::new();
+        for (_, token) in &setup.placers {
+            let mut conn = Conn::open(gateway.addr).await?;
+            let session = conn.session(Some(token)).await?;
+            let (ready, board) = (ready.clone(), setup.board);
+            clients.push(tokio::spawn(async move {
+                ready.wait().await;
+                place_for(conn, session, board, phase).await
+            }));
+        }
+        ready.wait().await;
+        Ok(Placers(clients))
+    }
+
+    /// Waits for every client's phase to end: what they saw, together.
+    pub async fn join(self) -> Result<Tally> {
+        let mut tally = Tally::default();
+        for client in self.0 {
+            let one = client.await?;
+            tally.latencies.extend(one.latencies);
+            for (error, n) in one.errors {
+                *tally.errors.entry(error).or_default() += n;
+            }
+        }
+        Ok(tally)
+    }
 }
 
 /// One client's loop: place a random tile, wait for the answer, again, until the phase ends.
