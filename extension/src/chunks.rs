@@ -50,7 +50,7 @@ static INSERT_CHUNKS_IN_PLACE: Statement = Statement {
 };
 
 fn store_chunks(client: &mut SpiClient<'_>, board_id: i64, chunks: Vec<Vec<u8>>) {
-    if crate::newest::chunk_versions_exist() {
+    if crate::catalog::chunk_versions_exist() {
         let count = chunks.len() as i32;
         run(client, &INSERT_CHUNK_ROWS, &[board_id.into(), count.into()]);
         run(

@@ -10,6 +10,7 @@
 //! - `../sql/sessions.sql`: the gateway's sessions and their subscriptions.
 //! - `../sql/functions.sql`: `COMMENT ON` every function; settings of the hot ones.
 //! - [`input`]: NULL checks and the errors every function raises for bad arguments.
+//! - [`catalog`]: which relations of schema `place` exist: the schema's version.
 //! - [`storage`]: a board's settings, its seq lock and seqs, its packed bits read whole.
 //! - [`chunks`]: the packed bits in 512-byte chunks, each written as a new version.
 //! - [`newest`]: the packed board read from the chunks' newest versions, without SQL.
@@ -40,6 +41,7 @@ use pgrx::prelude::*;
 
 pub mod bitfield;
 pub mod boards;
+pub mod catalog;
 pub mod chunks;
 pub mod cooldowns;
 pub mod expressions;

@@ -30,9 +30,8 @@ unsafe fn newest_bits(board_id: i64) -> Vec<u8> {
             "place._newest_bits must run inside a statement".into(),
         );
     }
-    let place = pg_sys::get_namespace_oid(c"place".as_ptr(), false);
-    let table = relation(c"chunk_versions", place);
-    let key = relation(c"chunk_versions_pkey", place);
+    let table = relation(c"chunk_versions");
+    let key = relation(c"chunk_versions_pkey");
     // What the executor checks for a SELECT of the table (the view ran as its caller).
     let allowed = pg_sys::pg_class_aclcheck(
         table,
@@ -97,26 +96,12 @@ unsafe fn newest_bits(board_id: i64) -> Vec<u8> {
     packed
 }
 
-/// Whether this database's schema keeps chunk and cooldown versions (0.6.0 and later; both
-/// came in one update): a catalog cache lookup, no statement. [`crate::storage::Board`]'s
-/// `versions` and the board read both ask it.
-pub fn chunk_versions_exist() -> bool {
-    // SAFETY: catalog cache lookups by name, valid in any transaction.
-    unsafe {
-        let place = pg_sys::get_namespace_oid(c"place".as_ptr(), true);
-        place != pg_sys::InvalidOid
-            && pg_sys::get_relname_relid(c"chunk_versions".as_ptr(), place) != pg_sys::InvalidOid
-    }
-}
-
 /// The oid of relation `name` in schema `place`.
-unsafe fn relation(name: &std::ffi::CStr, place: pg_sys::Oid) -> pg_sys::Oid {
-    let oid = pg_sys::get_relname_relid(name.as_ptr(), place);
-    if oid == pg_sys::InvalidOid {
+fn relation(name: &std::ffi::CStr) -> pg_sys::Oid {
+    crate::catalog::place_relation(name).unwrap_or_else(|| {
         fail(
             PgSqlErrorCode::ERRCODE_UNDEFINED_TABLE,
             format!("place.{} does not exist", name.to_string_lossy()),
-        );
-    }
-    oid
+        )
+    })
 }

@@ -42,8 +42,7 @@ pub struct Board {
 macro_rules! select_board {
     () => {
         "SELECT *, cardinality(palette) AS colors, \
-         (extract(epoch FROM cooldown) * 1000000)::bigint AS cooldown_us, \
-         to_regclass('place.board_settings') IS NOT NULL AS seqs_from_history \
+         (extract(epoch FROM cooldown) * 1000000)::bigint AS cooldown_us \
          FROM place.boards WHERE id = $1"
     };
 }
@@ -101,8 +100,8 @@ impl Board {
             keyframe_every: optional::<i32>(&row, "keyframe_every").map(i64::from),
             // These came with keyframe_every (0.2.0).
             v0_2: row.get_by_name::<i32, _>("keyframe_every").is_ok(),
-            seqs_from_history: named(&row, "seqs_from_history"),
-            versions: crate::newest::chunk_versions_exist(),
+            seqs_from_history: crate::catalog::board_settings_exist(),
+            versions: crate::catalog::chunk_versions_exist(),
             history_from: optional(&row, "history_from").unwrap_or(0),
             freeze_after_us: optional::<Interval>(&row, "freeze_after").map(micros),
         };
@@ -361,7 +360,7 @@ static READ_PACKED_VERSIONS: Statement = Statement {
 
 /// The whole packed board and the seq it reflects, read in one statement (one snapshot).
 pub fn read_packed(client: &mut SpiClient<'_>, board_id: i64) -> (i64, Vec<u8>) {
-    let statement = if crate::newest::chunk_versions_exist() {
+    let statement = if crate::catalog::chunk_versions_exist() {
         &READ_PACKED_VERSIONS
     } else {
         &READ_PACKED
