@@ -22,7 +22,7 @@ pub async fn run(setup: &Setup) -> Result<Table> {
     let gateway = setup.gateway(NAME).await?;
     let db = pgplace_tests::connect(&setup.db_url).await;
     // Past the last boundary, so that the last window is as busy as the others.
-    let placers = Placers::start(setup, &gateway, total + Duration::from_secs(2)).await?;
+    let placers = Placers::start(setup, gateway.addr, total + Duration::from_secs(2)).await?;
     let started = Instant::now();
     let cpu = CpuClock::start(&gateway);
     let mut table = Table::new();

@@ -12,7 +12,7 @@
 //! file, 16 keep-alive connections each.
 
 use crate::client::Conn;
-use crate::place::{place_for, CLIENTS};
+use crate::place::{Placers, Tally, CLIENTS};
 use crate::process::cpu_of;
 use crate::report::{rate, Latencies, Table};
 use crate::{Result, Setup};
@@ -169,17 +169,6 @@ async fn through_gateways(setup: &Setup, count: usize, dir: &std::path::Path) ->
         }
         None => gateways[0].addr,
     };
-    let ready = Arc::new(Barrier::new(CLIENTS + 1));
-    let mut clients = Vec::new();
-    for (_, token) in &setup.placers {
-        let mut conn = Conn::open(target).await?;
-        let session = conn.session(Some(token)).await?;
-        let (ready, board, phase) = (ready.clone(), setup.board, setup.phase());
-        clients.push(tokio::spawn(async move {
-            ready.wait().await;
-            place_for(conn, session, board, phase).await
-        }));
-    }
     let mut watched: Vec<(String, u32)> = gateways
         .iter()
         .enumerate()
@@ -194,17 +183,13 @@ async fn through_gateways(setup: &Setup, count: usize, dir: &std::path::Path) ->
         );
     }
     let watched: Vec<(&str, u32)> = watched.iter().map(|(n, p)| (n.as_str(), *p)).collect();
-    ready.wait().await;
+    let placers = Placers::start(setup, target, setup.phase()).await?;
     let clock = Clock::start(&watched);
     let started = Instant::now();
-    let (mut latencies, mut error_kinds) = (Latencies::default(), BTreeMap::new());
-    for client in clients {
-        let tally = client.await?;
-        latencies.extend(tally.latencies);
-        for (error, n) in tally.errors {
-            *error_kinds.entry(error).or_insert(0) += n;
-        }
-    }
+    let Tally {
+        latencies,
+        errors: error_kinds,
+    } = placers.join().await?;
     let errors = error_kinds.values().sum();
     let elapsed = started.elapsed();
     let cpu = clock.finish();

@@ -2,12 +2,12 @@
 //! user (cooldown 0, so every call must place), for one phase.
 
 use crate::client::Conn;
-use crate::process::Gateway;
 use crate::report::{rate, CpuClock, Latencies, Table};
 use crate::{Result, Setup};
 use rand::Rng;
 use serde_json::json;
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::Barrier;
@@ -30,7 +30,7 @@ pub async fn run(setup: &Setup) -> Result<Table> {
     let gateway = setup.gateway(NAME).await?;
     let db = pgplace_tests::connect(&setup.db_url).await;
     let seq_before = board_seq(&db, setup.board).await?;
-    let placers = Placers::start(setup, &gateway, setup.phase()).await?;
+    let placers = Placers::start(setup, gateway.addr, setup.phase()).await?;
     let cpu = CpuClock::start(&gateway);
     let started = Instant::now();
     let tally = placers.join().await?;
@@ -45,13 +45,13 @@ pub async fn run(setup: &Setup) -> Result<Table> {
 pub struct Placers(Vec<JoinHandle<Tally>>);
 
 impl Placers {
-    /// Logs every client in first, then lets them all place for `phase` at once: the clock
-    /// starts when this returns.
-    pub async fn start(setup: &Setup, gateway: &Gateway, phase: Duration) -> Result<Placers> {
+    /// Logs every client in at `addr` (a gateway, or a balancer in front of gateways) first,
+    /// then lets them all place for `phase` at once: the clock starts when this returns.
+    pub async fn start(setup: &Setup, addr: SocketAddr, phase: Duration) -> Result<Placers> {
         let ready = Arc::new(Barrier::new(CLIENTS + 1));
         let mut clients = Vec::new();
         for (_, token) in &setup.placers {
-            let mut conn = Conn::open(gateway.addr).await?;
+            let mut conn = Conn::open(addr).await?;
             let session = conn.session(Some(token)).await?;
             let (ready, board) = (ready.clone(), setup.board);
             clients.push(tokio::spawn(async move {
