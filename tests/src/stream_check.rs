@@ -15,9 +15,9 @@ use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::task::JoinSet;
 
 pub const WIDTH: i32 = 40;
@@ -65,12 +65,19 @@ where
         }
     }
     let mut watchers = JoinSet::new();
-    let done = Arc::new(AtomicBool::new(false));
+    // The seq every session must reach; unknown (-1) until the placers have stopped.
+    let target = Arc::new(AtomicI64::new(-1));
     for i in 0..scenario.sessions {
         let delay = scenario
             .placing
             .mul_f64(i as f64 / scenario.sessions as f64);
-        watchers.spawn(watch(http.clone(), board, i % 3 == 0, delay, done.clone()));
+        watchers.spawn(watch(
+            http.clone(),
+            board,
+            i % 3 == 0,
+            delay,
+            target.clone(),
+        ));
     }
     let disturbance = tokio::spawn(disturb(url.clone()));
     tokio::time::sleep(scenario.placing).await;
@@ -84,10 +91,10 @@ where
     let admin = connect(&url).await;
     let (final_seq, final_bits) = board_bits(&admin, board).await;
     assert!(placed > 0 && final_seq >= placed, "placements were made");
-    // Sessions stop once they have seen everything (or after a generous deadline).
     wait_for_seq(&http, board, final_seq).await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    done.store(true, Ordering::SeqCst);
+    // Sessions stop once they have seen everything (or after a generous deadline): how long
+    // a loaded machine takes to answer their polls is not what is checked.
+    target.store(final_seq, Ordering::SeqCst);
     let history = history(&admin, board).await;
     let mut checked = 0;
     while let Some(recorded) = watchers.join_next().await {
@@ -211,13 +218,17 @@ fn check(recorded: &Recorded, history: &BTreeMap<i64, Row>, final_seq: i64, fina
     );
 }
 
-/// Subscribes after `delay`, then polls until `done`.
+/// How long a session keeps polling for the rest of the stream once the final seq is known.
+const CATCH_UP_DEADLINE: Duration = Duration::from_secs(30);
+
+/// Subscribes after `delay`, then polls until it has seen `target` (once that is known) or
+/// the deadline after it passes.
 async fn watch(
     http: Http,
     board: i64,
     compact: bool,
     delay: Duration,
-    done: Arc<AtomicBool>,
+    target: Arc<AtomicI64>,
 ) -> Recorded {
     tokio::time::sleep(delay).await;
     let session = http.ok_in_a_moment("session.create", json!([])).await;
@@ -236,15 +247,34 @@ async fn watch(
             .unwrap(),
         events: Vec::new(),
     };
-    while !done.load(Ordering::SeqCst) {
+    let mut seen = recorded.initial_seq;
+    let mut deadline = None;
+    loop {
+        let goal = target.load(Ordering::SeqCst);
+        if goal >= 0 {
+            let deadline = *deadline.get_or_insert_with(|| Instant::now() + CATCH_UP_DEADLINE);
+            if seen >= goal || Instant::now() >= deadline {
+                break;
+            }
+        }
         let events = http
             .ok_in_a_moment("session.get_events", json!([session, 0.2]))
             .await;
-        recorded
-            .events
-            .extend(events.as_array().unwrap().iter().cloned());
+        for event in events.as_array().unwrap() {
+            seen = seen.max(last_seq(event));
+            recorded.events.push(event.clone());
+        }
     }
     recorded
+}
+
+/// The newest seq an event carries (0 for one without tiles).
+fn last_seq(event: &Value) -> i64 {
+    match event["action"].as_str() {
+        Some("update") => event["obj"]["seq"].as_i64().unwrap_or(0),
+        Some("tiles") => event["seq"][1].as_i64().unwrap_or(0),
+        _ => 0,
+    }
 }
 
 /// Places through SQL until told to stop, reconnecting after errors (a restart, say).
