@@ -18,7 +18,9 @@ use hyper::header::{self, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 use serde_json::{json, Value};
 use std::convert::Infallible;
+use std::future::Future;
 use std::net::IpAddr;
+use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,18 +29,44 @@ use tracing::Instrument;
 /// Answers one request that came from `peer`. Everything logged while it is answered
 /// carries its request id: the client's `X-Request-Id` (a proxy's, say) when it is a
 /// short token, else a new one; the answer says which.
-pub async fn handle(
+///
+/// Not an async fn: an async fn keeps its arguments in its state twice for as long as it
+/// runs (the request is 248 bytes), and a connection keeps this future through the whole
+/// of a long poll. The request is taken apart before anything waits, and what the route
+/// does is a future of its own, boxed: only the route that runs pays for its state.
+pub fn handle(
     app: Arc<App>,
     req: Request<Incoming>,
     peer: IpAddr,
-) -> Result<Response<Fragments>, Infallible> {
+) -> impl Future<Output = Result<Response<Fragments>, Infallible>> {
     let id = request_id(req.headers());
     let span = tracing::info_span!("request", id = %id, peer = %peer);
-    let mut response = route(app, req, peer).instrument(span).await?;
-    if let Ok(value) = HeaderValue::from_str(&id) {
-        response.headers_mut().insert("x-request-id", value);
+    let path = req.uri().path().to_string();
+    let request_headers = app.cors_enabled().then(|| req.headers().clone());
+    let answer = span.in_scope(|| route(&app, req, &path, peer));
+    async move {
+        let mut response = answer.await;
+        if let Some(headers) = &request_headers {
+            app.cors.decorate(headers, &mut response);
+        }
+        metrics()
+            .http_requests
+            .get_or_create(&RouteLabel {
+                route: route_label(&path),
+                status: response.status().as_u16(),
+            })
+            .inc();
+        if app.closing.load(Ordering::SeqCst) {
+            response
+                .headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        }
+        if let Ok(value) = HeaderValue::from_str(&id) {
+            response.headers_mut().insert("x-request-id", value);
+        }
+        Ok(response)
     }
-    Ok(response)
+    .instrument(span)
 }
 
 fn request_id(headers: &hyper::HeaderMap) -> String {
@@ -55,71 +83,58 @@ fn request_id(headers: &hyper::HeaderMap) -> String {
         .unwrap_or_else(|| format!("{:016x}", crate::sessions::random_u64()))
 }
 
-async fn route(
-    app: Arc<App>,
-    req: Request<Incoming>,
-    peer: IpAddr,
-) -> Result<Response<Fragments>, Infallible> {
-    let path = req.uri().path().to_string();
-    let client = app.limits.client_address(peer, req.headers());
-    let request_headers = app.cors_enabled().then(|| req.headers().clone());
+/// What a route answers with.
+type Answer = Pin<Box<dyn Future<Output = Response<Fragments>> + Send>>;
+
+fn now(response: Response<Fragments>) -> Answer {
+    Box::pin(std::future::ready(response))
+}
+
+fn later<F: Future<Output = Response<Fragments>> + Send + 'static>(answer: F) -> Answer {
+    Box::pin(answer)
+}
+
+fn route(app: &Arc<App>, req: Request<Incoming>, path: &str, peer: IpAddr) -> Answer {
     if let Err(problem) = check_host(&req) {
-        return Ok(json_status(
+        return now(json_status(
             StatusCode::BAD_REQUEST,
             json!({"error": problem}),
         ));
     }
-    let response = match (req.method(), path.as_str()) {
-        // Boxed: a connection keeps its handler's future allocated for its whole life, so
-        // the future must stay small; only the route that runs pays for its state.
-        (&Method::POST, "/jsonrpc") => Box::pin(rpc(&app, req, client)).await,
+    let client = app.limits.client_address(peer, req.headers());
+    let app = app.clone();
+    match (req.method(), path) {
+        (&Method::POST, "/jsonrpc") => later(rpc(app, req, client)),
         (&Method::OPTIONS, "/jsonrpc") if req.headers().contains_key(header::ORIGIN) => {
-            app.cors.preflight(req.headers())
+            now(app.cors.preflight(req.headers()))
         }
-        (&Method::OPTIONS, "/jsonrpc") => options("POST, OPTIONS"),
-        (_, "/jsonrpc") => method_not_allowed("POST"),
+        (&Method::OPTIONS, "/jsonrpc") => now(options("POST, OPTIONS")),
+        (_, "/jsonrpc") => now(method_not_allowed("POST")),
         (&Method::GET | &Method::HEAD, "/healthz") => {
-            json_status(StatusCode::OK, json!({"ok": true}))
+            now(json_status(StatusCode::OK, json!({"ok": true})))
         }
-        (&Method::GET | &Method::HEAD, "/readyz") => Box::pin(readyz(&app)).await,
-        (&Method::GET | &Method::HEAD, "/metrics") => metrics_text(&app),
-        (_, "/healthz" | "/readyz" | "/metrics") => method_not_allowed("GET, HEAD"),
+        (&Method::GET | &Method::HEAD, "/readyz") => later(async move { readyz(&app).await }),
+        (&Method::GET | &Method::HEAD, "/metrics") => now(metrics_text(&app)),
+        (_, "/healthz" | "/readyz" | "/metrics") => now(method_not_allowed("GET, HEAD")),
         (&Method::GET | &Method::HEAD, path) if bits_path(path).is_some() => {
-            let id = bits_path(path).expect("checked");
-            Box::pin(bits(&app, &req, id)).await
+            let id = bits_path(path).expect("checked").to_string();
+            later(async move { bits(&app, &req, &id).await })
         }
-        (_, path) if bits_path(path).is_some() => method_not_allowed("GET, HEAD"),
+        (_, path) if bits_path(path).is_some() => now(method_not_allowed("GET, HEAD")),
         (_, path) if png_route::png_path(path).is_some() => {
-            Box::pin(png_route::serve(&app, &req)).await
+            later(async move { png_route::serve(&app, &req).await })
         }
         (&Method::GET | &Method::HEAD, path) if assets::find(path).is_some() => {
-            asset(path, req.method())
+            now(asset(path, req.method()))
         }
-        (_, path) if assets::find(path).is_some() => method_not_allowed("GET, HEAD"),
-        _ => json_status(
+        (_, path) if assets::find(path).is_some() => now(method_not_allowed("GET, HEAD")),
+        (_, path) => now(json_status(
             StatusCode::NOT_FOUND,
             json!({"error": format!("no route for {path}"),
             "routes": ["POST /jsonrpc", "GET /boards/{id}/bits", "GET /boards/{id}.png",
                 "GET /healthz", "GET /readyz", "GET /metrics"]}),
-        ),
-    };
-    let mut response = response;
-    if let Some(headers) = &request_headers {
-        app.cors.decorate(headers, &mut response);
+        )),
     }
-    metrics()
-        .http_requests
-        .get_or_create(&RouteLabel {
-            route: route_label(&path),
-            status: response.status().as_u16(),
-        })
-        .inc();
-    if app.closing.load(Ordering::SeqCst) {
-        response
-            .headers_mut()
-            .insert(header::CONNECTION, HeaderValue::from_static("close"));
-    }
-    Ok(response)
 }
 
 /// RFC 9112, 3.2: an HTTP/1.1 request has exactly one Host, a valid authority (else 400);
@@ -228,102 +243,122 @@ fn is_json_body_type(content_type: Option<&HeaderValue>) -> bool {
         || (essence.starts_with("application/") && essence.ends_with("+json"))
 }
 
-async fn rpc(app: &App, req: Request<Incoming>, client: Option<IpAddr>) -> Response<Fragments> {
-    if !is_json_body_type(req.headers().get(header::CONTENT_TYPE)) {
-        let error = RpcError::invalid_request(format!(
-            "the request body must be JSON: Content-Type {} (or one of {})",
-            "application/json",
-            JSON_BODY_TYPES[1..].join(", ")
-        ));
-        let mut response = json_response(jsonrpc::error_response(
-            jsonrpc::Version::V2,
-            &Value::Null,
-            &error,
-        ));
-        *response.status_mut() = StatusCode::UNSUPPORTED_MEDIA_TYPE;
-        metrics().rejected("content_type");
-        return response;
-    }
-    let limit = app.config.max_body_bytes;
-    let body_timeout = Duration::from_secs(app.config.body_timeout_secs);
-    // Boxed, like the routes: its timer is freed once the body is in, not kept in the
-    // state of a request that then waits for events.
-    let read = Box::pin(tokio::time::timeout(
-        body_timeout,
-        Limited::new(req.into_body(), limit).collect(),
-    ));
-    let failure = match read.await {
-        Ok(Ok(body)) => Ok(body.to_bytes()),
-        Ok(Err(error))
-            if error
-                .downcast_ref::<http_body_util::LengthLimitError>()
-                .is_some() =>
-        {
-            metrics().rejected("body_size");
-            Err((
-                StatusCode::PAYLOAD_TOO_LARGE,
-                RpcError::invalid_request(format!("the request body is larger than {limit} bytes")),
-            ))
-        }
-        Ok(Err(error)) => Err((
-            StatusCode::BAD_REQUEST,
-            RpcError::parse(format!("the request body could not be read: {error}")),
-        )),
-        Err(_) => {
-            metrics().rejected("body_timeout");
-            Err((
-                StatusCode::REQUEST_TIMEOUT,
-                RpcError::invalid_request(format!(
-                    "the request body did not arrive within {} s",
-                    body_timeout.as_secs()
-                )),
-            ))
-        }
-    };
-    let body = match failure {
-        Ok(body) => body,
-        Err((status, error)) => {
-            let body = jsonrpc::error_response(jsonrpc::Version::V2, &Value::Null, &error);
-            let mut response = json_response(body);
-            *response.status_mut() = status;
+/// Not an async fn: one keeps its arguments in its state twice for as long as it runs,
+/// and this one runs through a long poll; the request is taken apart first.
+fn rpc(
+    app: Arc<App>,
+    req: Request<Incoming>,
+    client: Option<IpAddr>,
+) -> impl Future<Output = Response<Fragments>> {
+    let json_body = is_json_body_type(req.headers().get(header::CONTENT_TYPE));
+    let incoming = req.into_body();
+    async move {
+        let app = &*app;
+        if !json_body {
+            let error = RpcError::invalid_request(format!(
+                "the request body must be JSON: Content-Type {} (or one of {})",
+                "application/json",
+                JSON_BODY_TYPES[1..].join(", ")
+            ));
+            let mut response = json_response(jsonrpc::error_response(
+                jsonrpc::Version::V2,
+                &Value::Null,
+                &error,
+            ));
+            *response.status_mut() = StatusCode::UNSUPPORTED_MEDIA_TYPE;
+            metrics().rejected("content_type");
             return response;
         }
-    };
-    let parsed = jsonrpc::parse(&body, app.config.max_batch);
-    // The body may be a slice of the connection's read buffer: holding it through a long
-    // poll would pin that buffer (and make the connection allocate another).
-    drop(body);
-    let answer = match parsed {
-        Err(error) => Some(error),
-        Ok(Body::Single(request)) => answer(app, request, client).await,
-        Ok(Body::Batch(requests)) => {
-            // In order (a Qik client may create a session and subscribe in one batch), but
-            // get_events last: it moves the session's cursors, and nothing that could
-            // still wait or fail may come between that and sending the answer.
-            let mut answers: Vec<Option<Fragments>> = Vec::with_capacity(requests.len());
-            let mut polls = Vec::new();
-            for (i, request) in requests.into_iter().enumerate() {
-                answers.push(None);
-                if matches!(&request, Ok(r) if r.method == "session.get_events") {
-                    polls.push((i, request));
-                } else {
-                    answers[i] = answer(app, request, client).await;
-                }
+        let limit = app.config.max_body_bytes;
+        let body_timeout = Duration::from_secs(app.config.body_timeout_secs);
+        // Boxed, like the routes: its timer is freed once the body is in, not kept in the
+        // state of a request that then waits for events.
+        let read = Box::pin(tokio::time::timeout(
+            body_timeout,
+            Limited::new(incoming, limit).collect(),
+        ));
+        let failure = match read.await {
+            Ok(Ok(body)) => Ok(body.to_bytes()),
+            Ok(Err(error))
+                if error
+                    .downcast_ref::<http_body_util::LengthLimitError>()
+                    .is_some() =>
+            {
+                metrics().rejected("body_size");
+                Err((
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    RpcError::invalid_request(format!(
+                        "the request body is larger than {limit} bytes"
+                    )),
+                ))
             }
-            for (i, request) in polls {
-                answers[i] = answer(app, request, client).await;
+            Ok(Err(error)) => Err((
+                StatusCode::BAD_REQUEST,
+                RpcError::parse(format!("the request body could not be read: {error}")),
+            )),
+            Err(_) => {
+                metrics().rejected("body_timeout");
+                Err((
+                    StatusCode::REQUEST_TIMEOUT,
+                    RpcError::invalid_request(format!(
+                        "the request body did not arrive within {} s",
+                        body_timeout.as_secs()
+                    )),
+                ))
             }
-            jsonrpc::batch_response(answers.into_iter().flatten().collect())
-        }
-    };
-    match answer {
-        Some(body) => json_response(body),
-        None => {
-            let mut response = Response::new(Fragments::new());
-            *response.status_mut() = StatusCode::NO_CONTENT;
-            response
+        };
+        let body = match failure {
+            Ok(body) => body,
+            Err((status, error)) => {
+                let body = jsonrpc::error_response(jsonrpc::Version::V2, &Value::Null, &error);
+                let mut response = json_response(body);
+                *response.status_mut() = status;
+                return response;
+            }
+        };
+        let parsed = jsonrpc::parse(&body, app.config.max_batch);
+        // The body may be a slice of the connection's read buffer: holding it through a long
+        // poll would pin that buffer (and make the connection allocate another).
+        drop(body);
+        let answer = match parsed {
+            Err(error) => Some(error),
+            Ok(Body::Single(request)) => answer(app, request, client).await,
+            // Boxed: a single request's wait does not carry the batch loop's state.
+            Ok(Body::Batch(requests)) => Box::pin(answer_batch(app, requests, client)).await,
+        };
+        match answer {
+            Some(body) => json_response(body),
+            None => {
+                let mut response = Response::new(Fragments::new());
+                *response.status_mut() = StatusCode::NO_CONTENT;
+                response
+            }
         }
     }
+}
+
+/// A batch's answers, in order (a Qik client may create a session and subscribe in one
+/// batch), but get_events last: it moves the session's cursors, and nothing that could
+/// still wait or fail may come between that and sending the answer.
+async fn answer_batch(
+    app: &App,
+    requests: Vec<jsonrpc::Parsed>,
+    client: Option<IpAddr>,
+) -> Option<Fragments> {
+    let mut answers: Vec<Option<Fragments>> = Vec::with_capacity(requests.len());
+    let mut polls = Vec::new();
+    for (i, request) in requests.into_iter().enumerate() {
+        answers.push(None);
+        if matches!(&request, Ok(r) if r.method == "session.get_events") {
+            polls.push((i, request));
+        } else {
+            answers[i] = answer(app, request, client).await;
+        }
+    }
+    for (i, request) in polls {
+        answers[i] = answer(app, request, client).await;
+    }
+    jsonrpc::batch_response(answers.into_iter().flatten().collect())
 }
 
 async fn answer(app: &App, request: jsonrpc::Parsed, client: Option<IpAddr>) -> Option<Fragments> {

@@ -392,6 +392,9 @@ pub fn poll_timeout(Seconds(requested): Seconds, max: Duration) -> Duration {
 /// Without `ack`: the bare list of events (legacy clients). With `ack` (`""` at first,
 /// then the last answer's `cursor`): `{"events": [...], "cursor": "..."}`, answered from
 /// where the ack says, whichever gateway answered before.
+///
+/// What may read the database before the wait is boxed: a waiting poll's future then holds
+/// only what the wait needs (2,552 bytes with them inline, measured by -Zprint-type-sizes).
 async fn get_events(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
     let id = p.required::<String>("session")?;
     let timeout = poll_timeout(p.required("timeout")?, app.config.max_poll());
@@ -401,7 +404,9 @@ async fn get_events(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
     let hear_within = timeout.max(HEAR_AT_LEAST);
     let Some(ack) = ack else {
         let started = tokio::time::Instant::now();
-        let Some(session) = session_access::for_legacy_poll(app, &id, hear_within).await? else {
+        let Some(session) =
+            Box::pin(session_access::for_legacy_poll(app, &id, hear_within)).await?
+        else {
             return Ok(Reply::Value(json!([])));
         };
         let left = timeout.saturating_sub(started.elapsed());
@@ -413,7 +418,7 @@ async fn get_events(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
         text => Some(PollCursor::decode(text).map_err(RpcError::invalid_params)?),
     };
     let started = tokio::time::Instant::now();
-    let Some(session) = session_access::current(app, &id, hear_within).await? else {
+    let Some(session) = Box::pin(session_access::current(app, &id, hear_within)).await? else {
         // This gateway could not hear the others in time: nothing now, same cursor.
         return Ok(Reply::Value(json!({"events": [], "cursor": ack_text})));
     };
@@ -424,7 +429,7 @@ async fn get_events(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
     }
     let timeout = timeout.saturating_sub(started.elapsed());
     let mut positions = session.ack_positions(ack.as_ref(), app.gateway_id);
-    session_access::reach_back(app, &session, &positions).await?;
+    Box::pin(session_access::reach_back(app, &session, &positions)).await?;
     let events = session.get_events(timeout, Some(&mut positions)).await;
     let cursor = positions.cursor(&session).encode();
     let mut out = Fragments::new();
