@@ -249,13 +249,17 @@ async fn watch(
     };
     let mut seen = recorded.initial_seq;
     let mut deadline = None;
+    // One more poll after the final seq was seen: anything that comes after it (a
+    // duplicate, say) is in what `check` sees.
+    let mut last_round = false;
     loop {
         let goal = target.load(Ordering::SeqCst);
         if goal >= 0 {
             let deadline = *deadline.get_or_insert_with(|| Instant::now() + CATCH_UP_DEADLINE);
-            if seen >= goal || Instant::now() >= deadline {
+            if last_round || Instant::now() >= deadline {
                 break;
             }
+            last_round = seen >= goal;
         }
         let events = http
             .ok_in_a_moment("session.get_events", json!([session, 0.2]))
