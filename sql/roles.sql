@@ -22,8 +22,9 @@
 --
 -- Roles belong to the whole cluster; the grants belong to one database. Run this as a
 -- superuser in each database that has done CREATE EXTENSION pgplace, and again after every
--- ALTER EXTENSION pgplace UPDATE (the functions an update adds start out callable by PUBLIC;
--- a re-run takes that back and grants the ones named in the lists below):
+-- ALTER EXTENSION pgplace UPDATE (the readers an update adds start out callable by PUBLIC -
+-- its SECURITY DEFINER functions never are; a re-run takes that back and grants the ones
+-- named in the lists below):
 --
 --   psql -v ON_ERROR_STOP=1 -d mydb -f sql/roles.sql
 --   CREATE ROLE gateway LOGIN PASSWORD '...' IN ROLE pgplace_player;

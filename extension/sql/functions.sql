@@ -94,8 +94,8 @@ ALTER FUNCTION place.board_at_seq(bigint, bigint) SET search_path = pg_catalog, 
 ALTER FUNCTION place.render_png(bigint, timestamptz, int, int, int, int, int) SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION place.frozen_tiles(bigint, timestamptz) SET search_path = pg_catalog, pg_temp;
 
-COMMENT ON FUNCTION place.watch(regclass, text[]) IS
-    'Announces every committed INSERT, UPDATE and DELETE of a table (its primary key, and the given columns of the new and old row; all when NULL) on channel pgplace and in place.changes.';
+COMMENT ON FUNCTION place.watch(regclass, text[], boolean) IS
+    'Announces every committed INSERT, UPDATE and DELETE of a table you own (its primary key, and the given columns of the new and old row; all when NULL) on channel pgplace and in place.changes. A table with row-level security only with all_rows => true.';
 COMMENT ON FUNCTION place.unwatch(regclass) IS
     'Stops announcing a table''s changes (its views must be dropped first). False when it was not watched.';
 COMMENT ON FUNCTION place.watched() IS
@@ -128,12 +128,10 @@ COMMENT ON FUNCTION place.view_rows(text, int) IS
 -- every table and helper as place.* and everything else lives in pg_catalog, so the
 -- search_path is pinned to pg_catalog (pg_temp last, where it cannot shadow anything):
 -- a caller's search_path cannot redirect a statement run with the owner's rights.
--- EXECUTE is taken from PUBLIC at once: a SECURITY DEFINER writer that every role may call
--- would hand every role the owner's write access. The owner (and superusers) still call
--- them; sql/roles.sql grants them to pgplace_player (place, place_many, settled_seq) and
--- pgplace_admin (the knobs). A new function that writes belongs in both lists below.
--- user_for_token is SECURITY DEFINER already (it reads place.user_tokens, which no role
--- but the owner may read) and stays callable by PUBLIC until sql/roles.sql is run.
+-- EXECUTE is taken from PUBLIC at once (the end of this file); sql/roles.sql grants them to
+-- pgplace_player (place, place_many, settled_seq) and pgplace_admin (the knobs). A new
+-- function that writes belongs in the list below and in sql/roles.sql. user_for_token is
+-- SECURITY DEFINER already (it reads place.user_tokens, which no role but the owner may read).
 ALTER FUNCTION place.place(bigint, int, int, int, bigint)
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION place.place_many(bigint, bigint[], int[], int[], int[])
@@ -173,7 +171,7 @@ ALTER FUNCTION place.settled_seq(bigint)
 -- log for whichever role wrote the watched table. Filters are always read with standard
 -- strings (as they were checked), and a row's intervals are written the same way whatever
 -- the writer's session says (the gateway tests filters on them).
-ALTER FUNCTION place.watch(regclass, text[])
+ALTER FUNCTION place.watch(regclass, text[], boolean)
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET standard_conforming_strings = on;
 ALTER FUNCTION place.unwatch(regclass)
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
@@ -194,28 +192,26 @@ ALTER FUNCTION place._capture_changes()
     SET IntervalStyle = postgres;
 ALTER FUNCTION place._commit_changes()
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
-REVOKE EXECUTE ON FUNCTION
-    place.place(bigint, int, int, int, bigint),
-    place.place_many(bigint, bigint[], int[], int[], int[]),
-    place.create_board(text, int, int, int, interval, text[]),
-    place.create_user(text),
-    place.set_cooldown(bigint, interval),
-    place.set_board_state(bigint, text),
-    place.set_keyframe_every(bigint, int),
-    place.build_keyframes(bigint),
-    place.compact_history(bigint, timestamptz),
-    place.resize_board(bigint, int, int),
-    place.set_palette(bigint, text[]),
-    place.ban_user(bigint, timestamptz, text),
-    place.unban_user(bigint),
-    place.restore_region(bigint, int, int, int, int, timestamptz),
-    place.revert_user(bigint, bigint, timestamptz),
-    place.set_freeze_after(bigint, interval),
-    place.settled_seq(bigint),
-    place.watch(regclass, text[]),
-    place.unwatch(regclass),
-    place.kick(regclass, jsonb),
-    place.set_change_retention(interval),
-    place.create_view(text, regclass, text, text, boolean, int),
-    place.drop_view(text)
-FROM PUBLIC;
+-- The guard of watched tables runs for whoever altered one, and reads place.watches.
+ALTER FUNCTION place._guard_watched_tables()
+    SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+
+-- Every SECURITY DEFINER function of the extension (these above, the session functions,
+-- the triggers that keep versions) is taken from PUBLIC here, by the extension itself: one
+-- that every role may call would hand every role the owner's rights, and a trigger function
+-- that every role may EXECUTE could be attached to a role's own table (CREATE TRIGGER asks
+-- for EXECUTE; firing does not) to run as the owner over rows that role chose. A database
+-- where sql/roles.sql never ran is safe too; the owner and superusers still call them, and
+-- sql/roles.sql grants them to its roles.
+DO $$
+DECLARE
+    f regprocedure;
+BEGIN
+    FOR f IN SELECT p.oid FROM pg_catalog.pg_proc p
+             WHERE p.pronamespace = 'place'::regnamespace AND p.prosecdef
+             ORDER BY p.oid
+    LOOP
+        EXECUTE pg_catalog.format('REVOKE EXECUTE ON FUNCTION %s FROM PUBLIC', f);
+    END LOOP;
+END
+$$;

@@ -16,7 +16,10 @@ CREATE TABLE place.views (
     -- keep 15 digits of a float) cannot tell whether it matches, so every change of the
     -- table may touch the view (place.views_touched).
     touch_always boolean NOT NULL DEFAULT false,
-    created_at timestamptz NOT NULL DEFAULT now()
+    created_at timestamptz NOT NULL DEFAULT now(),
+    -- Who created the view: its rows are read with the extension owner's rights, so each
+    -- read first checks that this role may still read the table (place._check_view).
+    created_by regrole NOT NULL
 );
 COMMENT ON TABLE place.views IS 'Named list views the gateway serves (place.create_view)';
 SELECT pg_catalog.pg_extension_config_dump('place.views', '');
@@ -42,6 +45,7 @@ BEGIN
         RAISE EXCEPTION 'table % is not watched', tbl
             USING ERRCODE = '55000', HINT = 'SELECT place.watch(''...''::regclass) first: a view shows only watched columns.';
     END IF;
+    PERFORM place._check_watchable(tbl, w.all_rows);
     -- What a view may show and use: the key and the watched columns.
     IF w.columns IS NULL THEN
         SELECT array_agg(a.attname::text ORDER BY a.attnum) INTO visible
@@ -86,6 +90,15 @@ BEGIN
         WHERE d.classid = 'pg_catalog.pg_class'::regclass
           AND d.objid = 'pg_temp.pgplace_view_check_idx'::regclass
           AND (p.pronamespace <> 'pg_catalog'::regnamespace OR o.oprnamespace <> 'pg_catalog'::regnamespace);
+        -- A value cast to a user's type runs its domain CHECKs or its cast function.
+        SELECT concat_ws(', ', bad, string_agg(DISTINCT d.refobjid::regtype::text, ', '))
+        INTO bad
+        FROM pg_catalog.pg_depend d
+        WHERE d.classid = 'pg_catalog.pg_class'::regclass
+          AND d.objid = 'pg_temp.pgplace_view_check_idx'::regclass
+          AND d.refclassid = 'pg_catalog.pg_type'::regclass
+          AND d.refobjid >= 16384;
+        bad := nullif(bad, '');
         SELECT EXISTS (
             SELECT FROM pg_catalog.pg_depend d
             JOIN pg_catalog.pg_attribute a ON a.attrelid = d.refobjid AND a.attnum = d.refobjsubid
@@ -99,7 +112,7 @@ BEGIN
         DROP TABLE pg_temp.pgplace_view_check;
         IF bad IS NOT NULL THEN
             RAISE EXCEPTION 'filter % of view % uses %, which is not built into PostgreSQL', filter, name, bad
-                USING ERRCODE = '42501', HINT = 'A filter may call only functions and operators of pg_catalog.';
+                USING ERRCODE = '42501', HINT = 'A filter may use only the functions, operators and types of pg_catalog.';
         END IF;
     END IF;
     IF w.columns IS NULL THEN
@@ -157,8 +170,9 @@ BEGIN
         RAISE EXCEPTION 'a view named % exists already', quote_literal(name)
             USING ERRCODE = '23505', HINT = 'Drop it first with place.drop_view.';
     END IF;
-    INSERT INTO place.views (name, tbl, order_by, filter, descending, max_limit, query, touch_always)
-    SELECT name, tbl, columns, filter, descending, max_limit, p.select_sql, p.touch_always
+    INSERT INTO place.views (name, tbl, order_by, filter, descending, max_limit, query, touch_always, created_by)
+    SELECT name, tbl, columns, filter, descending, max_limit, p.select_sql, p.touch_always,
+           (SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.rolname = session_user)::regrole
     FROM place._prepare_view(name, tbl, columns, filter, descending) p;
 END
 $$;
@@ -197,6 +211,7 @@ BEGIN
     IF NOT FOUND THEN
         RAISE EXCEPTION 'no view named %', quote_literal(view_name) USING ERRCODE = '42704';
     END IF;
+    PERFORM place._check_view(v);
     IF coalesce(lim, v.max_limit) NOT BETWEEN 1 AND v.max_limit THEN
         RAISE EXCEPTION 'limit must be between 1 and % for view %, not %', v.max_limit, quote_literal(view_name), lim
             USING ERRCODE = '22003';
@@ -204,6 +219,20 @@ BEGIN
     RETURN QUERY EXECUTE format(
         'SELECT place.change_pos(), $2, $3, coalesce(jsonb_agg(q.r), ''[]''::jsonb) FROM (%s) q(r)',
         v.query) USING coalesce(lim, v.max_limit), v.max_limit, v.tbl::oid;
+END
+$$;
+
+-- Before a view's rows are read (or its filter run) with the extension owner's rights: the
+-- table is still one pgplace may read that way (place._check_watchable), and the view's
+-- creator may still read it - a view never shows more than its creator may see.
+CREATE FUNCTION place._check_view(v place.views) RETURNS void
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    PERFORM place._check_watchable(v.tbl, (SELECT w.all_rows FROM place.watches w WHERE w.tbl = v.tbl));
+    IF NOT coalesce(pg_catalog.has_table_privilege(v.created_by, v.tbl, 'SELECT'), false) THEN
+        RAISE EXCEPTION 'view % shows table %, which its creator % may no longer read', quote_literal(v.name), v.tbl, v.created_by
+            USING ERRCODE = '42501', HINT = 'Grant the creator SELECT on the table again, or drop the view and create it as a role that may read the table.';
+    END IF;
 END
 $$;
 
@@ -252,6 +281,7 @@ BEGIN
     IF tables > 1 THEN
         RAISE EXCEPTION 'views_touched takes views of one table' USING ERRCODE = '22023';
     END IF;
+    PERFORM place._check_view(v) FROM place.views v WHERE v.name = ANY (view_names);
     EXECUTE format('SELECT array_remove(ARRAY[%s], NULL) FROM jsonb_populate_recordset(NULL::%s, $1) AS r',
                    tests, t)
     INTO hits USING changed;

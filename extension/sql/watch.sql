@@ -20,7 +20,10 @@ CREATE TABLE place.watches (
     key_columns text[] NOT NULL,
     -- NULL: every column.
     columns     text[],
-    created_at  timestamptz NOT NULL DEFAULT now()
+    created_at  timestamptz NOT NULL DEFAULT now(),
+    -- The table has row-level security and the DBA said that every row of it may be shown
+    -- to every client all the same (place.watch(..., all_rows => true)).
+    all_rows    boolean NOT NULL DEFAULT false
 );
 COMMENT ON TABLE place.watches IS 'Tables whose committed changes pgplace announces (place.watch)';
 
@@ -239,28 +242,19 @@ $$;
 
 -- The public API ------------------------------------------------------------------------
 
-CREATE FUNCTION place.watch(tbl regclass, columns text[] DEFAULT NULL) RETURNS void
+CREATE FUNCTION place.watch(tbl regclass, columns text[] DEFAULT NULL, all_rows boolean DEFAULT false)
+RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
     keys text[];
     missing text;
     wanted text[];
-    kind "char";
 BEGIN
-    IF tbl IS NULL THEN
-        RAISE EXCEPTION 'tbl must not be NULL' USING ERRCODE = '22004';
+    IF tbl IS NULL OR all_rows IS NULL THEN
+        RAISE EXCEPTION 'tbl and all_rows must not be NULL' USING ERRCODE = '22004';
     END IF;
-    SELECT c.relkind INTO kind FROM pg_catalog.pg_class c WHERE c.oid = tbl;
-    IF kind IS DISTINCT FROM 'r' THEN
-        RAISE EXCEPTION '% is not an ordinary table (only tables can be watched)', tbl
-            USING ERRCODE = '42809';
-    END IF;
-    IF (SELECT c.relispartition FROM pg_catalog.pg_class c WHERE c.oid = tbl)
-       OR EXISTS (SELECT FROM pg_catalog.pg_inherits i WHERE i.inhrelid = tbl) THEN
-        RAISE EXCEPTION '% is a partition or an inheritance child: changes made through its parent would not be announced', tbl
-            USING ERRCODE = '0A000', HINT = 'Watch ordinary tables that are written directly.';
-    END IF;
-    PERFORM place._check_may_read(tbl);
+    PERFORM place._check_watchable(tbl, all_rows);
+    PERFORM place._check_owns(tbl);
     IF (SELECT relnamespace FROM pg_catalog.pg_class WHERE oid = tbl) = 'place'::regnamespace THEN
         RAISE EXCEPTION 'pgplace''s own table % cannot be watched (boards announce their placements already)', tbl
             USING ERRCODE = '22023';
@@ -308,9 +302,9 @@ BEGIN
     EXECUTE format('ALTER TABLE %s ENABLE ALWAYS TRIGGER pgplace_watch_insert, '
                    'ENABLE ALWAYS TRIGGER pgplace_watch_update, ENABLE ALWAYS TRIGGER pgplace_watch_delete, '
                    'ENABLE ALWAYS TRIGGER pgplace_watch_truncate', tbl);
-    INSERT INTO place.watches (tbl, key_columns, columns) VALUES (tbl, keys, wanted)
+    INSERT INTO place.watches (tbl, key_columns, columns, all_rows) VALUES (tbl, keys, wanted, all_rows)
     ON CONFLICT ON CONSTRAINT watches_pkey
-    DO UPDATE SET key_columns = EXCLUDED.key_columns, columns = EXCLUDED.columns;
+    DO UPDATE SET key_columns = EXCLUDED.key_columns, columns = EXCLUDED.columns, all_rows = EXCLUDED.all_rows;
     -- The views over the table must still hold with the new columns.
     UPDATE place.views v SET (query, touch_always) =
         (SELECT p.select_sql, p.touch_always
@@ -331,6 +325,87 @@ BEGIN
     END IF;
 END
 $$;
+
+-- Watching adds triggers that every writer of the table runs (ENABLE ALWAYS, which only an
+-- owner may set), and publishes the rows: it takes what PostgreSQL asks of ALTER TABLE,
+-- the table's ownership (being a member of the role that owns it, or a superuser).
+CREATE FUNCTION place._check_owns(tbl regclass) RETURNS void
+LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    owner regrole := (SELECT c.relowner FROM pg_catalog.pg_class c WHERE c.oid = tbl);
+BEGIN
+    IF NOT pg_catalog.pg_has_role(session_user, owner, 'USAGE') THEN
+        RAISE EXCEPTION 'permission denied: % does not own table % (its owner is %)', session_user, tbl, owner
+            USING ERRCODE = '42501', HINT = 'Only the owner of a table (or a member of the role that owns it) can watch or unwatch it.';
+    END IF;
+END
+$$;
+
+-- What pgplace asks of a table before it reads its rows with its owner's rights (the
+-- capture trigger, kick, view_rows, views_touched, all SECURITY DEFINER). Those turn rows
+-- into JSON and back, compare and filter them: with a column of a type that a user made
+-- (an enum, a domain, a composite or range type) that would run the user's casts to json,
+-- domain CHECKs or I/O as the extension's owner - a superuser. Only the types built into
+-- PostgreSQL (made by initdb: oids below 16384, FirstNormalObjectId) run no code a user
+-- wrote. The event trigger below keeps this true after ALTER TABLE; the readers check it
+-- again before they read. A table with row-level security would have every row shown to
+-- every client: refused unless the DBA said so (all_rows).
+CREATE FUNCTION place._check_watchable(tbl regclass, all_rows boolean) RETURNS void
+LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    c record;
+    bad text;
+BEGIN
+    SELECT x.relkind, x.relispartition, x.relrowsecurity INTO c FROM pg_catalog.pg_class x WHERE x.oid = tbl;
+    IF NOT FOUND OR c.relkind <> 'r' THEN
+        RAISE EXCEPTION '% is not an ordinary table (only tables can be watched)', tbl
+            USING ERRCODE = '42809';
+    END IF;
+    IF c.relispartition OR EXISTS (SELECT FROM pg_catalog.pg_inherits i WHERE i.inhrelid = tbl) THEN
+        RAISE EXCEPTION '% is a partition or an inheritance child: changes made through its parent would not be announced', tbl
+            USING ERRCODE = '0A000', HINT = 'Watch ordinary tables that are written directly.';
+    END IF;
+    SELECT string_agg(format('%I %s', a.attname, pg_catalog.format_type(a.atttypid, a.atttypmod)), ', ' ORDER BY a.attnum)
+    INTO bad
+    FROM pg_catalog.pg_attribute a
+    WHERE a.attrelid = tbl AND a.attnum > 0 AND NOT a.attisdropped AND a.atttypid >= 16384;
+    IF bad IS NOT NULL THEN
+        RAISE EXCEPTION 'table % has columns whose types are not built into PostgreSQL: %', tbl, bad
+            USING ERRCODE = '0A000',
+                  HINT = 'pgplace reads watched rows with its owner''s rights, so it never runs code a user wrote for a type (casts, domain checks). Use built-in types: text with a CHECK constraint instead of an enum or a domain.';
+    END IF;
+    IF c.relrowsecurity AND NOT all_rows THEN
+        RAISE EXCEPTION 'table % has row-level security, but pgplace would show every row of it to every client', tbl
+            USING ERRCODE = '42501',
+                  HINT = 'If every row may be shown to anyone: SELECT place.watch(tbl, columns, all_rows => true).';
+    END IF;
+END
+$$;
+
+-- Keeps _check_watchable true of every watched table that a DDL command changed (a column
+-- added or retyped, row-level security turned on, a rule): the command fails instead.
+CREATE FUNCTION place._guard_watched_tables() RETURNS event_trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+    w record;
+BEGIN
+    FOR w IN SELECT x.tbl, x.all_rows FROM place.watches x
+             WHERE x.tbl::oid IN (SELECT d.objid FROM pg_catalog.pg_event_trigger_ddl_commands() d
+                                  WHERE d.classid = 'pg_catalog.pg_class'::regclass
+                                  UNION ALL
+                                  SELECT r.ev_class FROM pg_catalog.pg_event_trigger_ddl_commands() d
+                                  JOIN pg_catalog.pg_rewrite r ON r.oid = d.objid
+                                  WHERE d.classid = 'pg_catalog.pg_rewrite'::regclass)
+    LOOP
+        PERFORM place._check_watchable(w.tbl, w.all_rows);
+    END LOOP;
+END
+$$;
+CREATE EVENT TRIGGER pgplace_guard_watched_tables ON ddl_command_end
+WHEN TAG IN ('ALTER TABLE', 'CREATE RULE')
+EXECUTE FUNCTION place._guard_watched_tables();
+-- Also while changes are replicated in (session_replication_role = replica).
+ALTER EVENT TRIGGER pgplace_guard_watched_tables ENABLE ALWAYS;
 
 CREATE FUNCTION place._drop_watch_triggers(tbl regclass) RETURNS void
 LANGUAGE plpgsql AS $$
@@ -361,6 +436,7 @@ BEGIN
             USING ERRCODE = '2BP01', HINT = 'SELECT place.drop_view(name) for each of them.';
     END IF;
     IF EXISTS (SELECT FROM pg_catalog.pg_class WHERE oid = tbl) THEN
+        PERFORM place._check_owns(tbl);
         PERFORM place._drop_watch_triggers(tbl);
     END IF;
     DELETE FROM place.watches w WHERE w.tbl = unwatch.tbl;
@@ -369,11 +445,12 @@ END
 $$;
 
 CREATE FUNCTION place.watched()
-RETURNS TABLE (tbl regclass, key_columns text[], columns text[], views text[], created_at timestamptz)
+RETURNS TABLE (tbl regclass, key_columns text[], columns text[], views text[], created_at timestamptz,
+               all_rows boolean)
 LANGUAGE sql STABLE AS $$
     SELECT w.tbl, w.key_columns, w.columns,
            coalesce((SELECT array_agg(v.name ORDER BY v.name) FROM place.views v WHERE v.tbl = w.tbl), '{}'),
-           w.created_at
+           w.created_at, w.all_rows
     FROM place.watches w
     ORDER BY w.tbl::text
 $$;
@@ -392,6 +469,7 @@ BEGIN
     END IF;
     SELECT * INTO w FROM place.watches x WHERE x.tbl = kick.tbl;
     IF FOUND THEN
+        PERFORM place._check_watchable(tbl, w.all_rows);
         PERFORM place._check_may_read(tbl);
     ELSE
         RAISE EXCEPTION 'table % is not watched', tbl

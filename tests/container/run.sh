@@ -353,7 +353,7 @@ podman run --rm --no-healthcheck --entrypoint sh "$PG_IMAGE" -c '
     ls /usr/share/postgresql/15/extension/ | grep "^pgplace--" | tr "\n" " "; echo
     test -x /docker-entrypoint-initdb.d/10-pgplace.sh && test -f /usr/share/pgplace/roles.sql' ||
     fail "the postgres image lacks the extension or its init files"
-for f in pgplace--0.1.0--0.2.0.sql pgplace--0.2.0--0.3.0.sql pgplace--0.3.0--0.4.0.sql pgplace--0.4.0--0.5.0.sql pgplace--0.5.0--0.6.0.sql; do
+for f in pgplace--0.1.0--0.2.0.sql pgplace--0.2.0--0.3.0.sql pgplace--0.3.0--0.4.0.sql pgplace--0.4.0--0.5.0.sql pgplace--0.5.0--0.6.0.sql pgplace--0.6.0--0.7.0.sql; do
     podman run --rm --no-healthcheck --entrypoint test "$PG_IMAGE" -f "/usr/share/postgresql/15/extension/$f" ||
         fail "update script $f missing from the postgres image"
 done

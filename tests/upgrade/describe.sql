@@ -48,3 +48,10 @@ ORDER BY 1;
 -- Views, by their definition.
 SELECT format('view %s %s', c.relname, md5(pg_get_viewdef(c.oid)))
 FROM pg_class c WHERE c.relnamespace = 'place'::regnamespace AND c.relkind = 'v' ORDER BY 1;
+-- Event triggers (they belong to the database, not to schema place).
+SELECT format('event trigger %s on %s tags=%s enabled=%s function=%s', e.evtname, e.evtevent, e.evttags,
+              e.evtenabled, e.evtfoid::regprocedure)
+FROM pg_event_trigger e
+JOIN pg_depend d ON d.classid = 'pg_event_trigger'::regclass AND d.objid = e.oid AND d.deptype = 'e'
+JOIN pg_extension x ON x.oid = d.refobjid AND x.extname = 'pgplace'
+ORDER BY e.evtname;

@@ -20,15 +20,16 @@ CREATE TABLE parted (id int PRIMARY KEY) PARTITION BY RANGE (id);
 CREATE TABLE parted_1 PARTITION OF parted FOR VALUES FROM (0) TO (100);
 SELECT expect_error('SELECT place.watch(''parted'')');
 SELECT expect_error('SELECT place.watch(''parted_1'')');
--- The caller must be able to read the table: a view would show it its rows.
+-- The caller must own the table (reading it is not enough): security.sql has more.
 CREATE TABLE hidden_from_bob (id int PRIMARY KEY);
 CREATE ROLE watch_test_bob;
-GRANT EXECUTE ON FUNCTION place.watch(regclass, text[]) TO watch_test_bob;
+GRANT SELECT ON hidden_from_bob TO watch_test_bob;
+GRANT EXECUTE ON FUNCTION place.watch(regclass, text[], boolean) TO watch_test_bob;
 SET SESSION AUTHORIZATION watch_test_bob;
 SELECT expect_error('SELECT place.watch(''hidden_from_bob'')');
 RESET SESSION AUTHORIZATION;
 DROP TABLE hidden_from_bob;
-REVOKE ALL ON FUNCTION place.watch(regclass, text[]) FROM watch_test_bob;
+REVOKE ALL ON FUNCTION place.watch(regclass, text[], boolean) FROM watch_test_bob;
 DROP ROLE watch_test_bob;
 SELECT count(*) AS watches FROM place.watches;
 
