@@ -309,8 +309,12 @@ async fn accept(
 async fn refuse(mut stream: TcpStream) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     const BODY: &str = r#"{"error":"too many connections from this address"}"#;
+    let security: String = crate::responses::SECURITY_HEADERS
+        .iter()
+        .map(|(name, value)| format!("{name}: {value}\r\n"))
+        .collect();
     let answer = format!(
-        "HTTP/1.1 429 Too Many Requests\r\ncontent-type: application/json\r\n\
+        "HTTP/1.1 429 Too Many Requests\r\ncontent-type: application/json\r\n{security}\
          connection: close\r\ncontent-length: {}\r\n\r\n{BODY}",
         BODY.len()
     );

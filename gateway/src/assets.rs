@@ -77,4 +77,50 @@ mod tests {
             }
         }
     }
+
+    /// What `default-src 'self'` (`responses::SECURITY_HEADERS`) would block, and the
+    /// page would then silently lack: change the policy with the page, not after it.
+    #[test]
+    fn the_page_keeps_within_its_content_security_policy() {
+        for (path, _, body) in FILES {
+            let text = std::str::from_utf8(body).expect("assets are UTF-8");
+            for blocked in [
+                "<style",
+                " style=",
+                "javascript:",
+                "'data:",
+                "\"data:",
+                "`data:",
+                "url(data:",
+                "'blob:",
+                "\"blob:",
+                "`blob:",
+                "createObjectURL",
+                "eval(",
+                "new Function",
+                "innerHTML",
+                "setAttribute('style'",
+                "'http",
+                "\"http",
+                "`http",
+            ] {
+                assert!(!text.contains(blocked), "{path} has {blocked:?}");
+            }
+            if !path.ends_with(".html") && *path != "/" {
+                continue;
+            }
+            for tag in text.split("<script").skip(1) {
+                let tag = tag.split('>').next().expect("a tag");
+                assert!(tag.contains(" src="), "{path} has an inline script");
+            }
+            for tag in text.split('<').skip(1) {
+                let tag = tag.split('>').next().expect("a tag");
+                assert!(
+                    !tag.split_whitespace()
+                        .any(|a| a.starts_with("on") && a.contains('=')),
+                    "{path} has an inline event handler: <{tag}>"
+                );
+            }
+        }
+    }
 }

@@ -10,7 +10,7 @@ use crate::jsonrpc::{self, Body};
 use crate::methods;
 use crate::metrics::{method_label, metrics, MethodLabel, RouteLabel};
 use crate::png_route;
-use crate::responses::not_modified;
+use crate::responses::{self, not_modified};
 use crate::state::App;
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
@@ -46,6 +46,7 @@ pub fn handle(
     let answer = span.in_scope(|| route(&app, req, &path, peer));
     async move {
         let mut response = answer.await;
+        responses::secure(&mut response);
         if let Some(headers) = &request_headers {
             app.cors.decorate(headers, &mut response);
         }

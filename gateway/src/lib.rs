@@ -14,7 +14,8 @@
 //! # Layout
 //! - `config`: flags and environment.
 //! - `app`: starting everything (pool, listener, background tasks, HTTP server); `state`:
-//!   what every handler shares; `http`: routes; `responses`: conditional responses;
+//!   what every handler shares; `http`: routes; `responses`: the security headers of
+//!   every answer (CSP, nosniff, referrer policy) and conditional responses;
 //!   `jsonrpc`: envelopes; `params`: method params; `methods`: the methods; `errors`:
 //!   error codes (one list, checked against the page's and the README's).
 //! - `board`: one mirrored board and its event log; `boards`: the mirrored boards;

@@ -1,8 +1,42 @@
-//! Conditional responses shared by the routes that serve cacheable bytes (`/bits` in
-//! `http`, pictures in `png_route`).
+//! What responses share: the security headers every answer carries, and conditional
+//! responses for the routes that serve cacheable bytes (`/bits` in `http`, pictures in
+//! `png_route`).
 
+use crate::fragments::Fragments;
 use hyper::body::Incoming;
-use hyper::{header, Request};
+use hyper::header::HeaderValue;
+use hyper::{header, Request, Response};
+
+/// The headers `http::handle` puts on every answer (and `app` on the connection refusal
+/// it writes by hand), whatever the route: one list, so that a new route cannot forget them.
+pub const SECURITY_HEADERS: [(&str, &str); 3] = [
+    // The page is files of its own origin only (`assets`): no inline script or style, no
+    // data: or blob: URLs (it draws with putImageData and drawImage of its own canvas, and
+    // styles elements through the CSSOM, which CSP does not restrict), and it fetches only
+    // /jsonrpc. Were it injected into, nothing could load or send from elsewhere; and no
+    // other site may frame it to trick a click onto a tile. `assets` tests the page keeps
+    // within this.
+    (
+        "content-security-policy",
+        "default-src 'self'; frame-ancestors 'none'",
+    ),
+    // A JSON error that echoes the path, or a PNG, is never read as HTML or a script.
+    ("x-content-type-options", "nosniff"),
+    // Nothing goes to other origins (the page links nowhere else), as with no-referrer;
+    // but no-referrer also turns the Origin of a same-origin POST that is not a fetch (a
+    // form) into `null`, and an Origin check against cross-site POSTs to /jsonrpc (it
+    // reads text/plain and form bodies, which need no CORS preflight) could then not tell
+    // the page from another site.
+    ("referrer-policy", "same-origin"),
+];
+
+/// Puts `SECURITY_HEADERS` on `response`, replacing any a route set.
+pub fn secure(response: &mut Response<Fragments>) {
+    let headers = response.headers_mut();
+    for (name, value) in SECURITY_HEADERS {
+        headers.insert(name, HeaderValue::from_static(value));
+    }
+}
 
 /// Whether the request's If-None-Match names `etag`, compared weakly (RFC 9110): proxies
 /// that compress send back W/"…".
@@ -15,4 +49,33 @@ pub fn not_modified(req: &Request<Incoming>, etag: &str) -> bool {
                 .map(|t| t.trim())
                 .any(|t| t == "*" || t.strip_prefix("W/").unwrap_or(t) == etag)
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_answer_gets_the_security_headers_once() {
+        // A bad name or value would panic on the first request, not at start.
+        let mut response = Response::new(Fragments::new());
+        response
+            .headers_mut()
+            .insert("referrer-policy", HeaderValue::from_static("unsafe-url"));
+        secure(&mut response);
+        secure(&mut response);
+        let headers = response.headers();
+        assert_eq!(
+            headers["content-security-policy"],
+            "default-src 'self'; frame-ancestors 'none'"
+        );
+        assert_eq!(headers["x-content-type-options"], "nosniff");
+        assert_eq!(
+            headers
+                .get_all("referrer-policy")
+                .iter()
+                .collect::<Vec<_>>(),
+            ["same-origin"]
+        );
+    }
 }

@@ -1,6 +1,7 @@
 //! Abuse limits over real HTTP: sessions per address and their creation rate, placements
 //! per session and per address, connections per address, the client address taken from a
-//! trusted proxy's X-Forwarded-For only, and CORS. Each refusal changes nothing.
+//! trusted proxy's X-Forwarded-For only, CORS, and the security headers of every answer.
+//! Each refusal changes nothing.
 
 use hyper::header::{HeaderMap, HeaderValue};
 use hyper::StatusCode;
@@ -222,6 +223,11 @@ async fn connections_per_address() {
         "{}",
         String::from_utf8_lossy(&refused)
     );
+    assert!(
+        String::from_utf8_lossy(&refused).contains("x-content-type-options: nosniff"),
+        "{}",
+        String::from_utf8_lossy(&refused)
+    );
     // A closed connection frees its place.
     open.clear();
     tokio::time::sleep(Duration::from_millis(200)).await;
@@ -268,4 +274,27 @@ async fn cors_answers_listed_origins_only() {
         .contains("access-control-allow-methods: post"));
     let forbidden = preflight("https://evil.example").await;
     assert!(forbidden.starts_with("HTTP/1.1 403"), "{forbidden}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_answer_carries_the_security_headers() {
+    let url = fresh_database("gw_security_headers").await;
+    let gw = start_gateway(&url, |_| {}).await;
+    let http = Http::new(gw.addr);
+    // The page, a script, a JSON answer, an error, a route of its own (the picture).
+    for path in [
+        "/",
+        "/js/app.js",
+        "/healthz",
+        "/no/such/route",
+        "/boards/x.png",
+    ] {
+        let (_, headers, _) = http.get(path, &HeaderMap::new()).await;
+        assert_eq!(
+            headers["content-security-policy"], "default-src 'self'; frame-ancestors 'none'",
+            "{path}"
+        );
+        assert_eq!(headers["x-content-type-options"], "nosniff", "{path}");
+        assert_eq!(headers["referrer-policy"], "same-origin", "{path}");
+    }
 }
