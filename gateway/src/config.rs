@@ -88,15 +88,16 @@ pub struct Config {
     )]
     pub trusted_proxies: String,
 
-    /// Most connections open at once from one client address (not a trusted proxy).
+    /// Most connections open at once from one client address (not a trusted proxy). Every
+    /// per-address limit counts an IPv6 client by its /64: one host may hold all of it.
     #[arg(long, env = "PGPLACE_MAX_CONNECTIONS_PER_ADDRESS", default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_connections_per_address: u32,
 
-    /// Most sessions one client address may hold on this gateway.
+    /// Most sessions one client address (IPv6: /64) may hold on this gateway.
     #[arg(long, env = "PGPLACE_MAX_SESSIONS_PER_ADDRESS", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_sessions_per_address: u32,
 
-    /// Sessions one client address may create per second, on average ...
+    /// Sessions one client address (IPv6: /64) may create per second, on average ...
     #[arg(long, env = "PGPLACE_SESSION_CREATE_RATE", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
     pub session_create_rate: u32,
 
@@ -109,7 +110,8 @@ pub struct Config {
     #[arg(long, env = "PGPLACE_PLACE_RATE_PER_SESSION", default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
     pub place_rate_per_session: u32,
 
-    /// board.place calls one client address may make per second (bursts of twice that).
+    /// board.place calls one client address (IPv6: /64) may make per second (bursts of
+    /// twice that).
     #[arg(long, env = "PGPLACE_PLACE_RATE_PER_ADDRESS", default_value_t = 500, value_parser = clap::value_parser!(u32).range(1..))]
     pub place_rate_per_address: u32,
 

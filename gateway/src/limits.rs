@@ -7,6 +7,8 @@
 //! client cannot choose its address by sending the header itself). A request whose
 //! client address is a trusted proxy (loopback by default: a local proxy that names no
 //! client, local tools) is not limited per address or session.
+//!
+//! "Per address" is per IPv4 address, but per /64 for IPv6 (`limit_key`).
 
 use crate::config::Config;
 use crate::errors::{RpcError, TOO_FAST, TOO_MANY};
@@ -26,11 +28,39 @@ pub struct Limits {
     trusted: Vec<IpNet>,
     max_connections_per_address: usize,
     max_sessions_per_address: usize,
-    connections: Mutex<HashMap<IpAddr, usize>>,
-    sessions: Mutex<HashMap<IpAddr, Vec<Weak<Session>>>>,
-    creates: DefaultKeyedRateLimiter<IpAddr>,
-    places_by_address: DefaultKeyedRateLimiter<IpAddr>,
+    connections: Mutex<HashMap<LimitKey, usize>>,
+    sessions: Mutex<HashMap<LimitKey, Vec<Weak<Session>>>>,
+    creates: DefaultKeyedRateLimiter<LimitKey>,
+    places_by_address: DefaultKeyedRateLimiter<LimitKey>,
     places_by_session: DefaultKeyedRateLimiter<Arc<str>>,
+}
+
+/// What a per-address limit counts by (made by `limit_key` only).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct LimitKey(IpAddr);
+
+/// The key every per-address limit and count uses for `address`: an IPv4 address as it is
+/// (and an IPv4 address seen on an IPv6 socket, `::ffff:a.b.c.d`, as that address), an
+/// IPv6 address as its /64. One host is commonly given a whole /64 (SLAAC) and may use any
+/// address in it: limited per address, it would have 2^64 budgets, and fill our maps.
+pub fn limit_key(address: IpAddr) -> LimitKey {
+    match address.to_canonical() {
+        IpAddr::V4(v4) => LimitKey(IpAddr::V4(v4)),
+        IpAddr::V6(v6) => {
+            let prefix = u128::from(v6) & !(u128::MAX >> 64);
+            LimitKey(IpAddr::V6(prefix.into()))
+        }
+    }
+}
+
+/// As the limits' messages name it: `192.0.2.1`, `2001:db8:1:2::/64`.
+impl std::fmt::Display for LimitKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            IpAddr::V4(v4) => write!(f, "{v4}"),
+            IpAddr::V6(v6) => write!(f, "{v6}/64"),
+        }
+    }
 }
 
 /// One `X-Forwarded-For` hop: an address, or an address with a port (some proxies add it).
@@ -57,7 +87,7 @@ fn quota(rate: u32, burst: u32) -> Quota {
 /// A connection counted against its address until dropped.
 pub struct ConnectionSlot {
     limits: Arc<Limits>,
-    address: Option<IpAddr>,
+    address: Option<LimitKey>,
 }
 
 impl Drop for ConnectionSlot {
@@ -142,8 +172,9 @@ impl Limits {
                 address: None,
             });
         }
+        let key = limit_key(peer);
         let mut connections = lock(&self.connections);
-        let count = connections.entry(peer).or_insert(0);
+        let count = connections.entry(key).or_insert(0);
         if *count >= self.max_connections_per_address {
             metrics().rejected("connections_per_address");
             return None;
@@ -151,13 +182,13 @@ impl Limits {
         *count += 1;
         Some(ConnectionSlot {
             limits: self.clone(),
-            address: Some(peer),
+            address: Some(key),
         })
     }
 
     /// Before a `session.create` from `address` (None: not limited).
     pub fn check_create(&self, address: Option<IpAddr>) -> Result<(), RpcError> {
-        let Some(address) = address else {
+        let Some(address) = address.map(limit_key) else {
             return Ok(());
         };
         let live = {
@@ -187,7 +218,7 @@ impl Limits {
 
     /// After a `session.create` from `address` made `session`.
     pub fn created(&self, address: Option<IpAddr>, session: &Arc<Session>) {
-        let Some(address) = address else {
+        let Some(address) = address.map(limit_key) else {
             return;
         };
         lock(&self.sessions)
@@ -199,7 +230,7 @@ impl Limits {
     /// Before a `board.place` from `address` on `session` (None: not limited). The
     /// address first: a call it refuses spends nothing of the session's budget.
     pub fn check_place(&self, address: Option<IpAddr>, session: &str) -> Result<(), RpcError> {
-        let Some(address) = address else {
+        let Some(address) = address.map(limit_key) else {
             return Ok(());
         };
         self.check_rate(
@@ -337,6 +368,69 @@ mod tests {
         let id = "0123456789abcdef0123456789abcdef";
         limits.check_place(a, id).unwrap();
         assert!(limits.check_place(a, id).is_err());
+    }
+
+    #[test]
+    fn ipv6_addresses_are_limited_per_64_and_mapped_ipv4_as_ipv4() {
+        let key = |s: &str| limit_key(s.parse().unwrap());
+        assert_eq!(
+            key("2001:db8:1:2::1"),
+            key("2001:db8:1:2:ffff:ffff:ffff:ffff")
+        );
+        assert_ne!(key("2001:db8:1:2::1"), key("2001:db8:1:3::1"));
+        assert_eq!(key("::ffff:1.2.3.4"), key("1.2.3.4"));
+        assert_ne!(key("1.2.3.4"), key("1.2.3.5"));
+        assert_eq!(key("2001:db8:1:2:3:4:5:6").to_string(), "2001:db8:1:2::/64");
+        assert_eq!(key("::ffff:1.2.3.4").to_string(), "1.2.3.4");
+
+        // Every per-address budget: connections, sessions, creations, placements.
+        let mut config = Config::for_database("postgresql://nowhere/x");
+        config.max_connections_per_address = 1;
+        config.session_create_rate = 1;
+        config.session_create_burst = 1;
+        config.place_rate_per_address = 1;
+        let limits = Limits::new(&config, Vec::new());
+        let (a, b, other): (IpAddr, IpAddr, IpAddr) = (
+            "2001:db8:1:2::1".parse().unwrap(),
+            "2001:db8:1:2::2".parse().unwrap(),
+            "2001:db8:1:3::1".parse().unwrap(),
+        );
+        let _slot = limits.connection(a).unwrap();
+        assert!(limits.connection(b).is_none());
+        assert!(limits.connection(other).is_some());
+        limits.check_create(Some(a)).unwrap();
+        let refused = limits.check_create(Some(b)).unwrap_err();
+        assert_eq!(refused.code, TOO_FAST);
+        limits.check_create(Some(other)).unwrap();
+        limits.check_place(Some(a), "").unwrap();
+        limits.check_place(Some(a), "").unwrap();
+        assert!(limits.check_place(Some(b), "").is_err());
+        limits.check_place(Some(other), "").unwrap();
+        let (v4, mapped): (IpAddr, IpAddr) = (
+            "1.2.3.4".parse().unwrap(),
+            "::ffff:1.2.3.4".parse().unwrap(),
+        );
+        let _slot = limits.connection(v4).unwrap();
+        assert!(limits.connection(mapped).is_none());
+    }
+
+    #[test]
+    fn sessions_per_address_count_every_address_of_a_64() {
+        let mut config = Config::for_database("postgresql://nowhere/x");
+        config.max_sessions_per_address = 1;
+        let limits = Limits::new(&config, Vec::new());
+        let a = Some("2001:db8:1:2::1".parse().unwrap());
+        let b = Some("2001:db8:1:2::2".parse().unwrap());
+        let session = Arc::new(Session::new("s".into(), 1, 1, None, false));
+        limits.check_create(a).unwrap();
+        limits.created(a, &session);
+        let refused = limits.check_create(b).unwrap_err();
+        assert_eq!(refused.code, TOO_MANY);
+        assert!(
+            refused.message.contains("2001:db8:1:2::/64"),
+            "{}",
+            refused.message
+        );
     }
 
     #[test]

@@ -1,7 +1,7 @@
-//! Abuse limits over real HTTP: sessions per address and their creation rate, placements
-//! per session and per address, connections per address, the client address taken from a
-//! trusted proxy's X-Forwarded-For only, CORS, and the security headers of every answer.
-//! Each refusal changes nothing.
+//! Abuse limits over real HTTP: sessions per address and their creation rate, an IPv6
+//! client per /64, placements per session and per address, connections per address, the
+//! client address taken from a trusted proxy's X-Forwarded-For only, CORS, and the
+//! security headers of every answer. Each refusal changes nothing.
 
 use hyper::header::{HeaderMap, HeaderValue};
 use hyper::StatusCode;
@@ -94,6 +94,36 @@ async fn sessions_per_address_and_their_creation_rate() {
     for _ in 0..10 {
         http2.ok("session.create", json!([])).await;
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ipv6_client_is_limited_per_64() {
+    let url = fresh_database("gw_limit_ipv6").await;
+    let gw = start_gateway(&url, |c| c.max_sessions_per_address = 2).await;
+    let http = Http::new(gw.addr);
+    // One host picks a new address of its /64 for each call: still one budget.
+    http.call_as("2001:db8:1:2::1", "session.create", json!([]))
+        .await
+        .unwrap();
+    http.call_as("2001:db8:1:2::2", "session.create", json!([]))
+        .await
+        .unwrap();
+    let refused = http
+        .call_as("2001:db8:1:2:aaaa::3", "session.create", json!([]))
+        .await
+        .unwrap_err();
+    assert_eq!(refused["code"], TOO_MANY, "{refused}");
+    assert!(
+        refused["message"]
+            .as_str()
+            .unwrap()
+            .contains("2001:db8:1:2::/64"),
+        "{refused}"
+    );
+    // The next /64 is another client.
+    http.call_as("2001:db8:1:3::1", "session.create", json!([]))
+        .await
+        .unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
