@@ -9,7 +9,7 @@ use crate::cursors::TELL_CURSORS_EVERY;
 use crate::db;
 use crate::delivery::ConnectionDeliveries;
 use crate::http;
-use crate::limits::{ConnectionSlot, Limits};
+use crate::limits::{ConnectionRefused, ConnectionSlot, Limits};
 use crate::listener::Listener;
 use crate::lists::Lists;
 use crate::sessions::Sessions;
@@ -295,28 +295,31 @@ async fn accept(
             _ = stop.cancelled() => return,
         };
         let _ = stream.set_nodelay(true);
-        let Some(slot) = app.limits.connection(peer.ip()) else {
-            connections.spawn(refuse(stream));
-            continue;
-        };
-        connections.spawn(serve(stream, peer.ip(), slot, app.clone(), stop.clone()));
+        match app.limits.connection(peer.ip()) {
+            Ok(slot) => {
+                connections.spawn(serve(stream, peer.ip(), slot, app.clone(), stop.clone()));
+            }
+            Err(refused) => {
+                connections.spawn(refuse(stream, refused));
+            }
+        }
     }
 }
 
-/// A connection over its address's limit: told so, then closed. What the client sent is
-/// read (and dropped) for a moment first: closing with unread data would reset the
-/// connection, and a reset can discard the answer before the client reads it.
-async fn refuse(mut stream: TcpStream) {
+/// A connection over its address's limit or the gateway's: told so, then closed. What the
+/// client sent is read (and dropped) for a moment first: closing with unread data would
+/// reset the connection, and a reset can discard the answer before the client reads it.
+async fn refuse(mut stream: TcpStream, refused: ConnectionRefused) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    const BODY: &str = r#"{"error":"too many connections from this address"}"#;
+    let (status, body) = refused.answer();
     let security: String = crate::responses::SECURITY_HEADERS
         .iter()
         .map(|(name, value)| format!("{name}: {value}\r\n"))
         .collect();
     let answer = format!(
-        "HTTP/1.1 429 Too Many Requests\r\ncontent-type: application/json\r\n{security}\
-         connection: close\r\ncontent-length: {}\r\n\r\n{BODY}",
-        BODY.len()
+        "HTTP/1.1 {status}\r\ncontent-type: application/json\r\n{security}\
+         connection: close\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
     );
     let _ = tokio::time::timeout(Duration::from_secs(1), async {
         stream.write_all(answer.as_bytes()).await?;

@@ -88,6 +88,14 @@ pub struct Config {
     )]
     pub trusted_proxies: String,
 
+    /// Most connections open at once in all, trusted proxies' too; beyond it a new one is
+    /// answered 503 and closed, so that many addresses together cannot take every file
+    /// descriptor and the memory of the process. Keep it under the open-files limit
+    /// (`ulimit -n`) less the database pool: past that, accept() fails first, and new
+    /// clients wait unanswered instead of being told.
+    #[arg(long, env = "PGPLACE_MAX_CONNECTIONS", default_value_t = 20_000, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_connections: u32,
+
     /// Most connections open at once from one client address (not a trusted proxy). Every
     /// per-address limit counts an IPv6 client by its /64: one host may hold all of it.
     #[arg(long, env = "PGPLACE_MAX_CONNECTIONS_PER_ADDRESS", default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..))]

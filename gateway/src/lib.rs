@@ -36,8 +36,8 @@
 //!   seen marks, expiry and watching counts over every gateway.
 //! - `delivery`: whether a legacy poll's answer reached its client (else it comes again).
 //! - `metrics`: what `GET /metrics` reports; `limits`: per-address (an IPv6 client per
-//!   /64) and per-session abuse limits (and who the client is behind a proxy); `cors`:
-//!   which other origins may call.
+//!   /64) and per-session abuse limits, and the gateway's open connections in all (and who
+//!   the client is behind a proxy); `cors`: which other origins may call.
 //! - `placer`: group commit of placements through `place.place_many`.
 //! - `png_route`: `GET /boards/{id}.png`, a board drawn as a PNG.
 //! - `assets`: the embedded web page;

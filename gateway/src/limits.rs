@@ -1,6 +1,7 @@
-//! Abuse limits: how much one client address and one session may ask of this gateway.
-//! Each refusal says when to come back (`data.retry_after_ms`, as cooldowns say
-//! `retry_at`) or what limit it met, changes nothing, and is counted in /metrics.
+//! Abuse limits: how much one client address and one session may ask of this gateway, and
+//! how many connections all clients together may hold open. Each refusal says when to come
+//! back (`data.retry_after_ms`, as cooldowns say `retry_at`) or what limit it met, changes
+//! nothing, and is counted in /metrics.
 //!
 //! The client address is the connection's peer, unless the peer is a configured trusted
 //! proxy: then the nearest address in `X-Forwarded-For` that is not a trusted proxy (a
@@ -22,10 +23,15 @@ use serde_json::json;
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::num::NonZeroU32;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 pub struct Limits {
     trusted: Vec<IpNet>,
+    max_connections: usize,
+    /// Every connection open now, trusted proxies' too: the per-address counts alone would
+    /// let many addresses (or many /64s of one network) hold any number.
+    open_connections: AtomicUsize,
     max_connections_per_address: usize,
     max_sessions_per_address: usize,
     connections: Mutex<HashMap<LimitKey, usize>>,
@@ -84,14 +90,44 @@ fn quota(rate: u32, burst: u32) -> Quota {
     Quota::per_second(rate).allow_burst(burst)
 }
 
-/// A connection counted against its address until dropped.
+/// A connection counted against the gateway's maximum and its address's until dropped.
 pub struct ConnectionSlot {
     limits: Arc<Limits>,
+    /// None for a trusted proxy (no maximum of its own).
     address: Option<LimitKey>,
+}
+
+/// Why a connection was refused (`Limits::connection`); `app` answers it and closes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConnectionRefused {
+    /// The client's address holds `--max-connections-per-address`: the client is asked to
+    /// slow down (429).
+    Address { address: LimitKey, max: usize },
+    /// The gateway holds `--max-connections`: not this client's doing, so 503, which a
+    /// balancer in front can take as "try another gateway".
+    Gateway { max: usize },
+}
+
+impl ConnectionRefused {
+    /// The status line and the JSON body of the answer.
+    pub fn answer(self) -> (&'static str, String) {
+        let (status, error) = match self {
+            ConnectionRefused::Address { address, max } => (
+                "429 Too Many Requests",
+                format!("too many connections from this address: {address} holds {max}"),
+            ),
+            ConnectionRefused::Gateway { max } => (
+                "503 Service Unavailable",
+                format!("this gateway holds its maximum of {max} connections; retry later"),
+            ),
+        };
+        (status, json!({ "error": error }).to_string())
+    }
 }
 
 impl Drop for ConnectionSlot {
     fn drop(&mut self) {
+        self.limits.open_connections.fetch_sub(1, Ordering::Relaxed);
         let Some(address) = self.address else {
             return;
         };
@@ -113,6 +149,8 @@ impl Limits {
     pub fn new(config: &Config, trusted: Vec<IpNet>) -> Arc<Self> {
         Arc::new(Limits {
             trusted,
+            max_connections: config.max_connections as usize,
+            open_connections: AtomicUsize::new(0),
             max_connections_per_address: config.max_connections_per_address as usize,
             max_sessions_per_address: config.max_sessions_per_address as usize,
             connections: Mutex::default(),
@@ -162,28 +200,43 @@ impl Limits {
         None
     }
 
-    /// Counts a new connection from `peer`; None when the address holds its maximum
-    /// already (trusted proxies are not limited: they carry many clients).
-    pub fn connection(self: &Arc<Self>, peer: IpAddr) -> Option<ConnectionSlot> {
+    /// Counts a new connection from `peer`, unless the gateway holds its maximum of
+    /// connections already, or the peer's address its own (trusted proxies have none of
+    /// their own: they carry many clients; they count in the gateway's).
+    pub fn connection(self: &Arc<Self>, peer: IpAddr) -> Result<ConnectionSlot, ConnectionRefused> {
+        let one_more = |open: usize| (open < self.max_connections).then_some(open + 1);
+        let open = &self.open_connections;
+        if open
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, one_more)
+            .is_err()
+        {
+            metrics().rejected("connections");
+            return Err(ConnectionRefused::Gateway {
+                max: self.max_connections,
+            });
+        }
+        // From here the slot's drop gives the gateway's count back, refused or not.
+        let mut slot = ConnectionSlot {
+            limits: self.clone(),
+            address: None,
+        };
         let peer = peer.to_canonical();
         if self.is_trusted(peer) {
-            return Some(ConnectionSlot {
-                limits: self.clone(),
-                address: None,
-            });
+            return Ok(slot);
         }
         let key = limit_key(peer);
         let mut connections = lock(&self.connections);
         let count = connections.entry(key).or_insert(0);
         if *count >= self.max_connections_per_address {
             metrics().rejected("connections_per_address");
-            return None;
+            return Err(ConnectionRefused::Address {
+                address: key,
+                max: self.max_connections_per_address,
+            });
         }
         *count += 1;
-        Some(ConnectionSlot {
-            limits: self.clone(),
-            address: Some(key),
-        })
+        slot.address = Some(key);
+        Ok(slot)
     }
 
     /// Before a `session.create` from `address` (None: not limited).
@@ -396,8 +449,8 @@ mod tests {
             "2001:db8:1:3::1".parse().unwrap(),
         );
         let _slot = limits.connection(a).unwrap();
-        assert!(limits.connection(b).is_none());
-        assert!(limits.connection(other).is_some());
+        assert!(limits.connection(b).is_err());
+        assert!(limits.connection(other).is_ok());
         limits.check_create(Some(a)).unwrap();
         let refused = limits.check_create(Some(b)).unwrap_err();
         assert_eq!(refused.code, TOO_FAST);
@@ -411,7 +464,7 @@ mod tests {
             "::ffff:1.2.3.4".parse().unwrap(),
         );
         let _slot = limits.connection(v4).unwrap();
-        assert!(limits.connection(mapped).is_none());
+        assert!(limits.connection(mapped).is_err());
     }
 
     #[test]
@@ -441,9 +494,48 @@ mod tests {
         let a: IpAddr = "192.0.2.1".parse().unwrap();
         let first = limits.connection(a).unwrap();
         let _second = limits.connection(a).unwrap();
-        assert!(limits.connection(a).is_none());
-        assert!(limits.connection("192.0.2.2".parse().unwrap()).is_some());
+        assert!(limits.connection(a).is_err());
+        assert!(limits.connection("192.0.2.2".parse().unwrap()).is_ok());
         drop(first);
-        assert!(limits.connection(a).is_some());
+        assert!(limits.connection(a).is_ok());
+    }
+
+    #[test]
+    fn connections_in_all_are_counted_until_dropped() {
+        let mut config = Config::for_database("postgresql://nowhere/x");
+        config.max_connections = 3;
+        config.max_connections_per_address = 2;
+        let limits = Limits::new(&config, vec!["127.0.0.1/32".parse().unwrap()]);
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        let first = limits.connection(ip("192.0.2.1")).unwrap();
+        let second = limits.connection(ip("192.0.2.1")).unwrap();
+        // Refused by its address: nothing of the gateway's count is kept.
+        assert!(matches!(
+            limits.connection(ip("192.0.2.1")),
+            Err(ConnectionRefused::Address { max: 2, .. })
+        ));
+        // A trusted proxy has no maximum of its own, but counts in the gateway's.
+        let proxy = limits.connection(ip("127.0.0.1")).unwrap();
+        for other in ["198.51.100.1", "127.0.0.1", "2001:db8::1"] {
+            assert_eq!(
+                limits.connection(ip(other)).err(),
+                Some(ConnectionRefused::Gateway { max: 3 }),
+                "{other}"
+            );
+        }
+        drop(first);
+        let other = limits.connection(ip("198.51.100.1")).unwrap();
+        assert!(limits.connection(ip("192.0.2.2")).is_err());
+        drop((second, proxy, other));
+        assert_eq!(limits.open_connections.load(Ordering::Relaxed), 0);
+        assert!(lock(&limits.connections).is_empty());
+
+        let (status, body) = ConnectionRefused::Gateway { max: 3 }.answer();
+        assert_eq!(status, "503 Service Unavailable");
+        let body: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert!(
+            body["error"].as_str().unwrap().contains("maximum of 3"),
+            "{body}"
+        );
     }
 }

@@ -1,6 +1,6 @@
 //! Abuse limits over real HTTP: sessions per address and their creation rate, an IPv6
-//! client per /64, placements per session and per address, connections per address, the
-//! client address taken from a trusted proxy's X-Forwarded-For only, CORS, and the
+//! client per /64, placements per session and per address, connections per address and in
+//! all, the client address taken from a trusted proxy's X-Forwarded-For only, CORS, and the
 //! security headers of every answer. Each refusal changes nothing.
 
 use hyper::header::{HeaderMap, HeaderValue};
@@ -259,6 +259,30 @@ async fn connections_per_address() {
         String::from_utf8_lossy(&refused)
     );
     // A closed connection frees its place.
+    open.clear();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let (_stream, answer) = health_on_new_connection(gw.addr).await;
+    assert!(answer.starts_with(b"HTTP/1.1 200"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_in_all() {
+    let url = fresh_database("gw_limit_conn_total").await;
+    // Loopback is a trusted proxy (the default): no maximum of its own, only the gateway's.
+    let gw = start_gateway(&url, |c| c.max_connections = 3).await;
+    let mut open = Vec::new();
+    let refused = loop {
+        let (stream, answer) = health_on_new_connection(gw.addr).await;
+        if answer.starts_with(b"HTTP/1.1 200") {
+            open.push(stream);
+            assert!(open.len() <= 3, "a 4th connection was served");
+        } else {
+            break String::from_utf8_lossy(&answer).into_owned();
+        }
+    };
+    assert!(open.len() >= 2, "{} served", open.len());
+    assert!(refused.starts_with("HTTP/1.1 503"), "{refused}");
+    assert!(refused.contains("maximum of 3 connections"), "{refused}");
     open.clear();
     tokio::time::sleep(Duration::from_millis(200)).await;
     let (_stream, answer) = health_on_new_connection(gw.addr).await;
