@@ -349,8 +349,8 @@ async fn serve(
     let kept = deliveries.keep_socket(&stream);
     let requests = deliveries.clone();
     let service = service_fn(move |req| {
-        // A request on the connection: its client has read the earlier answers.
-        requests.received_all();
+        // A request on the connection: its client may have read the earlier answers.
+        requests.request_arrived();
         Box::pin(requests.scope(http::handle(app.clone(), req, peer)))
     });
     let mut connection = http1::Builder::new()
@@ -359,7 +359,7 @@ async fn serve(
         // A client may close its sending side once its request is out and still read
         // the answer (RFC 9112, 9.6).
         .half_close(true)
-        .serve_connection(TokioIo::new(stream), service);
+        .serve_connection(TokioIo::new(deliveries.counted(stream)), service);
     // Dropped before the connection (and its socket) if the task ends early.
     let _kept = kept;
     let finished = tokio::select! {
@@ -374,6 +374,6 @@ async fn serve(
     };
     // A malformed or slow request after an answer: the client was there to send it.
     let failed = finished.is_err_and(|e| !(e.is_parse() || e.is_timeout()));
-    let stream = connection.into_parts().io.into_inner();
+    let stream = connection.into_parts().io.into_inner().into_inner();
     deliveries.settle(stream, failed).await;
 }

@@ -4,8 +4,9 @@
 //! answer never arrives (the client went away before reading it), those events must come
 //! with the session's next poll instead of being lost. So the session keeps its positions
 //! from before the answer until the connection shows the answer was received:
-//! - the client sent another request on the connection (an HTTP/1.1 client reads an answer
-//!   before it sends its next request), or
+//! - the client sent another request on the connection after the answer was written (an
+//!   HTTP/1.1 client reads an answer before it sends its next request; a request that was
+//!   already on its way - pipelined behind a waiting poll - proves nothing, `Traffic`), or
 //! - when the connection ends, the client's TCP stack has acknowledged every byte sent.
 //!
 //! A client that closed its socket before the answer arrived answers it with a reset, not
@@ -17,8 +18,12 @@
 use crate::sessions::Session;
 use std::future::Future;
 use std::os::fd::{AsRawFd, FromRawFd, RawFd};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
+use std::task::{Context, Poll};
 use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
 /// The legacy answers sent on one connection that are not yet known to be received.
@@ -29,6 +34,22 @@ pub struct ConnectionDeliveries {
     /// connection asks it whether an earlier answer arrived. Cleared before the socket is
     /// closed (under this lock), so a closed descriptor's number is never asked.
     socket: Mutex<Option<RawFd>>,
+    traffic: Traffic,
+}
+
+/// What the connection's socket has carried, counted by `CountedStream`: the bytes written,
+/// and how many had been written when bytes last came in. A request whose bytes all came
+/// in after every earlier answer was written was sent by a client that had those answers;
+/// one that came in before (pipelined) was sent without them.
+/// And whether the socket failed while the connection read or wrote it: a reset that
+/// came while the connection waited for its next request ends it as if the client had
+/// closed (hyper reads the error, the socket forgets it), yet the client's side dropped
+/// the answers it had not read.
+#[derive(Default)]
+struct Traffic {
+    written: AtomicU64,
+    written_before_last_read: AtomicU64,
+    failed: AtomicBool,
 }
 
 tokio::task_local! {
@@ -52,8 +73,32 @@ impl ConnectionDeliveries {
         CONNECTION.scope(self.clone(), handler)
     }
 
-    /// A new request on the connection: its client has read every earlier answer.
-    pub fn received_all(&self) {
+    /// A new request on the connection: when it came in after every earlier answer was
+    /// written, its client has read them (an HTTP/1.1 client reads an answer before it
+    /// sends the next request). When it came in before (pipelined behind a waiting poll),
+    /// nothing is known yet: a later request, or how the connection ends, settles them.
+    pub fn request_arrived(&self) {
+        let written = self.traffic.written.load(Ordering::Acquire);
+        if self
+            .traffic
+            .written_before_last_read
+            .load(Ordering::Acquire)
+            == written
+        {
+            self.received_all();
+        }
+    }
+
+    /// The connection's stream, counted for `request_arrived`.
+    pub fn counted(self: &Arc<Self>, stream: TcpStream) -> CountedStream {
+        CountedStream {
+            stream,
+            deliveries: self.clone(),
+        }
+    }
+
+    /// Every earlier answer on the connection reached its client.
+    fn received_all(&self) {
         for (session, token) in self.take() {
             if let Some(session) = session.upgrade() {
                 session.answer_received(token);
@@ -105,7 +150,7 @@ impl ConnectionDeliveries {
         if !self.has_pending() {
             return;
         }
-        if failed {
+        if failed || self.traffic.failed.load(Ordering::Acquire) {
             return self.lost_all();
         }
         // Our end first, so a client reading to the end of the answer is not kept waiting.
@@ -157,6 +202,88 @@ impl ConnectionDeliveries {
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A connection's socket, counting what it carries (`Traffic`).
+pub struct CountedStream {
+    stream: TcpStream,
+    deliveries: Arc<ConnectionDeliveries>,
+}
+
+impl CountedStream {
+    pub fn into_inner(self) -> TcpStream {
+        self.stream
+    }
+
+    fn wrote(&self, written: Poll<std::io::Result<usize>>) -> Poll<std::io::Result<usize>> {
+        let traffic = &self.deliveries.traffic;
+        match &written {
+            Poll::Ready(Ok(n)) => {
+                traffic.written.fetch_add(*n as u64, Ordering::AcqRel);
+            }
+            Poll::Ready(Err(_)) => traffic.failed.store(true, Ordering::Release),
+            Poll::Pending => {}
+        }
+        written
+    }
+}
+
+impl AsyncRead for CountedStream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let this = self.get_mut();
+        let before = buf.filled().len();
+        let read = Pin::new(&mut this.stream).poll_read(cx, buf);
+        let traffic = &this.deliveries.traffic;
+        match &read {
+            Poll::Ready(Ok(())) if buf.filled().len() > before => {
+                let written = traffic.written.load(Ordering::Acquire);
+                traffic
+                    .written_before_last_read
+                    .store(written, Ordering::Release);
+            }
+            Poll::Ready(Err(_)) => traffic.failed.store(true, Ordering::Release),
+            _ => {}
+        }
+        read
+    }
+}
+
+impl AsyncWrite for CountedStream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        let this = self.get_mut();
+        let written = Pin::new(&mut this.stream).poll_write(cx, buf);
+        this.wrote(written)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        let this = self.get_mut();
+        let written = Pin::new(&mut this.stream).poll_write_vectored(cx, bufs);
+        this.wrote(written)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.get_mut().stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.get_mut().stream).poll_shutdown(cx)
+    }
 }
 
 /// Keeps a connection's socket askable (`acknowledged_now`) until dropped: declared after

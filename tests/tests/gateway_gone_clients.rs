@@ -215,3 +215,63 @@ async fn an_answer_stuck_on_a_silent_connection_comes_again_on_the_next() {
     );
     drop(silent);
 }
+
+/// A legacy client that pipelines another request behind its waiting poll, then hangs up
+/// without reading: the request behind the poll was sent before the poll's answer existed,
+/// so it proves nothing about that answer, whose events come with the session's next poll.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_pipelined_behind_a_waiting_poll_does_not_count_as_reading_it() {
+    const CLIENTS: usize = 20;
+    let url = fresh_database("gw_pipelined").await;
+    let sql = connect(&url).await;
+    let board = create_board(&sql, "pipelined", (16, 16), 4, "0").await;
+    let user = create_users(&sql, "pipelined", 1).await[0];
+    let gw = start_gateway(&url, |_| {}).await;
+    let http = Http::new(gw.addr);
+    let mut sessions = Vec::new();
+    for _ in 0..CLIENTS {
+        let session = http.ok("session.create", json!([])).await;
+        http.ok(
+            "session.subscribe",
+            json!([session, "board", {"board": board}]),
+        )
+        .await;
+        sessions.push(session);
+    }
+    // Each client: a waiting poll, and right behind it on the same connection another request.
+    let list = json!({"jsonrpc": "2.0", "method": "board.list", "id": 2}).to_string();
+    let behind = format!(
+        "POST /jsonrpc HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\n\r\n{list}",
+        list.len()
+    );
+    let mut clients = Vec::new();
+    for session in &sessions {
+        let waiting = String::from_utf8(poll_request(session, 10.0))
+            .unwrap()
+            .replace("Connection: close\r\n", "");
+        let mut stream = TcpStream::connect(gw.addr).await.unwrap();
+        stream
+            .write_all(format!("{waiting}{behind}").as_bytes())
+            .await
+            .unwrap();
+        clients.push(stream);
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    sql.execute("SELECT place.place($1, 3, 4, 5, $2)", &[&board, &user])
+        .await
+        .unwrap();
+    // Both answers arrive; the clients read neither and hang up (unread data: a reset).
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    drop(clients);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    for (i, session) in sessions.iter().enumerate() {
+        let events = poll(gw.addr, session, Client::Reads, 2.0).await;
+        assert_eq!(
+            seqs(&events),
+            vec![1],
+            "session {i}: the placement its unread answer carried comes again"
+        );
+    }
+}
