@@ -211,7 +211,7 @@ BEGIN
     IF NOT FOUND THEN
         RAISE EXCEPTION 'no view named %', quote_literal(view_name) USING ERRCODE = '42704';
     END IF;
-    PERFORM place._check_view(v);
+    PERFORM place._check_view(view_name);
     IF coalesce(lim, v.max_limit) NOT BETWEEN 1 AND v.max_limit THEN
         RAISE EXCEPTION 'limit must be between 1 and % for view %, not %', v.max_limit, quote_literal(view_name), lim
             USING ERRCODE = '22003';
@@ -225,9 +225,15 @@ $$;
 -- Before a view's rows are read (or its filter run) with the extension owner's rights: the
 -- table is still one pgplace may read that way (place._check_watchable), and the view's
 -- creator may still read it - a view never shows more than its creator may see.
-CREATE FUNCTION place._check_view(v place.views) RETURNS void
+CREATE FUNCTION place._check_view(view_name text) RETURNS void
 LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    v place.views;
 BEGIN
+    SELECT * INTO v FROM place.views x WHERE x.name = view_name;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'no view named %', quote_literal(view_name) USING ERRCODE = '42704';
+    END IF;
     PERFORM place._check_watchable(v.tbl, (SELECT w.all_rows FROM place.watches w WHERE w.tbl = v.tbl));
     IF NOT coalesce(pg_catalog.has_table_privilege(v.created_by, v.tbl, 'SELECT'), false) THEN
         RAISE EXCEPTION 'view % shows table %, which its creator % may no longer read', quote_literal(v.name), v.tbl, v.created_by
@@ -281,7 +287,7 @@ BEGIN
     IF tables > 1 THEN
         RAISE EXCEPTION 'views_touched takes views of one table' USING ERRCODE = '22023';
     END IF;
-    PERFORM place._check_view(v) FROM place.views v WHERE v.name = ANY (view_names);
+    PERFORM place._check_view(v.name) FROM place.views v WHERE v.name = ANY (view_names);
     EXECUTE format('SELECT array_remove(ARRAY[%s], NULL) FROM jsonb_populate_recordset(NULL::%s, $1) AS r',
                    tests, t)
     INTO hits USING changed;

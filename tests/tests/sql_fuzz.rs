@@ -50,6 +50,7 @@ fn documented_for(function: &str) -> &'static [&'static str] {
         "unwatch" => &["2BP01"],
         "kick" => &["P0002"],
         "create_view" => &["42703", "42883"],
+        "_check_watchable" => &["42809", "0A000"],
         _ => &[],
     }
 }
@@ -141,7 +142,7 @@ async fn functions(client: &Client) -> (Vec<Function>, Vec<String>) {
                     ARRAY(SELECT format_type(t, NULL)
                           FROM unnest(p.proargtypes) WITH ORDINALITY u(t, o) ORDER BY o),
                     p.pronargdefaults::int,
-                    p.prorettype = 'trigger'::regtype OR p.prokind <> 'f'
+                    p.prorettype IN ('trigger'::regtype, 'event_trigger'::regtype) OR p.prokind <> 'f'
              FROM pg_proc p
              WHERE p.pronamespace = 'place'::regnamespace
              ORDER BY p.proname, p.oid",
