@@ -14,6 +14,7 @@ use crate::listener::Listener;
 use crate::lists::Lists;
 use crate::sessions::Sessions;
 pub use crate::state::App;
+use crate::unknown::Unknown;
 use deadpool_postgres::Pool;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
@@ -113,16 +114,19 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         None => None,
     };
     let (catch_up_tx, catch_up_rx) = tokio::sync::mpsc::unbounded_channel();
+    let unknown = Arc::new(Unknown::default());
     let boards = Arc::new(Boards::new(
         pool.clone(),
         config.session_buffer,
         config.max_group as usize,
         catch_up_tx,
+        unknown.clone(),
     ));
     let lists = Arc::new(Lists::new(
         pool.clone(),
         config.session_buffer as usize,
         Duration::from_millis(config.list_refresh_ms),
+        unknown.clone(),
     ));
     let listening = Arc::new(AtomicBool::new(false));
     let sessions = Arc::new(Sessions::new(config.max_sessions, config.session_idle()));
@@ -164,6 +168,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         listener_sync,
         closing: AtomicBool::new(false),
         limits: limits.clone(),
+        unknown,
         database_checked: Default::default(),
         cors,
     });

@@ -3,8 +3,9 @@
 
 use crate::board::Board;
 use crate::db::{self, BoardRef};
-use crate::errors::{from_db, from_pool, RpcError};
+use crate::errors::{from_db, RpcError};
 use crate::placer::Placer;
+use crate::unknown::{Name, Unknown};
 use deadpool_postgres::Pool;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -23,6 +24,8 @@ pub struct Boards {
     loaded: Mutex<HashMap<i64, Arc<OnceCell<Arc<Mirrored>>>>>,
     /// Boards whose stream must be checked against the database (just loaded ones).
     catch_up: mpsc::UnboundedSender<Arc<Board>>,
+    /// Board ids and names the database just said it does not have.
+    unknown: Arc<Unknown>,
 }
 
 impl Boards {
@@ -31,6 +34,7 @@ impl Boards {
         log_capacity: u64,
         max_group: usize,
         catch_up: mpsc::UnboundedSender<Arc<Board>>,
+        unknown: Arc<Unknown>,
     ) -> Self {
         Boards {
             pool,
@@ -38,7 +42,13 @@ impl Boards {
             max_group,
             loaded: Mutex::new(HashMap::new()),
             catch_up,
+            unknown,
         }
+    }
+
+    /// Board `id` was created: no longer unknown, if it was a moment ago.
+    pub fn created(&self, id: i64) {
+        self.unknown.found(&Name::BoardId(id));
     }
 
     fn cells(&self) -> std::sync::MutexGuard<'_, HashMap<i64, Arc<OnceCell<Arc<Mirrored>>>>> {
@@ -75,13 +85,24 @@ impl Boards {
                 if let Some(mirrored) = by_name {
                     return Ok(mirrored);
                 }
-                let client = self.pool.get().await.map_err(from_pool)?;
-                db::board_id(&client, board)
+                let missing = Name::BoardName(name.as_str().into());
+                if self.unknown.is_known_missing(&missing) {
+                    return Err(RpcError::unknown_board(board));
+                }
+                let client = db::checkout(&self.pool).await?;
+                let found = db::board_id(&client, board)
                     .await
-                    .map_err(|e| from_db(&e))?
-                    .ok_or_else(|| RpcError::unknown_board(board))?
+                    .map_err(|e| from_db(&e))?;
+                let Some(id) = found else {
+                    self.unknown.missing(missing);
+                    return Err(RpcError::unknown_board(board));
+                };
+                id
             }
         };
+        if self.loaded(id).is_none() && self.unknown.is_known_missing(&Name::BoardId(id)) {
+            return Err(RpcError::unknown_board(board));
+        }
         let guard = CellGuard {
             boards: self,
             id,
@@ -106,11 +127,11 @@ impl Boards {
     }
 
     async fn load(&self, id: i64, board: &BoardRef) -> Result<Arc<Mirrored>, RpcError> {
-        let client = self.pool.get().await.map_err(from_pool)?;
-        let snapshot = db::snapshot(&client, id)
-            .await
-            .map_err(|e| from_db(&e))?
-            .ok_or_else(|| RpcError::unknown_board(board))?;
+        let client = db::checkout(&self.pool).await?;
+        let Some(snapshot) = db::snapshot(&client, id).await.map_err(|e| from_db(&e))? else {
+            self.unknown.missing(Name::BoardId(id));
+            return Err(RpcError::unknown_board(board));
+        };
         drop(client);
         let board = Arc::new(Board::new(snapshot, self.log_capacity));
         let placer = Placer::spawn(board.clone(), self.pool.clone(), self.max_group);

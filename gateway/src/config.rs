@@ -123,6 +123,18 @@ pub struct Config {
     #[arg(long, env = "PGPLACE_PLACE_RATE_PER_ADDRESS", default_value_t = 500, value_parser = clap::value_parser!(u32).range(1..))]
     pub place_rate_per_address: u32,
 
+    /// Database work one client address (IPv6: /64) may cause per second: every pooled
+    /// connection a request of it takes (a session read, an unknown board looked up, the
+    /// bits, a PNG, a history page, ...). Placements go through their own limits above and
+    /// the batcher, polls answered from memory cost nothing. A flood from one address then
+    /// leaves the pool, which the placer shares, to everyone else.
+    #[arg(long, env = "PGPLACE_DB_RATE_PER_ADDRESS", default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..))]
+    pub db_rate_per_address: u32,
+
+    /// ... and at once (a page opening: create, subscribe, a few history pages).
+    #[arg(long, env = "PGPLACE_DB_BURST_PER_ADDRESS", default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..))]
+    pub db_burst_per_address: u32,
+
     /// Origins whose pages may call the gateway (CORS), comma-separated, or "*"; by
     /// default none: only the gateway's own page.
     #[arg(long, env = "PGPLACE_CORS_ORIGINS", default_value = "")]

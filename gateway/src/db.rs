@@ -25,6 +25,14 @@ pub fn replica_pool(config: &tokio_postgres::Config, size: u32) -> Pool {
     pool_waiting(config, size, Duration::from_secs(2), Duration::from_secs(2))
 }
 
+/// A pooled connection for the request being answered, charged first to its client's
+/// database budget (`limits::charge_database`: -32011 when spent). Every request path
+/// takes its connections here; the listener, the batcher and upkeep take theirs directly.
+pub async fn checkout(pool: &Pool) -> Result<deadpool_postgres::Object, crate::errors::RpcError> {
+    crate::limits::charge_database()?;
+    pool.get().await.map_err(crate::errors::from_pool)
+}
+
 fn pool_waiting(
     config: &tokio_postgres::Config,
     size: u32,

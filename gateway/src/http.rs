@@ -95,6 +95,16 @@ fn later<F: Future<Output = Response<Fragments>> + Send + 'static>(answer: F) ->
     Box::pin(answer)
 }
 
+/// A route that may reach the database: what it causes there is charged to the client's
+/// address (`limits::charge_database`).
+fn metered<F: Future<Output = Response<Fragments>> + Send + 'static>(
+    limits: &Arc<crate::limits::Limits>,
+    client: Option<IpAddr>,
+    answer: F,
+) -> Answer {
+    later(crate::limits::answered_for(limits, client, answer))
+}
+
 fn route(app: &Arc<App>, req: Request<Incoming>, path: &str, peer: IpAddr) -> Answer {
     if let Err(problem) = check_host(&req) {
         return now(json_status(
@@ -103,9 +113,10 @@ fn route(app: &Arc<App>, req: Request<Incoming>, path: &str, peer: IpAddr) -> An
         ));
     }
     let client = app.limits.client_address(peer, req.headers());
+    let limits = app.limits.clone();
     let app = app.clone();
     match (req.method(), path) {
-        (&Method::POST, "/jsonrpc") => later(rpc(app, req, client)),
+        (&Method::POST, "/jsonrpc") => metered(&limits, client, rpc(app, req, client)),
         (&Method::OPTIONS, "/jsonrpc") if req.headers().contains_key(header::ORIGIN) => {
             now(app.cors.preflight(req.headers()))
         }
@@ -119,12 +130,12 @@ fn route(app: &Arc<App>, req: Request<Incoming>, path: &str, peer: IpAddr) -> An
         (_, "/healthz" | "/readyz" | "/metrics") => now(method_not_allowed("GET, HEAD")),
         (&Method::GET | &Method::HEAD, path) if bits_path(path).is_some() => {
             let id = bits_path(path).expect("checked").to_string();
-            later(async move { bits(&app, &req, &id).await })
+            metered(&limits, client, async move { bits(&app, &req, &id).await })
         }
         (_, path) if bits_path(path).is_some() => now(method_not_allowed("GET, HEAD")),
-        (_, path) if png_route::png_path(path).is_some() => {
-            later(async move { png_route::serve(&app, &req).await })
-        }
+        (_, path) if png_route::png_path(path).is_some() => metered(&limits, client, async move {
+            png_route::serve(&app, &req).await
+        }),
         (&Method::GET | &Method::HEAD, path) if assets::find(path).is_some() => {
             now(asset(path, req.method()))
         }
@@ -493,15 +504,7 @@ async fn bits(app: &App, req: &Request<Incoming>, id: &str) -> Response<Fragment
     };
     let mirrored = match app.boards.get(&BoardRef::Id(id)).await {
         Ok(mirrored) => mirrored,
-        Err(error) if error.code == crate::errors::UNKNOWN_BOARD => {
-            return json_status(StatusCode::NOT_FOUND, json!({"error": error.message}))
-        }
-        Err(error) => {
-            return json_status(
-                StatusCode::SERVICE_UNAVAILABLE,
-                json!({"error": error.message}),
-            )
-        }
+        Err(error) => return responses::for_rpc_error(&error),
     };
     let board = &mirrored.board;
     let (_, seq, bits) = board.packed();

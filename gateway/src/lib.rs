@@ -42,7 +42,10 @@
 //! - `png_route`: `GET /boards/{id}.png`, a board drawn as a PNG.
 //! - `assets`: the embedded web page;
 //! - `shared_log`: events serialized once, read by many sessions by cursor.
-//! - `db`: every SQL statement; `fragments`: responses made of shared buffers.
+//! - `db`: every SQL statement, and `db::checkout`, the pooled connection a request takes
+//!   (charged to its client's database budget, `limits::charge_database`); `unknown`:
+//!   board ids, view names and session ids the database just said it lacks; `fragments`:
+//!   responses made of shared buffers.
 
 pub mod app;
 pub mod assets;
@@ -79,6 +82,7 @@ pub mod session_upkeep;
 pub mod sessions;
 pub mod shared_log;
 pub mod state;
+pub mod unknown;
 
 pub use app::{start, Running};
 pub use config::Config;

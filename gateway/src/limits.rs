@@ -39,6 +39,31 @@ pub struct Limits {
     creates: DefaultKeyedRateLimiter<LimitKey>,
     places_by_address: DefaultKeyedRateLimiter<LimitKey>,
     places_by_session: DefaultKeyedRateLimiter<Arc<str>>,
+    database_by_address: DefaultKeyedRateLimiter<LimitKey>,
+}
+
+tokio::task_local! {
+    /// The client a request is answered for, so that the database work it causes, however
+    /// deep in the call, is charged to its address (`charge_database`).
+    static REQUESTER: (Arc<Limits>, Option<IpAddr>);
+}
+
+/// Runs a request's handler for `address` (None: not limited, as `client_address` says).
+pub fn answered_for<F: std::future::Future>(
+    limits: &Arc<Limits>,
+    address: Option<IpAddr>,
+    handler: F,
+) -> impl std::future::Future<Output = F::Output> {
+    REQUESTER.scope((limits.clone(), address), handler)
+}
+
+/// Before a request takes a pooled connection: charged to its client's database budget
+/// (`--db-rate-per-address`). Outside a request (the listener, the batcher, upkeep) and
+/// for trusted proxies, free.
+pub fn charge_database() -> Result<(), RpcError> {
+    REQUESTER
+        .try_with(|(limits, address)| limits.check_database(*address))
+        .unwrap_or(Ok(()))
 }
 
 /// What a per-address limit counts by (made by `limit_key` only).
@@ -166,6 +191,10 @@ impl Limits {
             places_by_session: DefaultKeyedRateLimiter::keyed(quota(
                 config.place_rate_per_session,
                 config.place_rate_per_session,
+            )),
+            database_by_address: DefaultKeyedRateLimiter::keyed(quota(
+                config.db_rate_per_address,
+                config.db_burst_per_address,
             )),
         })
     }
@@ -304,6 +333,19 @@ impl Limits {
         )
     }
 
+    /// Before database work for a request from `address` (None: not limited).
+    pub fn check_database(&self, address: Option<IpAddr>) -> Result<(), RpcError> {
+        let Some(address) = address.map(limit_key) else {
+            return Ok(());
+        };
+        self.check_rate(
+            &self.database_by_address,
+            &address,
+            "db_rate_per_address",
+            "database calls from this address",
+        )
+    }
+
     fn check_rate<K: Clone + std::hash::Hash + Eq>(
         &self,
         limiter: &DefaultKeyedRateLimiter<K>,
@@ -328,6 +370,8 @@ impl Limits {
         self.creates.retain_recent();
         self.places_by_address.retain_recent();
         self.places_by_session.retain_recent();
+        self.database_by_address.retain_recent();
+        self.database_by_address.shrink_to_fit();
         self.creates.shrink_to_fit();
         self.places_by_address.shrink_to_fit();
         self.places_by_session.shrink_to_fit();

@@ -201,6 +201,9 @@ impl Listener {
                 Ok(())
             }
             Notice::Board(p) => {
+                if matches!(p.change, BoardChange::Created) {
+                    self.boards.created(p.board);
+                }
                 let Some(mirrored) = self.boards.loaded(p.board) else {
                     return Ok(());
                 };

@@ -10,8 +10,9 @@
 //! of changes, never with sessions.
 
 use crate::db;
-use crate::errors::{from_db, from_pool, RpcError, RETRY, UNKNOWN_VIEW};
+use crate::errors::{from_db, RpcError, RETRY, UNKNOWN_VIEW};
 use crate::list_view::ListView;
+use crate::unknown::{Name, Unknown};
 use deadpool_postgres::Pool;
 use pgplace_core::payload::{ChangeAction, ChangesPayload, ViewChange};
 use serde_json::{Map, Value};
@@ -30,6 +31,8 @@ pub struct Lists {
     capacity: usize,
     /// The least time between two reads of one instance.
     refresh_gap: Duration,
+    /// View names the database just said it does not have.
+    unknown: Arc<Unknown>,
     state: Mutex<State>,
     /// Bumped when changes may have gone unseen (LISTEN lost) or a view was redefined:
     /// an instance whose first read began before must read again.
@@ -49,9 +52,10 @@ struct State {
 }
 
 impl Lists {
-    pub fn new(pool: Pool, capacity: usize, refresh_gap: Duration) -> Self {
+    pub fn new(pool: Pool, capacity: usize, refresh_gap: Duration, unknown: Arc<Unknown>) -> Self {
         Lists {
             pool,
+            unknown,
             capacity,
             refresh_gap,
             generation: AtomicU64::new(0),
@@ -188,10 +192,20 @@ impl Lists {
     }
 
     async fn load(&self, name: &str, limit: Option<i32>) -> Result<(ListView, i32), RpcError> {
-        let client = self.pool.get().await.map_err(from_pool)?;
+        let missing = Name::View(name.into());
+        if self.unknown.is_known_missing(&missing) {
+            return Err(RpcError::new(
+                UNKNOWN_VIEW,
+                format!("unknown view {name:?}"),
+            ));
+        }
+        let client = db::checkout(&self.pool).await?;
         let read = db::view_rows(&client, name, limit).await.map_err(|e| {
             match e.as_db_error().map(|d| d.code().code()) {
-                Some("42704") => RpcError::new(UNKNOWN_VIEW, format!("unknown view {name:?}")),
+                Some("42704") => {
+                    self.unknown.missing(missing.clone());
+                    RpcError::new(UNKNOWN_VIEW, format!("unknown view {name:?}"))
+                }
                 _ => from_db(&e),
             }
         })?;
@@ -279,6 +293,7 @@ impl Lists {
 
     /// A view was created, redefined or dropped.
     pub fn on_view_change(self: &Arc<Self>, name: &str, change: ViewChange) {
+        self.unknown.found(&Name::View(name.into()));
         self.generation.fetch_add(1, Ordering::SeqCst);
         let mut state = self.lock();
         state.max_limits.remove(name);

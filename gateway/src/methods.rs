@@ -3,7 +3,7 @@
 use crate::board::{timestamp, Settings};
 use crate::boards::Mirrored;
 use crate::db::{self, BoardRef, PlaceItem};
-use crate::errors::{from_db, from_pool, RpcError, BOARD_NOT_OPEN, COOLDOWN, NOT_AUTHORIZED};
+use crate::errors::{from_db, RpcError, BOARD_NOT_OPEN, COOLDOWN, NOT_AUTHORIZED};
 use crate::fragments::Fragments;
 use crate::jsonrpc::Reply;
 use crate::list_view::ListView;
@@ -83,7 +83,7 @@ const LIST_VIEW_PARAMS: &[&str] = &["limit"];
 pub const POSITION_PARAMS: &[&str] = &["x", "y"];
 
 async fn list(app: &App) -> Result<Reply, RpcError> {
-    let client = app.pool.get().await.map_err(from_pool)?;
+    let client = db::checkout(&app.pool).await?;
     let boards = db::list_boards(&client).await.map_err(|e| from_db(&e))?;
     let list: Vec<Value> = boards
         .into_iter()
@@ -114,7 +114,7 @@ fn changed_here(app: &App, session: &Session, version: Option<i64>) -> Result<()
 async fn create(app: &App) -> Result<Reply, RpcError> {
     app.sessions.check_room()?;
     let id = new_session_id();
-    let client = app.pool.get().await.map_err(from_pool)?;
+    let client = db::checkout(&app.pool).await?;
     let public_id = session_store::create(&client, &id, app.gateway_id)
         .await
         .map_err(|e| from_db(&e))?;
@@ -127,7 +127,7 @@ async fn create(app: &App) -> Result<Reply, RpcError> {
 
 async fn destroy(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
     let id = p.required::<String>("session")?;
-    let client = app.pool.get().await.map_err(from_pool)?;
+    let client = db::checkout(&app.pool).await?;
     let existed = session_store::destroy(&client, &id)
         .await
         .map_err(|e| from_db(&e))?;
@@ -145,7 +145,7 @@ async fn unsubscribe(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
     let key = p.required::<String>("key")?;
     let session = session_access::session(app, &id).await?;
     session.require_subscription(&key)?;
-    let client = app.pool.get().await.map_err(from_pool)?;
+    let client = db::checkout(&app.pool).await?;
     let version = session_store::unsubscribe(&client, &id, &key, app.gateway_id)
         .await
         .map_err(|e| from_db(&e))?;
@@ -162,7 +162,7 @@ async fn authorize(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
     let id = p.required::<String>("session")?;
     let session = session_access::session(app, &id).await?;
     let token = p.required::<String>("token")?;
-    let client = app.pool.get().await.map_err(from_pool)?;
+    let client = db::checkout(&app.pool).await?;
     let (user_id, name) = db::user_for_token(&client, &token)
         .await
         .map_err(|e| from_db(&e))?
@@ -188,7 +188,7 @@ async fn subscribe(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
     let key = built.sub.key.clone();
     session.check_room(&key, app.config.max_subscriptions)?;
     // Stored first: a subscription that another gateway could not make again is none.
-    let client = app.pool.get().await.map_err(from_pool)?;
+    let client = db::checkout(&app.pool).await?;
     let stored = session_store::NewView {
         key: &key,
         view: &view,
@@ -465,7 +465,7 @@ async fn tile_history(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
     }
     let mirrored = app.boards.get(&board).await?;
     check_inside(&mirrored.board.settings(), x, y)?;
-    let client = app.lagging_read_client().await.map_err(from_pool)?;
+    let client = app.lagging_read_client().await?;
     let rows = db::tile_history(&client, mirrored.board.id, x, y, limit.into())
         .await
         .map_err(|e| from_db(&e))?;

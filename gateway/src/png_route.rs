@@ -13,9 +13,8 @@
 //! 304 needs no drawing at all.
 
 use crate::db::{self, BoardRef};
-use crate::errors::UNKNOWN_BOARD;
 use crate::fragments::Fragments;
-use crate::responses::not_modified;
+use crate::responses::{self, not_modified};
 use crate::state::App;
 use bytes::Bytes;
 use hyper::body::Incoming;
@@ -179,8 +178,7 @@ pub async fn serve(app: &App, req: &Request<Incoming>) -> Response<Fragments> {
     };
     let mirrored = match app.boards.get(&BoardRef::Id(id)).await {
         Ok(mirrored) => mirrored,
-        Err(e) if e.code == UNKNOWN_BOARD => return error(StatusCode::NOT_FOUND, e.message),
-        Err(e) => return error(StatusCode::SERVICE_UNAVAILABLE, e.message),
+        Err(e) => return responses::for_rpc_error(&e),
     };
     // The settings and the bits are read under two locks: a resize in between gives bits
     // of the other layout, which `render` refuses (BitsLength); read both again then.
@@ -287,13 +285,10 @@ fn set_headers(response: &mut Response<Fragments>, etag: &str, cache: &str, seq:
 
 /// The board at `at` from `place.board_at`, or the response that explains why not.
 async fn board_at(app: &App, id: i64, at: &str) -> Result<db::Past, Response<Fragments>> {
-    let client = app.lagging_read_client().await.map_err(|e| {
-        tracing::warn!("database pool: {e}");
-        error(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "the database is unavailable",
-        )
-    })?;
+    let client = app
+        .lagging_read_client()
+        .await
+        .map_err(|e| responses::for_rpc_error(&e))?;
     match db::board_at(&client, id, at).await {
         Ok(Some(past)) => Ok(past),
         Ok(None) => Err(error(

@@ -1,11 +1,12 @@
-//! What responses share: the security headers every answer carries, and conditional
-//! responses for the routes that serve cacheable bytes (`/bits` in `http`, pictures in
-//! `png_route`).
+//! What responses share: the security headers every answer carries, the plain-HTTP form
+//! of an error, and conditional responses for the routes that serve cacheable bytes
+//! (`/bits` in `http`, pictures in `png_route`).
 
+use crate::errors::{RpcError, TOO_FAST, UNKNOWN_BOARD};
 use crate::fragments::Fragments;
 use hyper::body::Incoming;
 use hyper::header::HeaderValue;
-use hyper::{header, Request, Response};
+use hyper::{header, Request, Response, StatusCode};
 
 /// The headers `http::handle` puts on every answer (and `app` on the connection refusal
 /// it writes by hand), whatever the route: one list, so that a new route cannot forget them.
@@ -29,6 +30,38 @@ pub const SECURITY_HEADERS: [(&str, &str); 3] = [
     // the page from another site.
     ("referrer-policy", "same-origin"),
 ];
+
+/// The plain-HTTP answer (`/bits`, pictures) to what a JSON-RPC call would have answered
+/// with `error`: 404 for an unknown board, 429 with `Retry-After` for a spent budget, 503
+/// for the rest (the database or its pool).
+pub fn for_rpc_error(error: &RpcError) -> Response<Fragments> {
+    let status = match error.code {
+        UNKNOWN_BOARD => StatusCode::NOT_FOUND,
+        TOO_FAST => StatusCode::TOO_MANY_REQUESTS,
+        _ => StatusCode::SERVICE_UNAVAILABLE,
+    };
+    let body = serde_json::json!({"error": error.message, "data": error.data});
+    let mut response = Response::new(Fragments::from(
+        serde_json::to_vec(&body).expect("JSON values serialize"),
+    ));
+    *response.status_mut() = status;
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    let retry_after_ms = error
+        .data
+        .as_ref()
+        .and_then(|d| d["retry_after_ms"].as_u64());
+    if let Some(ms) = retry_after_ms {
+        headers.insert(
+            header::RETRY_AFTER,
+            HeaderValue::from(ms.div_ceil(1000).max(1)),
+        );
+    }
+    response
+}
 
 /// Puts `SECURITY_HEADERS` on `response`, replacing any a route set.
 pub fn secure(response: &mut Response<Fragments>) {

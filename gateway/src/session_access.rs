@@ -14,13 +14,13 @@
 //! ([`reach_back`]).
 
 use crate::board::Board;
-use crate::errors::{
-    from_db, from_pool, RpcError, INVALID_PARAMS, RETRY, UNKNOWN_BOARD, UNKNOWN_VIEW,
-};
+use crate::db;
+use crate::errors::{from_db, RpcError, INVALID_PARAMS, RETRY, UNKNOWN_BOARD, UNKNOWN_VIEW};
 use crate::methods::build_subscription;
 use crate::session_store;
 use crate::sessions::{AckPositions, Session};
 use crate::state::App;
+use crate::unknown::Name;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::oneshot;
@@ -55,11 +55,18 @@ fn changing() -> RpcError {
 /// changed meanwhile.
 async fn read(app: &App, id: &str) -> Result<Option<Arc<Session>>, RpcError> {
     let mark = app.sessions.mark();
-    let client = app.pool.get().await.map_err(from_pool)?;
-    let stored = session_store::load(&client, id)
+    let missing = Name::Session(id.into());
+    if app.unknown.is_known_missing(&missing) {
+        return Err(RpcError::unknown_session());
+    }
+    let client = db::checkout(&app.pool).await?;
+    let Some(stored) = session_store::load(&client, id)
         .await
         .map_err(|e| from_db(&e))?
-        .ok_or_else(RpcError::unknown_session)?;
+    else {
+        app.unknown.missing(missing);
+        return Err(RpcError::unknown_session());
+    };
     drop(client);
     app.sessions.check_room()?;
     let session = Session::new(
@@ -133,7 +140,7 @@ pub async fn for_legacy_poll(
         if session.is_held() {
             return Ok(Some(session));
         }
-        let client = app.pool.get().await.map_err(from_pool)?;
+        let client = db::checkout(&app.pool).await?;
         let version = session_store::hold(&client, id, app.gateway_id)
             .await
             .map_err(|e| from_db(&e))?
@@ -180,7 +187,7 @@ pub async fn backfill(app: &App, board: &Arc<Board>, from: i64) -> Result<(), Rp
         return Ok(());
     }
     let (epoch, floor) = board.log_floor();
-    let client = app.pool.get().await.map_err(from_pool)?;
+    let client = db::checkout(&app.pool).await?;
     let past = match crate::db::board_at_seq(&client, board.id, from).await {
         Ok(Some(past)) if past.seq == from => past,
         // Not in the history any more (compacted, say): those views reset.

@@ -5,9 +5,11 @@
 use crate::boards::Boards;
 use crate::config::Config;
 use crate::cors::Cors;
+use crate::errors::RpcError;
 use crate::limits::Limits;
 use crate::lists::Lists;
 use crate::sessions::Sessions;
+use crate::unknown::Unknown;
 use deadpool_postgres::Pool;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -31,6 +33,8 @@ pub struct App {
     pub closing: AtomicBool,
     /// Per-address and per-session limits.
     pub limits: Arc<Limits>,
+    /// What the database just said does not exist (boards, views, sessions).
+    pub unknown: Arc<Unknown>,
     /// When /readyz last asked the database, and its answer: asked at most once a second,
     /// so that hammering the route cannot take the pool's connections.
     pub database_checked: std::sync::Mutex<Option<(std::time::Instant, bool)>>,
@@ -44,16 +48,16 @@ impl App {
     }
 
     /// A connection for a read that may lag the primary: the replica's when there is one
-    /// and it answers, else the primary's.
-    pub async fn lagging_read_client(
-        &self,
-    ) -> Result<deadpool_postgres::Object, deadpool_postgres::PoolError> {
+    /// and it answers, else the primary's. Charged to the requester's database budget
+    /// (`db::checkout`).
+    pub async fn lagging_read_client(&self) -> Result<deadpool_postgres::Object, RpcError> {
+        crate::limits::charge_database()?;
         if let Some(replica) = &self.replica {
             match replica.get().await {
                 Ok(client) => return Ok(client),
                 Err(error) => tracing::warn!("replica unavailable, reading the primary: {error}"),
             }
         }
-        self.pool.get().await
+        self.pool.get().await.map_err(crate::errors::from_pool)
     }
 }

@@ -1,7 +1,8 @@
 //! Abuse limits over real HTTP: sessions per address and their creation rate, an IPv6
 //! client per /64, placements per session and per address, connections per address and in
-//! all, the client address taken from a trusted proxy's X-Forwarded-For only, CORS, and the
-//! security headers of every answer. Each refusal changes nothing.
+//! all, the database work of each address (and misses remembered), the client address taken
+//! from a trusted proxy's X-Forwarded-For only, CORS, and the security headers of every
+//! answer. Each refusal changes nothing.
 
 use hyper::header::{HeaderMap, HeaderValue};
 use hyper::StatusCode;
@@ -351,4 +352,85 @@ async fn every_answer_carries_the_security_headers() {
         assert_eq!(headers["x-content-type-options"], "nosniff", "{path}");
         assert_eq!(headers["referrer-policy"], "same-origin", "{path}");
     }
+}
+
+/// Database work is budgeted per client address: a flood of lookups that each reach the
+/// database (distinct unknown board ids, random session ids) is refused once its address
+/// has spent its budget (429 with Retry-After, or -32011), while another address goes on;
+/// and a miss is remembered for a moment, so asking for the same unknown id again costs no
+/// query and is answered 404 even from the spent address.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn database_work_is_budgeted_per_address_and_misses_are_remembered() {
+    let url = fresh_database("gw_limit_database").await;
+    let sql = connect(&url).await;
+    let board = create_board(&sql, "budget", (8, 8), 4, "0").await;
+    let gw = start_gateway(&url, |c| {
+        c.db_rate_per_address = 1;
+        c.db_burst_per_address = 5;
+    })
+    .await;
+    let http = Http::new(gw.addr);
+    let as_client = |address: &str| {
+        let mut headers = HeaderMap::new();
+        headers.insert("x-forwarded-for", HeaderValue::from_str(address).unwrap());
+        headers
+    };
+    let flooder = as_client("192.0.2.66");
+    let mut statuses = Vec::new();
+    let started = std::time::Instant::now();
+    for n in 0..12 {
+        let (status, headers, _) = http
+            .get(&format!("/boards/{}/bits", 900_000 + n), &flooder)
+            .await;
+        if status == StatusCode::TOO_MANY_REQUESTS {
+            assert!(headers.contains_key("retry-after"), "{headers:?}");
+        }
+        statuses.push(status.as_u16());
+    }
+    // Five at once, then one a second: a slow machine may earn a few more meanwhile.
+    let earned = started.elapsed().as_secs() as usize + 1;
+    let answered = statuses.iter().filter(|s| **s == 404).count();
+    assert!(
+        statuses.iter().all(|s| *s == 404 || *s == 429) && statuses[..5] == [404; 5],
+        "{statuses:?}"
+    );
+    assert!(
+        answered <= 5 + earned && answered < statuses.len(),
+        "{statuses:?} in {:?}",
+        started.elapsed()
+    );
+    // The same unknown id again: remembered, no query, so not refused.
+    let (status, _, _) = http.get("/boards/900000/bits", &flooder).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    // Random session ids from the spent address are refused before any query ...
+    let refused = http
+        .call_as(
+            "192.0.2.66",
+            "session.get_events",
+            json!(["0123456789abcdef0123456789abcdef", 0]),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(refused["code"], TOO_FAST, "{refused}");
+    assert!(
+        refused["data"]["retry_after_ms"].as_u64().unwrap() > 0,
+        "{refused}"
+    );
+    // ... while another address is answered as usual, and so is a board the gateway
+    // mirrors already (no database work), from the spent address too.
+    let other = http
+        .call_as(
+            "192.0.2.67",
+            "session.get_events",
+            json!(["0123456789abcdef0123456789abcdef", 0]),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(other["code"], -32001, "{other}");
+    let (status, _, _) = http
+        .get(&format!("/boards/{board}/bits"), &as_client("192.0.2.67"))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, _, _) = http.get(&format!("/boards/{board}/bits"), &flooder).await;
+    assert_eq!(status, StatusCode::OK);
 }
