@@ -31,6 +31,8 @@ use tokio_util::task::TaskTracker;
 /// A started gateway.
 pub struct Running {
     pub addr: SocketAddr,
+    /// Where GET /metrics is served when `--metrics-listen` moved it off `addr`.
+    pub metrics_addr: Option<SocketAddr>,
     pub app: Arc<App>,
     stop: CancellationToken,
     tasks: Vec<JoinHandle<()>>,
@@ -136,6 +138,18 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     let tcp = bind(config.listen)
         .map_err(|e| StartError(format!("cannot listen on {}: {e}", config.listen)))?;
     let addr = tcp.local_addr().map_err(|e| StartError(e.to_string()))?;
+    let metrics_tcp = config
+        .metrics_listen
+        .map(|at| {
+            bind(at)
+                .map_err(|e| StartError(format!("cannot listen on {at} (--metrics-listen): {e}")))
+        })
+        .transpose()?;
+    let metrics_addr = metrics_tcp
+        .as_ref()
+        .map(TcpListener::local_addr)
+        .transpose()
+        .map_err(|e| StartError(e.to_string()))?;
     let gateway_id = crate::sessions::random_u64();
     let (listener_sync, sync_requests) = tokio::sync::mpsc::unbounded_channel();
     let listener = Listener {
@@ -174,7 +188,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     });
     let stop = CancellationToken::new();
     let connections = TaskTracker::new();
-    let tasks = vec![
+    let mut tasks = vec![
         tokio::spawn(listener.run()),
         tokio::spawn(sessions.clone().run_expiry()),
         tokio::spawn(crate::session_upkeep::run(
@@ -186,10 +200,30 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         tokio::spawn(lists.run_pings(Duration::from_secs(app.config.list_ping_secs))),
         tokio::spawn(limits.run_upkeep()),
         freezer,
-        tokio::spawn(accept(tcp, app.clone(), stop.clone(), connections.clone())),
+        tokio::spawn(accept(
+            tcp,
+            Serves::Everything,
+            app.clone(),
+            stop.clone(),
+            connections.clone(),
+        )),
     ];
+    if let Some(tcp) = metrics_tcp {
+        tracing::info!(
+            "metrics on http://{}/metrics (not on the main address)",
+            metrics_addr.expect("bound")
+        );
+        tasks.push(tokio::spawn(accept(
+            tcp,
+            Serves::Metrics,
+            app.clone(),
+            stop.clone(),
+            connections.clone(),
+        )));
+    }
     Ok(Running {
         addr,
+        metrics_addr,
         app,
         stop,
         tasks,
@@ -280,8 +314,21 @@ fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
     socket.listen(LISTEN_BACKLOG)
 }
 
+/// What a listening address serves.
+#[derive(Clone, Copy)]
+enum Serves {
+    /// Every route (`--listen`).
+    Everything,
+    /// GET /metrics alone (`--metrics-listen`).
+    Metrics,
+}
+
+/// Accepts connections until the gateway stops (then the listening socket closes). The
+/// metrics address's connections count in the same limits and are tracked with the others:
+/// a graceful shutdown waits for them too.
 async fn accept(
     tcp: TcpListener,
+    serves: Serves,
     app: Arc<App>,
     stop: CancellationToken,
     connections: TaskTracker,
@@ -300,11 +347,14 @@ async fn accept(
             _ = stop.cancelled() => return,
         };
         let _ = stream.set_nodelay(true);
-        match app.limits.connection(peer.ip()) {
-            Ok(slot) => {
+        match (app.limits.connection(peer.ip()), serves) {
+            (Ok(slot), Serves::Everything) => {
                 connections.spawn(serve(stream, peer.ip(), slot, app.clone(), stop.clone()));
             }
-            Err(refused) => {
+            (Ok(slot), Serves::Metrics) => {
+                connections.spawn(serve_metrics(stream, slot, app.clone(), stop.clone()));
+            }
+            (Err(refused), _) => {
                 connections.spawn(refuse(stream, refused));
             }
         }
@@ -381,4 +431,32 @@ async fn serve(
     let failed = finished.is_err_and(|e| !(e.is_parse() || e.is_timeout()));
     let stream = connection.into_parts().io.into_inner().into_inner();
     deliveries.settle(stream, failed).await;
+}
+
+/// One connection to the metrics address (a scraper), until it ends or the gateway stops:
+/// then it closes at once once its answer (never a wait) is out.
+async fn serve_metrics(
+    stream: TcpStream,
+    _slot: ConnectionSlot,
+    app: Arc<App>,
+    stop: CancellationToken,
+) {
+    let header_timeout = Duration::from_secs(app.config.header_timeout_secs);
+    let service = service_fn(move |req| {
+        std::future::ready(Ok::<_, std::convert::Infallible>(http::metrics_listener(
+            &app, &req,
+        )))
+    });
+    let connection = http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(header_timeout)
+        .serve_connection(TokioIo::new(stream), service);
+    tokio::pin!(connection);
+    tokio::select! {
+        _ = connection.as_mut() => {}
+        _ = stop.cancelled() => {
+            connection.as_mut().graceful_shutdown();
+            let _ = connection.await;
+        }
+    }
 }

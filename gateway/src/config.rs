@@ -32,6 +32,13 @@ pub struct Config {
     #[arg(long, env = "PGPLACE_LISTEN", default_value = "127.0.0.1:8080")]
     pub listen: SocketAddr,
 
+    /// Address and port to serve GET /metrics on instead (port 0 picks a free port): the
+    /// main address then answers /metrics with 404, so only who can reach this one (a
+    /// private network, loopback) reads the metrics. By default none: /metrics is served
+    /// on `--listen` with everything else.
+    #[arg(long, env = "PGPLACE_METRICS_LISTEN")]
+    pub metrics_listen: Option<SocketAddr>,
+
     /// Largest number of pooled database connections (the LISTEN connection is extra).
     #[arg(long, env = "PGPLACE_DB_POOL", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub db_pool: u32,
@@ -187,6 +194,7 @@ impl Config {
         let mut config = Config::parse_from(["pgplace-gateway"]);
         config.database_url = database_url.to_string();
         config.listen = SocketAddr::from(([127, 0, 0, 1], 0));
+        config.metrics_listen = None;
         config
     }
 }

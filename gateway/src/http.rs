@@ -126,6 +126,9 @@ fn route(app: &Arc<App>, req: Request<Incoming>, path: &str, peer: IpAddr) -> An
             now(json_status(StatusCode::OK, json!({"ok": true})))
         }
         (&Method::GET | &Method::HEAD, "/readyz") => later(async move { readyz(&app).await }),
+        // Served on its own address instead (--metrics-listen): anonymous clients here
+        // do not read it.
+        (_, "/metrics") if app.config.metrics_listen.is_some() => now(no_route(&app, path)),
         (&Method::GET | &Method::HEAD, "/metrics") => now(metrics_text(&app)),
         (_, "/healthz" | "/readyz" | "/metrics") => now(method_not_allowed("GET, HEAD")),
         (&Method::GET | &Method::HEAD, path) if bits_path(path).is_some() => {
@@ -140,13 +143,49 @@ fn route(app: &Arc<App>, req: Request<Incoming>, path: &str, peer: IpAddr) -> An
             now(asset(path, req.method()))
         }
         (_, path) if assets::find(path).is_some() => now(method_not_allowed("GET, HEAD")),
-        (_, path) => now(json_status(
-            StatusCode::NOT_FOUND,
-            json!({"error": format!("no route for {path}"),
-            "routes": ["POST /jsonrpc", "GET /boards/{id}/bits", "GET /boards/{id}.png",
-                "GET /healthz", "GET /readyz", "GET /metrics"]}),
-        )),
+        (_, path) => now(no_route(&app, path)),
     }
+}
+
+/// 404, with the routes there are (/metrics only where it is served).
+fn no_route(app: &App, path: &str) -> Response<Fragments> {
+    let mut routes = vec![
+        "POST /jsonrpc",
+        "GET /boards/{id}/bits",
+        "GET /boards/{id}.png",
+        "GET /healthz",
+        "GET /readyz",
+    ];
+    if app.config.metrics_listen.is_none() {
+        routes.push("GET /metrics");
+    }
+    json_status(
+        StatusCode::NOT_FOUND,
+        json!({"error": format!("no route for {path}"), "routes": routes}),
+    )
+}
+
+/// What the metrics address (`--metrics-listen`) answers: GET /metrics as the main
+/// address would, and 404 for everything else (nothing else is served there).
+pub fn metrics_listener(app: &App, req: &Request<Incoming>) -> Response<Fragments> {
+    let path = req.uri().path();
+    let mut response = match (req.method(), path) {
+        (&Method::GET | &Method::HEAD, "/metrics") => metrics_text(app),
+        (_, "/metrics") => method_not_allowed("GET, HEAD"),
+        (_, path) => json_status(
+            StatusCode::NOT_FOUND,
+            json!({"error": format!("no route for {path}"), "routes": ["GET /metrics"]}),
+        ),
+    };
+    responses::secure(&mut response);
+    metrics()
+        .http_requests
+        .get_or_create(&RouteLabel {
+            route: route_label(path),
+            status: response.status().as_u16(),
+        })
+        .inc();
+    response
 }
 
 /// RFC 9112, 3.2: an HTTP/1.1 request has exactly one Host, a valid authority (else 400);

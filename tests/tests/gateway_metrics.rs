@@ -1,9 +1,11 @@
-//! GET /metrics (Prometheus text) counts what the gateway did; /healthz says the process
-//! lives, /readyz that it can serve.
+//! GET /metrics (Prometheus text) counts what the gateway did, on the main address or
+//! (`--metrics-listen`) on its own; /healthz says the process lives, /readyz that it can
+//! serve.
 
 use hyper::header::HeaderMap;
 use hyper::StatusCode;
 use pgplace_tests::gateway::{start_gateway, Http};
+use pgplace_tests::raw_http;
 use pgplace_tests::{connect, create_board, create_users_with_tokens, fresh_database};
 use serde_json::json;
 use std::collections::HashMap;
@@ -26,6 +28,20 @@ async fn scrape(http: &Http) -> HashMap<String, f64> {
             (name.to_string(), value.parse().expect("a number"))
         })
         .collect()
+}
+
+/// The status of a JSON POST to `path` on a new connection.
+async fn post(addr: std::net::SocketAddr, path: &str) -> u16 {
+    let request = raw_http::http(
+        "POST",
+        path,
+        &[("Content-Type", "application/json")],
+        br#"{"jsonrpc":"2.0","method":"board.list","id":1}"#,
+    );
+    raw_http::exchange(addr, &request, false)
+        .await
+        .expect("an answer")
+        .status
 }
 
 fn sample(samples: &HashMap<String, f64>, name: &str) -> f64 {
@@ -100,4 +116,94 @@ async fn metrics_count_sessions_polls_placements_and_refusals() {
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
     let (status, _, _) = http.get("/healthz", &HeaderMap::new()).await;
     assert_eq!(status, StatusCode::OK);
+}
+
+/// `--metrics-listen`: /metrics moves to its own address (what a scraper on a private
+/// network reads), the main address answers it with 404 like any unknown route, the
+/// metrics address serves nothing else, and it closes with the gateway.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_on_their_own_address_only() {
+    let url = fresh_database("gw_metrics_listen").await;
+    let sql = connect(&url).await;
+    let board = create_board(&sql, "metrics_listen", (8, 8), 4, "0").await;
+    let gw = start_gateway(&url, |config| {
+        config.metrics_listen = Some("127.0.0.1:0".parse().unwrap());
+    })
+    .await;
+    let metrics_addr = gw.metrics_addr.expect("a metrics address");
+    assert_ne!(metrics_addr, gw.addr);
+    let main = Http::new(gw.addr);
+    let private = Http::new(metrics_addr);
+
+    // The main address: everything but /metrics.
+    let session = main.ok("session.create", json!([])).await;
+    main.ok(
+        "session.subscribe",
+        json!([session, "board", {"board": board}]),
+    )
+    .await;
+    for path in ["/metrics", "/metrics?x=1"] {
+        let (status, headers, body) = main.get(path, &HeaderMap::new()).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{path}");
+        let body: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert!(
+            !body["routes"].to_string().contains("/metrics"),
+            "the 404 does not offer /metrics: {body}"
+        );
+        assert!(headers.contains_key("x-content-type-options"));
+    }
+    assert_eq!(post(gw.addr, "/metrics").await, 404, "POST /metrics");
+    let (status, _, _) = main.get("/healthz", &HeaderMap::new()).await;
+    assert_eq!(status, StatusCode::OK);
+
+    // The metrics address: the usual exposition, counting what the main address did.
+    let samples = scrape(&private).await;
+    assert!(sample(&samples, "pgplace_sessions") >= 1.0);
+    assert!(sample(&samples, "pgplace_db_pool_connections{state=\"max\"}") >= 1.0);
+    assert!(
+        sample(
+            &samples,
+            "pgplace_http_requests_total{route=\"/metrics\",status=\"404\"}"
+        ) >= 3.0
+    );
+    assert!(
+        sample(
+            &samples,
+            "pgplace_rpc_duration_seconds_count{method=\"session.subscribe\"}"
+        ) >= 1.0
+    );
+    let (status, headers, _) = private.get("/metrics", &HeaderMap::new()).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(headers["cache-control"], "no-store");
+    // ... and nothing else.
+    for path in ["/healthz", "/readyz", "/", "/boards/1/bits"] {
+        let (status, _, _) = private.get(path, &HeaderMap::new()).await;
+        assert_eq!(
+            status,
+            StatusCode::NOT_FOUND,
+            "{path} on the metrics address"
+        );
+    }
+    assert_eq!(
+        post(metrics_addr, "/jsonrpc").await,
+        404,
+        "POST /jsonrpc there"
+    );
+    assert_eq!(
+        post(metrics_addr, "/metrics").await,
+        405,
+        "POST /metrics there"
+    );
+
+    // It stops with the gateway, a kept-alive scraper's connection too.
+    gw.shutdown_gracefully(Duration::from_secs(4)).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(
+        tokio::net::TcpStream::connect(metrics_addr).await.is_err(),
+        "the metrics address still accepts connections after shutdown"
+    );
+    assert!(private
+        .try_get("/metrics", &HeaderMap::new())
+        .await
+        .is_err());
 }
