@@ -18,23 +18,37 @@
 //!   history rows + history_from with gap-free seqs, `board_bits` = `board_at_seq(seq)` =
 //!   the history replayed (boards never resized or compacted) = `tiles`.
 //!
+//! Then the hostile phases (README, "Security"; `hostile_phases`): sql/roles.sql runs in the
+//! same database, and a login in each of its groups and a login with no grant at all each
+//! call every function with random arguments, connected as themselves. Their calls may
+//! fail only as the superuser's may (42501 is in the Validation table), a function a login
+//! may not EXECUTE never runs, and afterwards no role holds anything it did not hold
+//! before (roles, memberships, owners and ACLs in the database, triggers, watches: see
+//! `HOLDINGS`), the stranger and the reader changed no row, and every board still checks.
+//! The roles (cluster-wide, named `sql_fuzz_*`) are dropped at the end, and at the start
+//! of the next run if one was cut short.
+//!
 //! Failures are collected (deduplicated by function, SQLSTATE and message shape, with the
 //! first SQL that showed each) and reported together at the end.
 //!
 //! `PGPLACE_FUZZ_SEED` replays a run (the seed is printed); `PGPLACE_FUZZ_CALLS` sets the
-//! number of calls (default 15,000: 40-65 s on 2 cores with the one valid batch of 100,000
-//! placements). Given the seed, the calls are the same: arguments never depend on results.
+//! number of the superuser's calls (default 15,000: 40-65 s on 2 cores with the one valid
+//! batch of 100,000 placements), `PGPLACE_FUZZ_ROLE_CALLS` those of each hostile login
+//! (default 1,500: a fifth more time in all). Given the seed, the calls are the same:
+//! arguments never depend on results. `PSQL` names the psql that runs sql/roles.sql.
 
 use pgplace_core::bits::TileWidth;
 use pgplace_tests::{board_bits, create_board, create_users, fresh_database};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::time::{Duration, Instant};
 use tokio_postgres::{Client, SimpleQueryMessage};
 
 const DATABASE: &str = "pgplace_test_sql_fuzz";
 const DEFAULT_CALLS: usize = 15_000;
+/// Calls per login in the hostile phases (`PGPLACE_FUZZ_ROLE_CALLS`).
+const DEFAULT_ROLE_CALLS: usize = 1_500;
 /// A call that takes longer than this is a failure (the fuzz stays bounded).
 const STATEMENT_TIMEOUT: &str = "20s";
 
@@ -116,7 +130,9 @@ fn verdict(function: &str, code: &str) -> Result<&'static str, ()> {
 /// A function of schema `place` and its input arguments.
 #[derive(Debug, Clone)]
 struct Function {
+    oid: u32,
     name: String,
+    strict: bool,
     arg_names: Vec<String>,
     arg_types: Vec<String>,
     defaults: usize,
@@ -142,7 +158,9 @@ async fn functions(client: &Client) -> (Vec<Function>, Vec<String>) {
                     ARRAY(SELECT format_type(t, NULL)
                           FROM unnest(p.proargtypes) WITH ORDINALITY u(t, o) ORDER BY o),
                     p.pronargdefaults::int,
-                    p.prorettype IN ('trigger'::regtype, 'event_trigger'::regtype) OR p.prokind <> 'f'
+                    p.prorettype IN ('trigger'::regtype, 'event_trigger'::regtype) OR p.prokind <> 'f',
+                    p.oid,
+                    p.proisstrict
              FROM pg_proc p
              WHERE p.pronamespace = 'place'::regnamespace
              ORDER BY p.proname, p.oid",
@@ -159,6 +177,8 @@ async fn functions(client: &Client) -> (Vec<Function>, Vec<String>) {
             continue;
         }
         callable.push(Function {
+            oid: row.get(5),
+            strict: row.get(6),
             name,
             arg_names: row.get(1),
             arg_types: row.get(2),
@@ -309,6 +329,7 @@ const REGCLASSES: &[&str] = &[
     "'fz_items'",
     "'fz_items'",
     "'fz_other'",
+    "'fz_mine'",
     "'fz_nopk'",
     "'fz_parent'",
     "'fz_child'",
@@ -441,6 +462,17 @@ struct Generator {
 }
 
 impl Generator {
+    fn new(seed: u64, fx: &Fixture) -> Generator {
+        Generator {
+            rng: StdRng::seed_from_u64(seed),
+            boards: fx.boards.clone(),
+            users: fx.users.clone(),
+            board_names: fx.board_names.clone(),
+            token: fx.token.clone(),
+            serial: 0,
+            sane: false,
+        }
+    }
     fn chance(&mut self, p: f64) -> bool {
         self.rng.random_bool(p)
     }
@@ -486,13 +518,13 @@ impl Generator {
         if self.chance(0.1) {
             return expr("now() - now()");
         }
-        risky(quote(&self.pick(INTERVALS)))
+        risky(quote(self.pick(INTERVALS)))
     }
     fn timestamp(&mut self) -> Arg {
         if self.chance(0.5) {
             expr(self.pick(TIMESTAMP_EXPRESSIONS))
         } else {
-            risky(quote(&self.pick(TIMESTAMPS)))
+            risky(quote(self.pick(TIMESTAMPS)))
         }
     }
     /// An array of `len` elements made by `element`, now and then with a NULL in it; a
@@ -835,6 +867,30 @@ struct Report {
 }
 
 impl Report {
+    /// Whether `code` may come back from `function` (`verdict`), counting the known ones.
+    fn allowed(&mut self, function: &str, code: &str) -> bool {
+        match verdict(function, code) {
+            Ok(why) => {
+                if why == "known" {
+                    *self
+                        .known
+                        .entry((function.to_string(), code.to_string()))
+                        .or_default() += 1;
+                }
+                true
+            }
+            Err(()) => false,
+        }
+    }
+    /// The failures, one line each with the first SQL that showed it.
+    fn lines(&self) -> Vec<String> {
+        self.failures
+            .iter()
+            .map(|((function, code, _), (count, sql, message))| {
+                format!("- {function}: {code} ×{count}: {message}\n    {sql}")
+            })
+            .collect()
+    }
     fn fail(&mut self, function: &str, code: &str, message: &str, sql: &str) {
         let shape: String = message
             .chars()
@@ -890,9 +946,18 @@ async fn run(client: &Client, sql: &str) -> Outcome {
 }
 
 async fn session(url: &str) -> Client {
+    session_as(url, None).await
+}
+
+/// A connection to `url`, as `login` when given (trust authentication lets it in).
+async fn session_as(url: &str, login: Option<&str>) -> Client {
+    let mut config: tokio_postgres::Config = url.parse().expect("a connection URL");
+    if let Some(login) = login {
+        config.user(login);
+    }
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
-        match tokio_postgres::connect(url, tokio_postgres::NoTls).await {
+        match config.connect(tokio_postgres::NoTls).await {
             Ok((client, connection)) => {
                 tokio::spawn(async move {
                     let _ = connection.await;
@@ -913,7 +978,8 @@ async fn session(url: &str) -> Client {
 }
 
 /// The fixture: small boards with every tile width, cooldowns 0 and > 0, freezing; users;
-/// a watched table with a view; tables that cannot be watched.
+/// a watched table with a view; tables that cannot be watched; fz_mine, which the hostile
+/// phases give to the admin's login.
 struct Fixture {
     boards: Vec<i64>,
     board_names: Vec<String>,
@@ -964,6 +1030,8 @@ async fn fixture(client: &Client) -> Fixture {
             "CREATE TABLE fz_items (id serial PRIMARY KEY, title text, n int, secret text);
              INSERT INTO fz_items (title, n) SELECT 't' || g, g FROM generate_series(1, 20) g;
              CREATE TABLE fz_other (a int, b text, PRIMARY KEY (a, b));
+             CREATE TABLE fz_mine (id serial PRIMARY KEY, title text, n int);
+             INSERT INTO fz_mine (title, n) SELECT 'm' || g, g FROM generate_series(1, 10) g;
              CREATE TABLE fz_nopk (a int);
              CREATE TABLE fz_parent (id int PRIMARY KEY) PARTITION BY RANGE (id);
              CREATE TABLE fz_child PARTITION OF fz_parent FOR VALUES FROM (0) TO (100);
@@ -1037,6 +1105,130 @@ fn refused_call(g: &mut Generator, refused: i64) -> (String, String) {
     ("refused".to_string(), sql)
 }
 
+/// Weights: the writers of boards most, internal helpers least.
+fn weights(all: &[Function]) -> Vec<u32> {
+    all.iter()
+        .map(|f| match f.name.as_str() {
+            "place" => 12,
+            "place_many" => 8,
+            // Bans last (most have no end): unbanning more often keeps most users placing.
+            "ban_user" => 1,
+            "unban_user" => 4,
+            "resize_board" | "set_board_state" | "set_cooldown" | "set_freeze_after"
+            | "restore_region" | "revert_user" | "compact_history" => 3,
+            _ if f.internal() => 1,
+            _ => 2,
+        })
+        .collect()
+}
+
+/// One call: which function (its index in the list), its arguments, how many of them are
+/// given (trailing defaults may be left out), and its SQL.
+struct Call {
+    function: usize,
+    args: Vec<Arg>,
+    keep: usize,
+    sql: String,
+}
+
+/// The next call: a function drawn by weight, then its arguments.
+fn next_call(g: &mut Generator, all: &[Function], weights: &[u32]) -> Call {
+    let mut pick = g.rng.random_range(0..weights.iter().sum::<u32>());
+    let mut index = 0;
+    while pick >= weights[index] {
+        pick -= weights[index];
+        index += 1;
+    }
+    let f = &all[index];
+    g.sane = g.chance(0.4);
+    let len = if g.sane {
+        g.rng.random_range(1..=10)
+    } else {
+        g.array_len()
+    };
+    let mut args: Vec<Arg> = f
+        .arg_names
+        .iter()
+        .zip(&f.arg_types)
+        .map(|(name, ty)| g.arg(&f.name, name, ty, len))
+        .collect();
+    // Arrays of different lengths now and then (place_many must refuse them).
+    if !g.sane && g.chance(0.05) {
+        for (a, ty) in args.iter_mut().zip(&f.arg_types) {
+            if ty.ends_with("[]") && a.sql.starts_with("'{") && g.chance(0.5) {
+                *a = expr(a.sql.replacen("'{", "'{0,", 1).replace("{0,}", "{0}"));
+                break;
+            }
+        }
+    }
+    // A resize to millions of tiles is valid, but would make every later call on that
+    // fixture board slow: fixture boards stay small (create_board gets the largest sizes).
+    if f.name == "resize_board" {
+        if let (Some(w), Some(h)) = (args[1].int, args[2].int) {
+            if w >= 1 && h >= 1 && w * h > 250_000 {
+                args[2] = int(16_777_217);
+            }
+        }
+    }
+    // Leave out trailing defaulted arguments now and then.
+    let keep = if f.defaults > 0 && g.chance(0.2) {
+        args.len() - g.rng.random_range(1..=f.defaults)
+    } else {
+        args.len()
+    };
+    let typed: Vec<String> = args[..keep]
+        .iter()
+        .zip(&f.arg_types)
+        .map(|(a, ty)| format!("({})::{ty}", a.sql))
+        .collect();
+    let sql = format!("SELECT * FROM place.{}({})", f.name, typed.join(", "));
+    Call {
+        function: index,
+        args,
+        keep,
+        sql,
+    }
+}
+
+/// Casts that may fail are tried alone: their errors are PostgreSQL's, not the function's.
+/// The SQLSTATE of the first that fails, if one does. `cache` belongs to one role (a
+/// regclass the superuser can name, a role without USAGE on its schema cannot).
+async fn cast_refused(
+    client: &Client,
+    call: &Call,
+    types: &[String],
+    cache: &mut HashMap<String, Result<(), String>>,
+) -> Option<String> {
+    for (a, ty) in call.args[..call.keep].iter().zip(types) {
+        if !a.risky {
+            continue;
+        }
+        let cast = format!("SELECT ({})::{ty}", a.sql);
+        let result = match cache.get(&cast) {
+            Some(r) => r.clone(),
+            None => {
+                let r = match run(client, &cast).await {
+                    Outcome::Error(code, _) => Err(code),
+                    _ => Ok(()),
+                };
+                cache.insert(cast.clone(), r.clone());
+                r
+            }
+        };
+        if let Err(code) = result {
+            return Some(code);
+        }
+    }
+    None
+}
+
+fn env_number(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .map(|s| s.parse().unwrap_or_else(|_| panic!("{name} is a number")))
+        .unwrap_or(default)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_function_with_random_arguments() {
     let seed: u64 = std::env::var("PGPLACE_FUZZ_SEED")
@@ -1049,15 +1241,44 @@ async fn every_function_with_random_arguments() {
                 .as_nanos() as u64
                 % 1_000_000_000
         });
-    let calls: usize = std::env::var("PGPLACE_FUZZ_CALLS")
-        .ok()
-        .map(|s| s.parse().expect("PGPLACE_FUZZ_CALLS is a number"))
-        .unwrap_or(DEFAULT_CALLS);
-    println!("sql_fuzz: seed {seed} (replay with PGPLACE_FUZZ_SEED={seed}), {calls} calls");
+    let calls = env_number("PGPLACE_FUZZ_CALLS", DEFAULT_CALLS);
+    let role_calls = env_number("PGPLACE_FUZZ_ROLE_CALLS", DEFAULT_ROLE_CALLS);
+    println!("sql_fuzz: seed {seed} (replay with PGPLACE_FUZZ_SEED={seed}), {calls} calls, {role_calls} per hostile login");
     let started = Instant::now();
 
     let url = fresh_database(DATABASE).await;
-    let mut client = session(&url).await;
+    let mut first = superuser_phase(&url, seed, calls).await;
+    let hostile = Instant::now();
+    let more = hostile_phases(&url, seed, role_calls, &mut first).await;
+    let mut lines = first.failures;
+    lines.extend(more);
+    println!(
+        "sql_fuzz: hostile phases {:.1} s; the whole fuzz {:.1} s",
+        hostile.elapsed().as_secs_f64(),
+        started.elapsed().as_secs_f64()
+    );
+    assert!(
+        lines.is_empty(),
+        "sql_fuzz (seed {seed}, replay with PGPLACE_FUZZ_SEED={seed}) found {} problem(s):\n{}",
+        lines.len(),
+        lines.join("\n")
+    );
+}
+
+/// What the superuser's phase leaves to the hostile ones.
+struct FirstPhase {
+    fx: Fixture,
+    functions: Vec<Function>,
+    /// Boards resized or compacted: their bits are no longer their history replayed.
+    reshaped: HashSet<i64>,
+    failures: Vec<String>,
+}
+
+/// Every function called `calls` times as the superuser, then the invariants on every
+/// board and the refused user.
+async fn superuser_phase(url: &str, seed: u64, calls: usize) -> FirstPhase {
+    let started = Instant::now();
+    let mut client = session(url).await;
     regressions(&client).await;
     let fx = fixture(&client).await;
     huge_batch(&client).await;
@@ -1096,32 +1317,8 @@ async fn every_function_with_random_arguments() {
         "argument types this fuzz does not generate yet (add them to Generator::arg): {unknown_types:?}"
     );
 
-    let mut g = Generator {
-        rng: StdRng::seed_from_u64(seed),
-        boards: fx.boards.clone(),
-        users: fx.users.clone(),
-        board_names: fx.board_names.clone(),
-        token: fx.token.clone(),
-        serial: 0,
-        sane: false,
-    };
-    // Weights: the writers of boards most, internal helpers least.
-    let weights: Vec<u32> = all
-        .iter()
-        .map(|f| match f.name.as_str() {
-            "place" => 12,
-            "place_many" => 8,
-            // Bans last (most have no end): unbanning more often keeps most users placing.
-            "ban_user" => 1,
-            "unban_user" => 4,
-            "resize_board" | "set_board_state" | "set_cooldown" | "set_freeze_after"
-            | "restore_region" | "revert_user" | "compact_history" => 3,
-            _ if f.internal() => 1,
-            _ => 2,
-        })
-        .collect();
-    let total_weight: u32 = weights.iter().sum();
-
+    let mut g = Generator::new(seed, &fx);
+    let weights = weights(&all);
     let mut report = Report::default();
     let mut cast_cache: HashMap<String, Result<(), String>> = HashMap::new();
     let mut reshaped: HashSet<i64> = HashSet::new();
@@ -1156,85 +1353,15 @@ async fn every_function_with_random_arguments() {
                 ),
                 Outcome::Lost(e) => {
                     report.fail(&label, "connection lost", &e, &sql);
-                    client = session(&url).await;
+                    client = session(url).await;
                 }
             }
         }
 
-        let mut pick = g.rng.random_range(0..total_weight);
-        let mut index = 0;
-        while pick >= weights[index] {
-            pick -= weights[index];
-            index += 1;
-        }
-        let f = &all[index];
-        g.sane = g.chance(0.4);
-        let len = if g.sane {
-            g.rng.random_range(1..=10)
-        } else {
-            g.array_len()
-        };
-        let mut args: Vec<Arg> = f
-            .arg_names
-            .iter()
-            .zip(&f.arg_types)
-            .map(|(name, ty)| g.arg(&f.name, name, ty, len))
-            .collect();
-        // Arrays of different lengths now and then (place_many must refuse them).
-        if !g.sane && g.chance(0.05) {
-            for (a, ty) in args.iter_mut().zip(&f.arg_types) {
-                if ty.ends_with("[]") && a.sql.starts_with("'{") && g.chance(0.5) {
-                    *a = expr(a.sql.replacen("'{", "'{0,", 1).replace("{0,}", "{0}"));
-                    break;
-                }
-            }
-        }
-        // A resize to millions of tiles is valid, but would make every later call on that
-        // fixture board slow: fixture boards stay small (create_board gets the largest sizes).
-        if f.name == "resize_board" {
-            if let (Some(w), Some(h)) = (args[1].int, args[2].int) {
-                if w >= 1 && h >= 1 && w * h > 250_000 {
-                    args[2] = int(16_777_217);
-                }
-            }
-        }
-        // Leave out trailing defaulted arguments now and then.
-        let keep = if f.defaults > 0 && g.chance(0.2) {
-            args.len() - g.rng.random_range(1..=f.defaults)
-        } else {
-            args.len()
-        };
-        let typed: Vec<String> = args[..keep]
-            .iter()
-            .zip(&f.arg_types)
-            .map(|(a, ty)| format!("({})::{ty}", a.sql))
-            .collect();
-        let sql = format!("SELECT * FROM place.{}({})", f.name, typed.join(", "));
-
-        // Casts that may fail are tried alone: their errors are PostgreSQL's, not the function's.
-        let mut cast_error = None;
-        for (a, ty) in args[..keep].iter().zip(&f.arg_types) {
-            if !a.risky {
-                continue;
-            }
-            let cast = format!("SELECT ({})::{ty}", a.sql);
-            let result = match cast_cache.get(&cast) {
-                Some(r) => r.clone(),
-                None => {
-                    let r = match run(&client, &cast).await {
-                        Outcome::Error(code, _) => Err(code),
-                        _ => Ok(()),
-                    };
-                    cast_cache.insert(cast.clone(), r.clone());
-                    r
-                }
-            };
-            if let Err(code) = result {
-                cast_error = Some(code);
-                break;
-            }
-        }
-        if let Some(code) = cast_error {
+        let call = next_call(&mut g, &all, &weights);
+        let f = &all[call.function];
+        let (args, keep, sql) = (&call.args, call.keep, &call.sql);
+        if let Some(code) = cast_refused(&client, &call, &f.arg_types, &mut cast_cache).await {
             *report.cast_refused.entry(code).or_default() += 1;
             continue;
         }
@@ -1254,10 +1381,10 @@ async fn every_function_with_random_arguments() {
         report.calls += 1;
         *report.per_function.entry(f.name.clone()).or_default() += 1;
         let t = Instant::now();
-        let outcome = run(&client, &sql).await;
+        let outcome = run(&client, sql).await;
         let took = t.elapsed();
         if took > report.slowest.0 {
-            report.slowest = (took, short(&sql, 200));
+            report.slowest = (took, short(sql, 200));
         }
         let mut placed = None;
         match outcome {
@@ -1275,14 +1402,14 @@ async fn every_function_with_random_arguments() {
                         let is_placed = row[0].as_deref() == Some("t");
                         placed = Some(is_placed);
                         if is_placed != row[1].is_some() {
-                            report.fail(&f.name, "result", "placed and seq disagree", &sql);
+                            report.fail(&f.name, "result", "placed and seq disagree", sql);
                         }
                         if !is_placed && row[2].is_none() {
                             report.fail(
                                 &f.name,
                                 "result",
                                 "a refusal without next_allowed_at",
-                                &sql,
+                                sql,
                             );
                         }
                         if !is_placed && row[2].as_deref() == Some("infinity") {
@@ -1298,25 +1425,13 @@ async fn every_function_with_random_arguments() {
             }
             Outcome::Error(code, message) => {
                 *report.codes.entry(code.clone()).or_default() += 1;
-                let allowed = match verdict(&f.name, &code) {
-                    Ok(why) => {
-                        if why == "known" {
-                            *report
-                                .known
-                                .entry((f.name.clone(), code.clone()))
-                                .or_default() += 1;
-                        }
-                        true
-                    }
-                    Err(()) => false,
-                };
-                if !allowed {
-                    report.fail(&f.name, &code, &message, &sql);
+                if !report.allowed(&f.name, &code) {
+                    report.fail(&f.name, &code, &message, sql);
                 }
             }
             Outcome::Lost(e) => {
-                report.fail(&f.name, "connection lost", &e, &sql);
-                client = session(&url).await;
+                report.fail(&f.name, "connection lost", &e, sql);
+                client = session(url).await;
             }
         }
         if let Some((b, u, Some(before))) = watched {
@@ -1327,7 +1442,7 @@ async fn every_function_with_random_arguments() {
                         &f.name,
                         "cooldown",
                         &format!("a placement that did not place changed the cooldown row: {before:?} -> {after:?}"),
-                        &sql,
+                        sql,
                     );
                 }
             }
@@ -1336,22 +1451,12 @@ async fn every_function_with_random_arguments() {
     let fuzz_time = started.elapsed();
 
     // Invariants on every board (the fixture's and those the fuzz created).
-    let checker = session(&url).await;
-    let boards: Vec<i64> = checker
-        .query("SELECT id FROM place.boards ORDER BY id", &[])
-        .await
-        .expect("boards")
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
-    let mut problems = Vec::new();
-    for &board in &boards {
-        problems.extend(check_board(&checker, board, reshaped.contains(&board)).await);
-    }
+    let checker = session(url).await;
+    let (mut problems, boards) = check_boards(&checker, &reshaped).await;
     problems.extend(check_refused_user(&checker, &fx).await);
 
-    println!("sql_fuzz: seed {seed}; {} calls in {:.1} s ({refused_calls} refused-user calls), {} boards checked, total {:.1} s",
-        report.calls, fuzz_time.as_secs_f64(), boards.len(), started.elapsed().as_secs_f64());
+    println!("sql_fuzz: seed {seed}; {} calls in {:.1} s ({refused_calls} refused-user calls), {boards} boards checked, total {:.1} s",
+        report.calls, fuzz_time.as_secs_f64(), started.elapsed().as_secs_f64());
     println!("sql_fuzz: outcomes: {:?}", report.codes);
     println!(
         "sql_fuzz: {} placements accepted by place/place_many; place refused on a frozen tile {} times",
@@ -1381,20 +1486,30 @@ async fn every_function_with_random_arguments() {
             None => println!("sql_fuzz: known {function} {code} did not show up this run ({why})"),
         }
     }
-    let mut lines: Vec<String> = report
-        .failures
+    let mut failures = report.lines();
+    failures.extend(problems.iter().map(|p| format!("- invariant: {p}")));
+    FirstPhase {
+        fx,
+        functions: all,
+        reshaped,
+        failures,
+    }
+}
+
+/// The invariants (`check_board`) on every board; the problems and how many boards.
+async fn check_boards(client: &Client, reshaped: &HashSet<i64>) -> (Vec<String>, usize) {
+    let boards: Vec<i64> = client
+        .query("SELECT id FROM place.boards ORDER BY id", &[])
+        .await
+        .expect("boards")
         .iter()
-        .map(|((function, code, _), (count, sql, message))| {
-            format!("- {function}: {code} ×{count}: {message}\n    {sql}")
-        })
+        .map(|r| r.get(0))
         .collect();
-    lines.extend(problems.iter().map(|p| format!("- invariant: {p}")));
-    assert!(
-        lines.is_empty(),
-        "sql_fuzz (seed {seed}, replay with PGPLACE_FUZZ_SEED={seed}) found {} problem(s):\n{}",
-        lines.len(),
-        lines.join("\n")
-    );
+    let mut problems = Vec::new();
+    for &board in &boards {
+        problems.extend(check_board(client, board, reshaped.contains(&board)).await);
+    }
+    (problems, boards.len())
 }
 
 /// Packed length, seq = history, bits = time travel = replay = tiles, on one board.
@@ -1648,4 +1763,553 @@ async fn regressions(client: &Client) {
         .unwrap()
         .get(0);
     assert!(placed, "the refusal on a frozen tile spent no cooldown");
+}
+
+// ---- The hostile phases -------------------------------------------------------------
+
+/// sql/roles.sql's three groups, under names of this test's own (roles belong to the
+/// whole cluster, which other tests share).
+const READER: &str = "sql_fuzz_reader";
+const PLAYER: &str = "sql_fuzz_player";
+const ADMIN: &str = "sql_fuzz_admin";
+/// The admin's login. It owns table fz_mine of the fixture, so that its watch, create_view
+/// and the readers of its views get past the ownership checks (README: an admin watches
+/// the tables it owns) — where an admin's own code could come to run as the owner.
+const DBA: &str = "sql_fuzz_dba";
+
+/// A login the hostile phases connect as.
+struct Login {
+    name: &'static str,
+    /// The group it is a member of; None: a login with no grant at all.
+    group: Option<&'static str>,
+    /// Whether its functions may change rows of schema place (README, "Security": the
+    /// reader and any other login "cannot write anything").
+    writes: bool,
+}
+
+const LOGINS: &[Login] = &[
+    Login {
+        name: "sql_fuzz_stranger",
+        group: None,
+        writes: false,
+    },
+    Login {
+        name: "sql_fuzz_analyst",
+        group: Some(READER),
+        writes: false,
+    },
+    Login {
+        name: "sql_fuzz_gateway",
+        group: Some(PLAYER),
+        writes: true,
+    },
+    Login {
+        name: DBA,
+        group: Some(ADMIN),
+        writes: true,
+    },
+];
+
+/// The hostile phases (README, "Security"): sql/roles.sql run in the fuzz's database, then
+/// each login above calls every function `calls` times with random arguments, connected as
+/// itself (pgplace's checks ask about session_user: SET ROLE on the superuser's connection
+/// would leave that the superuser). A call may fail as the superuser's may (42501 is in
+/// the Validation table); one the login may not EXECUTE must fail. Afterwards nothing a
+/// role could gain changed (`HOLDINGS`), the stranger and the reader changed no row of
+/// schema place, every board still checks, and the roles are dropped.
+async fn hostile_phases(url: &str, seed: u64, calls: usize, first: &mut FirstPhase) -> Vec<String> {
+    let FirstPhase {
+        fx,
+        functions,
+        reshaped,
+        ..
+    } = first;
+    let admin = session(url).await;
+    create_roles(&admin, url).await;
+    let mut lines = Vec::new();
+    let before = holdings(&admin).await;
+    let weights = weights(functions);
+    for (k, login) in LOGINS.iter().enumerate() {
+        let rows_before = if login.writes {
+            None
+        } else {
+            Some(place_rows(&admin).await)
+        };
+        // Each login its own stream of calls, all given by the seed.
+        let mut g = Generator::new(seed.wrapping_add(1 + k as u64), fx);
+        let phase = role_phase(url, login, &mut g, calls, functions, &weights, reshaped).await;
+        lines.extend(phase);
+        if let Some(rows_before) = rows_before {
+            let rows_after = place_rows(&admin).await;
+            for (table, was) in &rows_before {
+                let now = rows_after.get(table).map_or("gone", String::as_str);
+                if now != was {
+                    lines.push(format!("- {} wrote {table}: {was} -> {now}", login.name));
+                }
+            }
+        }
+    }
+    let after = holdings(&admin).await;
+    lines.extend(gained(&admin, &before, &after).await);
+    let (problems, boards) = check_boards(&admin, reshaped).await;
+    println!("sql_fuzz: after the hostile phases, {boards} boards checked");
+    lines.extend(
+        problems
+            .iter()
+            .map(|p| format!("- invariant after the hostile phases: {p}")),
+    );
+    drop_roles(&admin).await;
+    lines
+}
+
+/// The groups (sql/roles.sql, as a DBA runs it) and the logins; the admin's table given to
+/// its login, which watches it and shows it in a view. What an interrupted run left behind
+/// is dropped first.
+async fn create_roles(admin: &Client, url: &str) {
+    drop_roles(admin).await;
+    let psql = std::env::var("PSQL").unwrap_or_else(|_| "/usr/lib/postgresql/15/bin/psql".into());
+    let roles_sql = concat!(env!("CARGO_MANIFEST_DIR"), "/../sql/roles.sql");
+    let output = tokio::process::Command::new(&psql)
+        .args(["-X", "-q", "-v", "ON_ERROR_STOP=1"])
+        .args(["-v", &format!("pgplace_reader={READER}")])
+        .args(["-v", &format!("pgplace_player={PLAYER}")])
+        .args(["-v", &format!("pgplace_admin={ADMIN}")])
+        .args(["-d", url, "-f", roles_sql])
+        .env("PGOPTIONS", "-c client_min_messages=warning")
+        .output()
+        .await
+        .unwrap_or_else(|e| panic!("running {psql} (set PSQL to another psql): {e}"));
+    assert!(
+        output.status.success(),
+        "psql -f sql/roles.sql failed: {}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    for login in LOGINS {
+        let member = login
+            .group
+            .map_or(String::new(), |g| format!(" IN ROLE {g}"));
+        admin
+            .batch_execute(&format!("CREATE ROLE {} LOGIN{member}", login.name))
+            .await
+            .expect("creating a login");
+    }
+    // The DBA's table, watched by the DBA with a view that the random calls name (the
+    // superuser's phase may have watched it, and made views of that name).
+    admin
+        .batch_execute(&format!(
+            "SELECT place.drop_view(name) FROM place.views
+             WHERE tbl = 'fz_mine'::regclass OR name = 'fz_view_1';
+             SELECT place.unwatch('fz_mine');
+             ALTER TABLE fz_mine OWNER TO {DBA};"
+        ))
+        .await
+        .expect("giving the admin's login its table");
+    session_as(url, Some(DBA))
+        .await
+        .batch_execute(
+            "SELECT place.watch('fz_mine', ARRAY['title', 'n']);
+             SELECT place.create_view('fz_view_1', 'fz_mine', 'n', 'n > 3');",
+        )
+        .await
+        .expect("the DBA watching its table");
+}
+
+/// Drops this test's roles (cluster-wide) with what they own or were granted in the fuzz's
+/// database, the only one where they hold anything.
+async fn drop_roles(admin: &Client) {
+    let names: Vec<&str> = LOGINS
+        .iter()
+        .map(|l| l.name)
+        .chain([READER, PLAYER, ADMIN])
+        .collect();
+    let existing: Vec<String> = admin
+        .query(
+            "SELECT quote_ident(rolname) FROM pg_roles WHERE rolname = ANY($1) ORDER BY 1",
+            &[&names],
+        )
+        .await
+        .expect("reading pg_roles")
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    if existing.is_empty() {
+        return;
+    }
+    let list = existing.join(", ");
+    admin
+        .batch_execute(&format!("DROP OWNED BY {list} CASCADE; DROP ROLE {list}"))
+        .await
+        .unwrap_or_else(|e| panic!("dropping the roles {list}: {e}"));
+}
+
+/// One login's calls; its failures.
+async fn role_phase(
+    url: &str,
+    login: &Login,
+    g: &mut Generator,
+    calls: usize,
+    all: &[Function],
+    weights: &[u32],
+    reshaped: &mut HashSet<i64>,
+) -> Vec<String> {
+    let started = Instant::now();
+    let mut client = session_as(url, Some(login.name)).await;
+    let who = client
+        .query_one(
+            "SELECT session_user::text, current_setting('is_superuser')",
+            &[],
+        )
+        .await
+        .expect("who am I");
+    assert_eq!(
+        (who.get::<_, String>(0), who.get::<_, String>(1)),
+        (login.name.to_string(), "off".to_string()),
+        "connected as the login, not a superuser"
+    );
+    let oids: Vec<u32> = all.iter().map(|f| f.oid).collect();
+    let granted: HashSet<u32> = client
+        .query(
+            "SELECT p.oid FROM pg_catalog.pg_proc p \
+             WHERE p.oid = ANY($1) AND pg_catalog.has_function_privilege(p.oid, 'EXECUTE')",
+            &[&oids],
+        )
+        .await
+        .expect("the functions the login may call")
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let mut report = Report::default();
+    let mut cast_cache = HashMap::new();
+    // 42501 from a function the login may call: its own checks (an admin watching a table
+    // it does not own, a reader's argument reading place.user_tokens). Counted, not failed.
+    let mut denied_granted: BTreeMap<&str, (usize, String)> = BTreeMap::new();
+    let mut succeeded: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut folded_calls = 0;
+    for _ in 0..calls {
+        let call = next_call(g, all, weights);
+        let f = &all[call.function];
+        if let Some(code) = cast_refused(&client, &call, &f.arg_types, &mut cast_cache).await {
+            *report.cast_refused.entry(code).or_default() += 1;
+            continue;
+        }
+        report.calls += 1;
+        *report.per_function.entry(f.name.clone()).or_default() += 1;
+        let label = format!("{} as {}", f.name, login.name);
+        let t = Instant::now();
+        let outcome = run(&client, &call.sql).await;
+        if t.elapsed() > report.slowest.0 {
+            report.slowest = (t.elapsed(), short(&call.sql, 200));
+        }
+        match outcome {
+            Outcome::Rows(rows) => {
+                *report.codes.entry("ok".into()).or_default() += 1;
+                // A STRICT function given a NULL constant is folded to NULL by the planner:
+                // never called, so PostgreSQL never asks for EXECUTE. Anything else that
+                // succeeds without it ran what the login may not run.
+                let folded = f.strict && rows.iter().flatten().all(Option::is_none);
+                if granted.contains(&f.oid) {
+                    *succeeded.entry(f.name.as_str()).or_default() += 1;
+                } else if folded {
+                    folded_calls += 1;
+                } else {
+                    report.fail(
+                        &label,
+                        "none",
+                        "succeeded, but the login may not EXECUTE it",
+                        &call.sql,
+                    );
+                }
+                if f.name == "resize_board" || f.name == "compact_history" {
+                    if let Some(b) = call.args[0].int {
+                        reshaped.insert(b);
+                    }
+                }
+            }
+            Outcome::Error(code, message) => {
+                *report.codes.entry(code.clone()).or_default() += 1;
+                if code == "42501" && granted.contains(&f.oid) {
+                    denied_granted
+                        .entry(f.name.as_str())
+                        .or_insert_with(|| (0, short(&message, 120)))
+                        .0 += 1;
+                }
+                if !report.allowed(&f.name, &code) {
+                    report.fail(&label, &code, &message, &call.sql);
+                }
+            }
+            Outcome::Lost(e) => {
+                report.fail(&label, "connection lost", &e, &call.sql);
+                client = session_as(url, Some(login.name)).await;
+            }
+        }
+    }
+    let member = login.group.unwrap_or("no group");
+    println!(
+        "sql_fuzz: as {} ({member}, may call {} of {} functions): {} calls in {:.1} s, outcomes {:?}",
+        login.name,
+        granted.len(),
+        all.len(),
+        report.calls,
+        started.elapsed().as_secs_f64(),
+        report.codes
+    );
+    println!("sql_fuzz:   succeeded: {succeeded:?}; {folded_calls} calls of functions it may not call were folded to NULL (STRICT, a NULL argument)");
+    for (function, (n, message)) in &denied_granted {
+        println!(
+            "sql_fuzz:   42501 from {function}, which it may call, ×{n}; the first: {message}"
+        );
+    }
+    println!(
+        "sql_fuzz:   casts refused before a call {:?}; slowest call {:.2} s: {}",
+        report.cast_refused,
+        report.slowest.0.as_secs_f64(),
+        report.slowest.1
+    );
+    for ((function, code), n) in &report.known {
+        println!("sql_fuzz:   known, to mend in SQL: {function} {code} ×{n}");
+    }
+    report.lines()
+}
+
+/// What a role could gain, each a query of (key, value, the roles and databases the row is
+/// about), read by the superuser in the fuzz's database. The first four are cluster-wide.
+const HOLDINGS: &[(&str, &str)] = &[
+    (
+        "role",
+        "SELECT rolname::text,
+                format('superuser %s, createrole %s, createdb %s, bypassrls %s, replication %s, \
+                        login %s, inherit %s, connection limit %s, settings %s',
+                       rolsuper, rolcreaterole, rolcreatedb, rolbypassrls, rolreplication,
+                       rolcanlogin, rolinherit, rolconnlimit, coalesce(rolconfig::text, 'none')),
+                ARRAY[rolname::text]
+         FROM pg_roles",
+    ),
+    (
+        "membership",
+        "SELECT format('%s in %s', member::regrole, roleid::regrole),
+                format('admin option %s, granted by %s', admin_option, grantor::regrole),
+                ARRAY[member::regrole::text, roleid::regrole::text, grantor::regrole::text]
+         FROM pg_auth_members",
+    ),
+    (
+        "role setting",
+        "SELECT format('%s in %s', setrole::regrole,
+                       coalesce((SELECT datname FROM pg_database WHERE oid = setdatabase)::text, 'every database')),
+                setconfig::text,
+                ARRAY[setrole::regrole::text,
+                      'database ' || coalesce((SELECT datname FROM pg_database WHERE oid = setdatabase)::text, '')]
+         FROM pg_db_role_setting",
+    ),
+    (
+        "database",
+        "SELECT datname::text,
+                format('owned by %s', datdba::regrole)
+                  || CASE WHEN datname = current_database() THEN format(', acl %s', coalesce(datacl::text, 'default')) ELSE '' END,
+                ARRAY['database ' || datname, datdba::regrole::text]
+         FROM pg_database",
+    ),
+    (
+        "relation",
+        "SELECT c.oid::regclass::text,
+                format('kind %s, owned by %s, acl %s, row security %s', c.relkind, c.relowner::regrole,
+                       coalesce(c.relacl::text, 'default'), c.relrowsecurity),
+                '{}'::text[]
+         FROM pg_class c
+         WHERE c.relnamespace NOT IN ('pg_catalog'::regnamespace, 'information_schema'::regnamespace,
+                                      'pg_toast'::regnamespace)
+           AND c.relpersistence <> 't'",
+    ),
+    (
+        "function",
+        "SELECT p.oid::regprocedure::text,
+                format('owned by %s, acl %s, security definer %s, settings %s', p.proowner::regrole,
+                       coalesce(p.proacl::text, 'default'), p.prosecdef,
+                       coalesce(p.proconfig::text, 'none')),
+                '{}'::text[]
+         FROM pg_proc p
+         WHERE p.pronamespace NOT IN ('pg_catalog'::regnamespace, 'information_schema'::regnamespace)",
+    ),
+    (
+        "type",
+        "SELECT t.oid::regtype::text, format('owned by %s, acl %s', t.typowner::regrole,
+                       coalesce(t.typacl::text, 'default')),
+                '{}'::text[]
+         FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace
+         WHERE n.nspname NOT IN ('pg_catalog', 'information_schema', 'pg_toast')
+           AND n.nspname !~ '^pg_(toast_)?temp_'",
+    ),
+    (
+        "cast",
+        "SELECT format('%s as %s', castsource::regtype, casttarget::regtype),
+                format('through %s, context %s', castfunc::regprocedure, castcontext), '{}'::text[]
+         FROM pg_cast WHERE oid >= 16384",
+    ),
+    (
+        "schema",
+        "SELECT nspname::text, format('owned by %s, acl %s', nspowner::regrole,
+                       coalesce(nspacl::text, 'default')), '{}'::text[]
+         FROM pg_namespace WHERE nspname !~ '^pg_(toast_)?temp_'",
+    ),
+    (
+        "extension",
+        "SELECT extname::text, format('owned by %s, version %s, schema %s', extowner::regrole,
+                                      extversion, extnamespace::regnamespace), '{}'::text[]
+         FROM pg_extension",
+    ),
+    (
+        "language",
+        "SELECT lanname::text, format('owned by %s, trusted %s, acl %s', lanowner::regrole,
+                                      lanpltrusted, coalesce(lanacl::text, 'default')), '{}'::text[]
+         FROM pg_language",
+    ),
+    (
+        "event trigger",
+        "SELECT evtname::text, format('owned by %s, runs %s, enabled %s', evtowner::regrole,
+                                      evtfoid::regproc, evtenabled), '{}'::text[]
+         FROM pg_event_trigger",
+    ),
+    (
+        "default privileges",
+        "SELECT format('%s in %s on %s', defaclrole::regrole, defaclnamespace::regnamespace, defaclobjtype),
+                defaclacl::text, '{}'::text[]
+         FROM pg_default_acl",
+    ),
+    // Watching the admin's own table adds triggers to it and a row to place.watches;
+    // nothing else may change either.
+    (
+        "trigger",
+        "SELECT format('%s on %s', t.tgname, t.tgrelid::regclass),
+                format('runs %s, enabled %s', t.tgfoid::regproc, t.tgenabled), '{}'::text[]
+         FROM pg_trigger t WHERE NOT t.tgisinternal AND t.tgrelid <> 'fz_mine'::regclass",
+    ),
+    (
+        "watch",
+        "SELECT w.tbl::text, format('columns %s, all rows %s', w.columns, w.all_rows), '{}'::text[]
+         FROM place.watches w WHERE w.tbl <> 'fz_mine'::regclass",
+    ),
+];
+
+/// One reading of `HOLDINGS`: (what, key) -> (value, the roles and databases it is about).
+struct Holdings {
+    rows: BTreeMap<(&'static str, String), (String, Vec<String>)>,
+    /// Every role, and every database as "database <name>".
+    names: BTreeSet<String>,
+}
+
+async fn holdings(client: &Client) -> Holdings {
+    let mut rows = BTreeMap::new();
+    let mut names = BTreeSet::new();
+    for &(what, sql) in HOLDINGS {
+        for row in client
+            .query(sql, &[])
+            .await
+            .unwrap_or_else(|e| panic!("reading the {what} holdings: {e}"))
+        {
+            let key: String = row.get(0);
+            let value: Option<String> = row.get(1);
+            match what {
+                "role" => {
+                    names.insert(key.clone());
+                }
+                "database" => {
+                    names.insert(format!("database {key}"));
+                }
+                _ => {}
+            }
+            let about: Vec<String> = row.get(2);
+            let previous = rows.insert((what, key.clone()), (value.unwrap_or_default(), about));
+            assert!(previous.is_none(), "two {what} rows named {key}");
+        }
+    }
+    Holdings { rows, names }
+}
+
+/// What differs between the readings before and after the hostile phases. A row about a
+/// role or a database that came or went meanwhile is another test's (they share the
+/// cluster) and is left out, but a role that came must hold nothing that matters: no
+/// attribute beyond LOGIN and INHERIT, no membership of a superuser, of a predefined pg_
+/// role or of this test's roles.
+async fn gained(client: &Client, before: &Holdings, after: &Holdings) -> Vec<String> {
+    let moved: BTreeSet<&String> = before.names.symmetric_difference(&after.names).collect();
+    if !moved.is_empty() {
+        println!("sql_fuzz: came or went during the hostile phases (other tests'?): {moved:?}");
+    }
+    let about_moved = |row: Option<&(String, Vec<String>)>| {
+        row.is_some_and(|(_, about)| about.iter().any(|n| moved.contains(n)))
+    };
+    let mut lines = Vec::new();
+    let keys: BTreeSet<&(&str, String)> = before.rows.keys().chain(after.rows.keys()).collect();
+    for key in keys {
+        let (was, now) = (before.rows.get(key), after.rows.get(key));
+        if about_moved(was) || about_moved(now) {
+            continue;
+        }
+        let (what, name) = key;
+        match (was, now) {
+            (Some(was), Some(now)) if was.0 == now.0 => {}
+            (Some(was), Some(now)) => {
+                lines.push(format!("- gained: {what} {name}: {} -> {}", was.0, now.0))
+            }
+            (Some(was), None) => lines.push(format!(
+                "- gained: {what} {name} is gone (it was {})",
+                was.0
+            )),
+            (None, Some(now)) => lines.push(format!("- gained: a new {what} {name}: {}", now.0)),
+            (None, None) => unreachable!(),
+        }
+    }
+    let before_roles: Vec<&str> = before
+        .rows
+        .keys()
+        .filter(|(what, _)| *what == "role")
+        .map(|(_, name)| name.as_str())
+        .collect();
+    let privileged = client
+        .query(
+            "SELECT r.rolname::text FROM pg_roles r
+             WHERE NOT r.rolname = ANY($1)
+               AND (r.rolsuper OR r.rolcreaterole OR r.rolcreatedb OR r.rolbypassrls OR r.rolreplication
+                    OR EXISTS (SELECT FROM pg_auth_members m JOIN pg_roles g ON g.oid = m.roleid
+                               WHERE m.member = r.oid
+                                 AND (g.rolsuper OR g.rolname LIKE 'pg\\_%' OR g.rolname LIKE 'sql\\_fuzz\\_%')))",
+            &[&before_roles],
+        )
+        .await
+        .expect("new roles");
+    for row in privileged {
+        lines.push(format!(
+            "- gained: a new role {} with an attribute or membership that matters",
+            row.get::<_, String>(0)
+        ));
+    }
+    lines
+}
+
+/// Every table and sequence of schema place as a count and an order-free hash of its rows.
+async fn place_rows(client: &Client) -> BTreeMap<String, String> {
+    let relations = client
+        .query(
+            "SELECT c.oid::regclass::text, c.relkind::text FROM pg_class c
+             WHERE c.relnamespace = 'place'::regnamespace AND c.relkind IN ('r', 'S') ORDER BY 1",
+            &[],
+        )
+        .await
+        .expect("place's tables");
+    let mut rows = BTreeMap::new();
+    for r in relations {
+        let (name, kind): (String, String) = (r.get(0), r.get(1));
+        let sql = if kind == "S" {
+            format!("SELECT format('last value %s, called %s', last_value, is_called) FROM {name}")
+        } else {
+            format!("SELECT format('%s rows, hash %s', count(*), coalesce(sum(hashtext(t::text)::bigint), 0)) FROM {name} t")
+        };
+        let value: String = client
+            .query_one(&sql, &[])
+            .await
+            .unwrap_or_else(|e| panic!("reading {name}: {e}"))
+            .get(0);
+        rows.insert(name, value);
+    }
+    rows
 }
