@@ -9,11 +9,12 @@
 //! reloaded from the database (`epoch` changed) gets a `reset` with a fresh initial state.
 
 use crate::cursors::Cursors;
+use crate::errors::RpcError;
 use crate::fragments::{ArrayBuilder, Fragments};
 use crate::freezing::Freezing;
 use crate::list_view::ListView;
 use crate::recent::{Recent, RecentViews};
-use crate::region::{Rect, Region, Regions};
+use crate::region::{Rect, Region, RegionBudget, Regions};
 use base64::Engine;
 use bytes::Bytes;
 use pgplace_core::bits::TileWidth;
@@ -513,8 +514,15 @@ impl Board {
         self.changed.notify_waiters();
     }
 
-    /// The board's `board_region` view of `rect` (which must lie inside the board).
-    pub fn region_view(&self, rect: Rect, compact: bool) -> Result<Arc<Region>, String> {
+    /// The board's `board_region` view of `rect` (which must lie inside the board), and
+    /// whether it was made now (within `budget`, if `admit` allows).
+    pub fn region_view(
+        &self,
+        rect: Rect,
+        compact: bool,
+        budget: RegionBudget,
+        admit: impl FnOnce() -> Result<(), RpcError>,
+    ) -> Result<(Arc<Region>, bool), RpcError> {
         let m = self.lock();
         let (width, height) = (m.settings.width, m.settings.height);
         if rect.x < 0
@@ -524,20 +532,22 @@ impl Board {
             || rect.x as i64 + rect.width as i64 > width as i64
             || rect.y as i64 + rect.height as i64 > height as i64
         {
-            return Err(format!(
+            return Err(RpcError::invalid_params(format!(
                 "the region {}x{} at ({}, {}) is not inside board {}, which is {width}x{height} \
                  (x + width <= {width}, y + height <= {height}, width and height >= 1)",
                 rect.width, rect.height, rect.x, rect.y, m.settings.name
-            ));
+            )));
         }
-        Ok(self.regions.get(
+        self.regions.get(
             &m.settings,
             rect,
             compact,
             m.seq,
             &m.bits,
             self.log_capacity as usize,
-        ))
+            budget,
+            admit,
+        )
     }
 
     /// The newest notice version (where a presence reader starts).

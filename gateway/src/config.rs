@@ -130,6 +130,21 @@ pub struct Config {
     #[arg(long, env = "PGPLACE_PLACE_RATE_PER_ADDRESS", default_value_t = 500, value_parser = clap::value_parser!(u32).range(1..))]
     pub place_rate_per_address: u32,
 
+    /// Distinct `board_region` rectangles one board serves at once (each a copy of its
+    /// tiles, its state and its log; every session on a rectangle shares its copy).
+    #[arg(long, env = "PGPLACE_MAX_REGIONS_PER_BOARD", default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_regions_per_board: u32,
+
+    /// Their tiles together, per board (16 Mi: sixteen whole copies of a 1000x1000 board;
+    /// 8 MiB at 4 bits a tile, and their JSON states 11 MiB more).
+    #[arg(long, env = "PGPLACE_MAX_REGION_TILES_PER_BOARD", default_value_t = 16_777_216, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_region_tiles_per_board: u64,
+
+    /// Distinct rectangles one client address (IPv6: /64) may have made that are still
+    /// served (so that one address cannot take a board's whole budget above).
+    #[arg(long, env = "PGPLACE_MAX_REGIONS_PER_ADDRESS", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_regions_per_address: u32,
+
     /// Database work one client address (IPv6: /64) may cause per second: every pooled
     /// connection a request of it takes (a session read, an unknown board looked up, the
     /// bits, a PNG, a history page, ...). Placements go through their own limits above and
@@ -162,6 +177,14 @@ pub struct Config {
 }
 
 impl Config {
+    /// What one board's regions may hold together.
+    pub fn region_budget(&self) -> crate::region::RegionBudget {
+        crate::region::RegionBudget {
+            regions: self.max_regions_per_board as usize,
+            tiles: self.max_region_tiles_per_board.min(i64::MAX as u64) as i64,
+        }
+    }
+
     pub fn session_idle(&self) -> Duration {
         Duration::from_secs(self.session_idle_secs)
     }

@@ -14,6 +14,7 @@
 use crate::config::Config;
 use crate::errors::{RpcError, TOO_FAST, TOO_MANY};
 use crate::metrics::metrics;
+use crate::region::Region;
 use crate::sessions::Session;
 use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota};
@@ -40,6 +41,8 @@ pub struct Limits {
     places_by_address: DefaultKeyedRateLimiter<LimitKey>,
     places_by_session: DefaultKeyedRateLimiter<Arc<str>>,
     database_by_address: DefaultKeyedRateLimiter<LimitKey>,
+    max_regions_per_address: usize,
+    regions: Mutex<HashMap<LimitKey, Vec<Weak<Region>>>>,
 }
 
 tokio::task_local! {
@@ -55,6 +58,12 @@ pub fn answered_for<F: std::future::Future>(
     handler: F,
 ) -> impl std::future::Future<Output = F::Output> {
     REQUESTER.scope((limits.clone(), address), handler)
+}
+
+/// The client address of the request being answered (None outside one, or for a trusted
+/// proxy).
+pub fn requester() -> Option<IpAddr> {
+    REQUESTER.try_with(|(_, address)| *address).ok().flatten()
 }
 
 /// Before a request takes a pooled connection: charged to its client's database budget
@@ -196,6 +205,8 @@ impl Limits {
                 config.db_rate_per_address,
                 config.db_burst_per_address,
             )),
+            max_regions_per_address: config.max_regions_per_address as usize,
+            regions: Mutex::default(),
         })
     }
 
@@ -333,6 +344,39 @@ impl Limits {
         )
     }
 
+    /// Before `address` makes a new distinct region (None: not limited).
+    pub fn check_new_region(&self, address: Option<IpAddr>) -> Result<(), RpcError> {
+        let Some(address) = address.map(limit_key) else {
+            return Ok(());
+        };
+        let mut regions = lock(&self.regions);
+        let made = regions.entry(address).or_default();
+        made.retain(|r| r.strong_count() > 0);
+        if made.len() >= self.max_regions_per_address {
+            metrics().rejected("regions_per_address");
+            return Err(RpcError::new(
+                TOO_MANY,
+                format!(
+                    "{address} made its most distinct regions that are still watched ({}): \
+                     subscribe to one of them, or to the whole board",
+                    self.max_regions_per_address
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// After `address` made `region`.
+    pub fn made_region(&self, address: Option<IpAddr>, region: &Arc<Region>) {
+        let Some(address) = address.map(limit_key) else {
+            return;
+        };
+        lock(&self.regions)
+            .entry(address)
+            .or_default()
+            .push(Arc::downgrade(region));
+    }
+
     /// Before database work for a request from `address` (None: not limited).
     pub fn check_database(&self, address: Option<IpAddr>) -> Result<(), RpcError> {
         let Some(address) = address.map(limit_key) else {
@@ -377,6 +421,10 @@ impl Limits {
         self.places_by_session.shrink_to_fit();
         lock(&self.sessions).retain(|_, list| {
             list.retain(|s| s.strong_count() > 0);
+            !list.is_empty()
+        });
+        lock(&self.regions).retain(|_, list| {
+            list.retain(|r| r.strong_count() > 0);
             !list.is_empty()
         });
     }

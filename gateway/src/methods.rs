@@ -303,10 +303,16 @@ async fn build_region(app: &App, view_params: &Map<String, Value>) -> Result<Bui
     let compact = vp.optional::<bool>("compact")?.unwrap_or(false);
     let presence = vp.optional::<bool>("presence")?.unwrap_or(false);
     let mirrored = app.boards.get(&board).await?;
-    let region = mirrored
-        .board
-        .region_view(rect, compact)
-        .map_err(RpcError::invalid_params)?;
+    let client = crate::limits::requester();
+    let (region, made) =
+        mirrored
+            .board
+            .region_view(rect, compact, app.config.region_budget(), || {
+                app.limits.check_new_region(client)
+            })?;
+    if made {
+        app.limits.made_region(client, &region);
+    }
     let (cursor, state) = region.initial_state();
     Ok(Built {
         sub: Subscription::region(&mirrored.board, region, cursor, presence),

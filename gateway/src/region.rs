@@ -7,6 +7,7 @@
 //! rectangle's events.
 
 use crate::board::{timestamp, Delivery, Settings};
+use crate::errors::{RpcError, TOO_MANY};
 use crate::events::{FrozenTiles, NewTile, OldTile, RegionEvent};
 use crate::fragments::{ArrayBuilder, Fragments};
 use crate::shared_log::{LogCursor, SharedLog};
@@ -30,6 +31,10 @@ pub struct Rect {
 }
 
 impl Rect {
+    fn tiles(&self) -> i64 {
+        self.width as i64 * self.height as i64
+    }
+
     fn contains(&self, x: i32, y: i32) -> bool {
         x >= self.x && y >= self.y && x - self.x < self.width && y - self.y < self.height
     }
@@ -87,8 +92,33 @@ struct SettingsAt<'a> {
     seq: i64,
 }
 
-/// The rectangle `rect` of a board's packed `bits`, packed on its own.
+/// The rectangle `rect` of a board's packed `bits`, packed on its own. Made under the
+/// board's lock (no placement may come between the copy and the region's registration),
+/// so the common case - rows that are whole bytes of the board (4-bit boards at even
+/// columns and widths, 8-bit boards always) - is copied a row at a time, not tile by tile.
 fn cut(bits: &[u8], board_width: i32, tile: TileWidth, rect: Rect) -> Vec<u8> {
+    byte_rows(bits, board_width, tile, rect)
+        .unwrap_or_else(|| cut_tile_by_tile(bits, board_width, tile, rect))
+}
+
+/// `cut` when every row of `rect` is whole bytes of the board (None otherwise).
+fn byte_rows(bits: &[u8], board_width: i32, tile: TileWidth, rect: Rect) -> Option<Vec<u8>> {
+    let k = tile.bits() as i64;
+    let row_bits = rect.width as i64 * k;
+    if (rect.x as i64 * k) % 8 != 0 || row_bits % 8 != 0 || (board_width as i64 * k) % 8 != 0 {
+        return None;
+    }
+    let row_bytes = (row_bits / 8) as usize;
+    let mut out = Vec::with_capacity(row_bytes * rect.height.max(0) as usize);
+    for row in 0..rect.height as i64 {
+        let first_tile = rect.x as i64 + board_width as i64 * (rect.y as i64 + row);
+        let start = (first_tile * k / 8) as usize;
+        out.extend_from_slice(bits.get(start..start + row_bytes)?);
+    }
+    Some(out)
+}
+
+fn cut_tile_by_tile(bits: &[u8], board_width: i32, tile: TileWidth, rect: Rect) -> Vec<u8> {
     let tiles = rect.width as i64 * rect.height as i64;
     let mut out = vec![0u8; (tiles * tile.bits() as i64 + 7) as usize / 8];
     for row in 0..rect.height {
@@ -312,6 +342,16 @@ impl State {
 /// overlap its cell.
 const CELL: i32 = 64;
 
+/// How much one board's regions may hold together: each distinct rectangle is a copy of
+/// its tiles, its JSON state and its log, and anonymous clients choose the rectangles.
+#[derive(Clone, Copy, Debug)]
+pub struct RegionBudget {
+    /// Distinct rectangles (each with its log).
+    pub regions: usize,
+    /// Their tiles together.
+    pub tiles: i64,
+}
+
 /// A board's regions, found by the grid cells they overlap.
 #[derive(Default)]
 pub struct Regions {
@@ -334,9 +374,11 @@ impl Regions {
         self.lock().by_key.is_empty()
     }
 
-    /// The region for `rect` (form `compact`), cut from the board's `bits` at `seq` if no
-    /// session holds one. Called under the board's lock, so that no placement is applied
-    /// to the board between the cut and the region's registration.
+    /// The region for `rect` (form `compact`), and whether it was made now: cut from the
+    /// board's `bits` at `seq` if no session holds one, when the board's `budget` has room
+    /// for it and `admit` (the client's own limit) allows it. Called under the board's
+    /// lock, so that no placement is applied to the board between the cut and the
+    /// region's registration.
     #[allow(clippy::too_many_arguments)]
     pub fn get(
         &self,
@@ -346,15 +388,35 @@ impl Regions {
         seq: i64,
         bits: &[u8],
         capacity: usize,
-    ) -> Arc<Region> {
+        budget: RegionBudget,
+        admit: impl FnOnce() -> Result<(), RpcError>,
+    ) -> Result<(Arc<Region>, bool), RpcError> {
         let key = Region::key_for(settings.id, rect, compact);
         let mut index = self.lock();
         // Rectangles no session holds any more are forgotten here (the cells are pruned as
         // placements pass).
         index.by_key.retain(|_, r| r.strong_count() > 0);
         if let Some(region) = index.by_key.get(key.as_str()).and_then(Weak::upgrade) {
-            return region;
+            return Ok((region, false));
         }
+        let live: Vec<Arc<Region>> = index.by_key.values().filter_map(Weak::upgrade).collect();
+        let held: i64 = live.iter().map(|r| r.rect.tiles()).sum();
+        if live.len() >= budget.regions || held + rect.tiles() > budget.tiles {
+            crate::metrics::metrics().rejected("regions_per_board");
+            return Err(RpcError::new(
+                TOO_MANY,
+                format!(
+                    "board {} serves its most distinct regions at once ({} of at most {}, \
+                     {held} of at most {} tiles together): subscribe to one of them, or to \
+                     the whole board",
+                    settings.name,
+                    live.len(),
+                    budget.regions,
+                    budget.tiles
+                ),
+            ));
+        }
+        admit()?;
         let region = Arc::new(Region::new(
             settings.clone(),
             rect,
@@ -376,7 +438,7 @@ impl Regions {
                     .push(Arc::downgrade(&region));
             }
         }
-        region
+        Ok((region, true))
     }
 
     fn live(&self) -> Vec<Arc<Region>> {
@@ -445,5 +507,88 @@ impl Regions {
         for region in self.live() {
             region.mark_deleted();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(width: i32, height: i32, bits_per_tile: i32) -> Arc<Settings> {
+        Arc::new(Settings {
+            id: 1,
+            name: "b".into(),
+            width,
+            height,
+            bits_per_tile,
+            palette: Vec::new(),
+            cooldown: 0.0,
+            state: "open".into(),
+            freeze_after: None,
+        })
+    }
+
+    #[test]
+    fn a_cut_by_byte_rows_is_the_cut_tile_by_tile() {
+        for k in [1, 2, 4, 8] {
+            let tile = TileWidth::new(k).unwrap();
+            let (width, height) = (24, 10);
+            let mut bits = vec![0u8; (width * height * k as i32 / 8) as usize];
+            for n in 0..(width * height) as i64 {
+                tile.set(&mut bits, n, (n * 7 + 3) % (1 << k)).unwrap();
+            }
+            for (x, y, w, h) in [(0, 0, 24, 10), (8, 2, 8, 3), (2, 1, 6, 4), (3, 0, 5, 2)] {
+                let rect = Rect {
+                    x,
+                    y,
+                    width: w,
+                    height: h,
+                };
+                assert_eq!(
+                    cut(&bits, width, tile, rect),
+                    cut_tile_by_tile(&bits, width, tile, rect),
+                    "{k} bits, {rect:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_board_serves_distinct_regions_within_its_budget_and_shares_the_rest() {
+        let regions = Regions::default();
+        let settings = settings(100, 100, 4);
+        let bits = vec![0u8; 100 * 100 / 2];
+        let budget = RegionBudget {
+            regions: 2,
+            tiles: 150,
+        };
+        let rect = |x: i32, w: i32| Rect {
+            x,
+            y: 0,
+            width: w,
+            height: 10,
+        };
+        let get = |r: Rect| regions.get(&settings, r, false, 0, &bits, 10, budget, || Ok(()));
+        let (a, made) = get(rect(0, 10)).unwrap();
+        assert!(made);
+        let (again, made) = get(rect(0, 10)).unwrap();
+        assert!(!made && Arc::ptr_eq(&a, &again), "one copy per rectangle");
+        let too_big = get(rect(20, 6)).err().expect("refused");
+        assert_eq!(too_big.code, TOO_MANY, "100 + 60 tiles > 150");
+        let (_b, _) = get(rect(20, 4)).unwrap();
+        assert_eq!(
+            get(rect(40, 1)).err().expect("refused").code,
+            TOO_MANY,
+            "two at most"
+        );
+        // A client's own limit is asked only for a new rectangle.
+        let refused = regions.get(&settings, rect(0, 10), false, 0, &bits, 10, budget, || {
+            Err(RpcError::new(TOO_MANY, "no"))
+        });
+        assert!(refused.is_ok(), "an existing rectangle is shared");
+        drop((a, again, refused));
+        // Rectangles nobody holds give their room back.
+        let (_, made) = get(rect(60, 10)).unwrap();
+        assert!(made);
     }
 }
