@@ -30,6 +30,11 @@ choose_state_dir() {
     fi
 }
 DB_URL="postgresql://postgres@$PGHOST:$PGPORT/pgplace"
+# The gateway of `up` logs in as its own role, a member of pgplace_player (sql/roles.sql),
+# not as the superuser: what it may do is what roles.sql grants a gateway. No password:
+# the local cluster trusts loopback.
+GATEWAY_ROLE=pgplace_gateway
+GATEWAY_DB_URL="postgresql://$GATEWAY_ROLE@$PGHOST:$PGPORT/pgplace"
 GATEWAY_LISTEN=${PGPLACE_LISTEN:-127.0.0.1:8080}
 
 as_postgres() { runuser -u postgres -- "$@"; }
@@ -125,7 +130,7 @@ stop_gateway() {
 start_gateway() {
     stop_gateway
     say "starting the gateway on http://$GATEWAY_LISTEN/"
-    PGPLACE_DATABASE_URL=$DB_URL PGPLACE_LISTEN=$GATEWAY_LISTEN \
+    PGPLACE_DATABASE_URL=$GATEWAY_DB_URL PGPLACE_LISTEN=$GATEWAY_LISTEN \
         nohup "$ROOT/target/release/pgplace-gateway" >"$STATE/gateway.log" 2>&1 &
     echo $! >"$STATE/gateway.pid"
     for _ in $(seq 100); do
@@ -144,6 +149,14 @@ cmd_up() {
     psql_q -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname = 'pgplace'" | grep -q 1 ||
         psql_q -d postgres -c "CREATE DATABASE pgplace"
     psql_q -d pgplace -c "CREATE EXTENSION IF NOT EXISTS pgplace" -c "ALTER EXTENSION pgplace UPDATE"
+    # The grants, again after every update (README, "Roles"), and the gateway's login role.
+    psql_q -d pgplace -f "$ROOT/sql/roles.sql"
+    psql_q -d pgplace -v role="$GATEWAY_ROLE" <<'SQL'
+SELECT format('CREATE ROLE %I LOGIN IN ROLE pgplace_player', :'role')
+WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = :'role') \gexec
+SELECT format('GRANT pgplace_player TO %I', :'role')
+WHERE NOT pg_catalog.pg_has_role(:'role', 'pgplace_player', 'MEMBER') \gexec
+SQL
     local token
     token=$(psql_q -d pgplace -tA -f "$ROOT/sql/demo.sql")
     [[ -n $token ]] && (umask 077 && echo "$token" >"$STATE/demo-token")
@@ -153,7 +166,7 @@ cmd_up() {
 pgplace is running.
   open:       http://$GATEWAY_LISTEN/
   JSON-RPC:   curl -d '{"jsonrpc":"2.0","method":"board.list","id":1}' http://$GATEWAY_LISTEN/jsonrpc
-  gateway:    log in $STATE/gateway.log
+  gateway:    logged in as role $GATEWAY_ROLE (member of pgplace_player); log in $STATE/gateway.log
   database:   $DB_URL
   psql:       psql "$DB_URL"
   demo board: SELECT * FROM place.boards WHERE name = 'demo';
