@@ -8,7 +8,7 @@
 //! | `board` (Qik or compact form) | a board | `board` (mirror and log), `boards` |
 //! | `board_region` | (board, rectangle, form) | `region`, fed by `board` |
 //! | `recent_placements` | (board, limit) | `recent` (a `list_view`), fed by `board` |
-//! | a named list view | (view, limit) | `lists`, `list_view`, `list_diff` |
+//! | a named list view | (view, limit): read at `max_limit`, the smaller limits derived | `lists`, `list_view`, `list_diff` |
 //! | presence: `watching`, `cursors` | a board | `board`, `cursors` |
 //!
 //! # Layout

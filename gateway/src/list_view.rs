@@ -1,6 +1,11 @@
 //! One list view instance: a named view (`place.create_view`) read at one limit, its
 //! current window of rows, and the log of events that took earlier windows to it.
 //!
+//! Only the instance at the view's `max_limit` (its source) is read from the database;
+//! one at a smaller limit is derived from it (`derive`): its windows are the first rows of
+//! the source's, replaced with them in the same step, so however many limits clients ask
+//! for, a view costs one read per change.
+//!
 //! Every session on the instance reads the same log by cursor, as sessions on a board do:
 //! an event is serialized once, whatever the number of readers. A window is only ever
 //! replaced by one read from the database in one snapshot (`place.view_rows`), and the
@@ -14,7 +19,7 @@ use crate::list_diff::diff;
 use crate::shared_log::{LogCursor, SharedLog};
 use bytes::Bytes;
 use serde_json::Value;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
@@ -30,6 +35,8 @@ pub struct ListView {
     state: Mutex<State>,
     /// Woken (all waiters) when the log grows, the window is replaced or the view ends.
     pub changed: Notify,
+    /// The instance this one is derived from (kept alive while this one is).
+    source: Option<Arc<ListView>>,
 }
 
 struct State {
@@ -49,6 +56,8 @@ struct State {
     /// The window is replaced with a `reset` at the next read (the view was redefined).
     reset_next: bool,
     refreshing: bool,
+    /// The instances derived from this one (smaller limits of the same view).
+    derived: Vec<Weak<ListView>>,
 }
 
 impl ListView {
@@ -82,14 +91,33 @@ impl ListView {
         rows: Vec<Value>,
         capacity: usize,
     ) -> Self {
+        Self::of_rows(
+            key,
+            name,
+            limit,
+            pos,
+            rows.into_iter().map(Row::new).collect(),
+            capacity,
+        )
+    }
+
+    fn of_rows(
+        key: String,
+        name: &str,
+        limit: i32,
+        pos: i64,
+        rows: Vec<Row>,
+        capacity: usize,
+    ) -> Self {
         ListView {
             name: name.into(),
             limit,
             relid: 0,
             key: key.into(),
+            source: None,
             state: Mutex::new(State {
                 pos,
-                rows: rows.into_iter().map(Row::new).collect(),
+                rows,
                 rows_json: None,
                 log: SharedLog::new(capacity),
                 dropped: false,
@@ -98,9 +126,42 @@ impl ListView {
                 forced: false,
                 reset_next: false,
                 refreshing: false,
+                derived: Vec::new(),
             }),
             changed: Notify::new(),
         }
+    }
+
+    /// The instance at `limit` (below this one's) of the same view: its window is the first
+    /// `limit` rows of this one's, now and at every later replacement (made under this
+    /// one's lock, so that none falls between).
+    pub fn derive(self: &Arc<Self>, limit: i32, capacity: usize) -> Arc<ListView> {
+        let mut s = self.lock();
+        let rows = s.rows.iter().take(limit.max(0) as usize).cloned().collect();
+        let mut view = Self::of_rows(
+            format!("view/{}/{limit}", self.name),
+            &self.name,
+            limit,
+            s.pos,
+            rows,
+            capacity,
+        );
+        view.relid = self.relid;
+        view.source = Some(self.clone());
+        let view = Arc::new(view);
+        s.derived.retain(|d| d.strong_count() > 0);
+        s.derived.push(Arc::downgrade(&view));
+        view
+    }
+
+    /// Whether this instance is derived from another (and never read on its own).
+    pub fn is_derived(&self) -> bool {
+        self.source.is_some()
+    }
+
+    /// Whether this instance is derived from `source` (and still follows it).
+    pub fn is_derived_from(&self, source: &Arc<ListView>) -> bool {
+        self.source.as_ref().is_some_and(|s| Arc::ptr_eq(s, source)) && !self.is_dropped()
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -120,43 +181,53 @@ impl ListView {
     /// Replaces the window with one read at change log position `pos`, logging the events
     /// between the two (a `reset` when the position went back).
     pub fn replace(&self, pos: i64, rows: Vec<Value>) {
+        self.replace_rows(pos, rows.into_iter().map(Row::new).collect(), false);
+    }
+
+    /// Replaces the window with a `reset` rather than events (the source was reloaded).
+    pub fn reset(&self, pos: i64, rows: Vec<Value>) {
+        self.replace_rows(pos, rows.into_iter().map(Row::new).collect(), true);
+    }
+
+    /// `replace` (or, with `reset`, `reset`), and the same for the instances derived from
+    /// this one with their first rows, under this one's lock.
+    fn replace_rows(&self, pos: i64, rows: Vec<Row>, reset: bool) {
         let mut s = self.lock();
         if s.dropped {
             return;
         }
         // Reads of one instance are made one after the other, so an older position can
         // only mean that the database went back (a restore): start the clients over.
-        if pos < s.pos {
+        if pos < s.pos || reset {
             s.reset_next = true;
         }
         s.pos = pos;
-        let rows: Vec<Row> = rows.into_iter().map(Row::new).collect();
-        if std::mem::take(&mut s.reset_next) {
-            s.rows = rows;
-            s.rows_json = None;
+        let reset = std::mem::take(&mut s.reset_next);
+        if reset {
             s.log.restart();
-            drop(s);
-            self.changed.notify_waiters();
-            return;
+        } else {
+            let events = diff(&s.rows, &rows);
+            if events.is_empty() {
+                return;
+            }
+            for event in &events {
+                let bytes = event.to_bytes(&self.key);
+                s.push(bytes);
+            }
         }
-        let events = diff(&s.rows, &rows);
-        if events.is_empty() {
-            return;
-        }
-        for event in &events {
-            let bytes = event.to_bytes(&self.key);
-            s.push(bytes);
+        s.derived.retain(|d| d.strong_count() > 0);
+        for derived in s.derived.iter().filter_map(Weak::upgrade) {
+            let first = rows
+                .iter()
+                .take(derived.limit.max(0) as usize)
+                .cloned()
+                .collect();
+            derived.replace_rows(pos, first, reset);
         }
         s.rows = rows;
         s.rows_json = None;
         drop(s);
         self.changed.notify_waiters();
-    }
-
-    /// Replaces the window with a `reset` rather than events (the source was reloaded).
-    pub fn reset(&self, pos: i64, rows: Vec<Value>) {
-        self.lock().reset_next = true;
-        self.replace(pos, rows);
     }
 
     /// Logs a `ping` when nothing was logged for `quiet` (Qik's "all is well").
@@ -171,9 +242,17 @@ impl ListView {
         self.changed.notify_waiters();
     }
 
-    /// The view was dropped: sessions get `deleted` and lose the subscription.
+    /// The view was dropped: sessions get `deleted` and lose the subscription (those of
+    /// the instances derived from this one too).
     pub fn mark_dropped(&self) {
-        self.lock().dropped = true;
+        let derived: Vec<Arc<ListView>> = {
+            let mut s = self.lock();
+            s.dropped = true;
+            s.derived.iter().filter_map(Weak::upgrade).collect()
+        };
+        for view in derived {
+            view.mark_dropped();
+        }
         self.changed.notify_waiters();
     }
 
@@ -316,6 +395,41 @@ mod tests {
         assert_eq!(got[0]["action"], "reset");
         assert_eq!(got[0]["obj"], json!(rows(&[4, 1, 3])));
         assert!(events(&view, &mut slow).is_empty());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_smaller_limit_follows_the_first_rows_of_its_source() {
+        let source = Arc::new(ListView::new("v", 4, 1, 5, rows(&[1, 2, 3, 4]), 10));
+        let top2 = source.derive(2, 10);
+        assert!(top2.is_derived_from(&source) && !source.is_derived());
+        let (mut cursor, state) = top2.initial_state();
+        assert_eq!(
+            serde_json::from_slice::<Value>(&state).unwrap(),
+            json!(rows(&[1, 2]))
+        );
+        // A change below the first two rows is no event at limit 2.
+        source.replace(6, rows(&[1, 2, 4, 3]));
+        assert!(events(&top2, &mut cursor).is_empty());
+        source.replace(7, rows(&[3, 1, 2, 4]));
+        let got = events(&top2, &mut cursor);
+        assert_eq!(got[0]["key"], "view/v/2");
+        assert_eq!(
+            got.iter()
+                .map(|e| e["action"].as_str().unwrap())
+                .collect::<Vec<_>>(),
+            ["delete", "insert"],
+            "{got:?}"
+        );
+        assert_eq!(top2.pos(), 7);
+        // A reset of the source resets it too; a drop ends it.
+        source.reset(8, rows(&[9]));
+        let got = events(&top2, &mut cursor);
+        assert_eq!((got.len(), got[0]["action"].as_str()), (1, Some("reset")));
+        assert_eq!(got[0]["obj"], json!(rows(&[9])));
+        source.mark_dropped();
+        let mut out = ArrayBuilder::new();
+        assert_eq!(top2.collect(&mut cursor, &mut out), Delivery::Ended);
+        assert!(!top2.is_derived_from(&source));
     }
 
     #[tokio::test(start_paused = true)]

@@ -112,11 +112,39 @@ impl Lists {
         name: &str,
         limit: Option<i32>,
     ) -> Result<Arc<ListView>, RpcError> {
+        let source = self.source(name).await?;
+        let limit = limit.unwrap_or(source.limit);
+        if limit == source.limit {
+            return Ok(source);
+        }
+        if limit < 1 || limit > source.limit {
+            return Err(RpcError::invalid_params(format!(
+                "limit must be between 1 and {} for view '{name}', not {limit}",
+                source.limit
+            )));
+        }
+        // A smaller limit is the source's first rows: one instance per limit (its sessions
+        // share its log), none of them read from the database.
+        let key: (Arc<str>, i32) = (source.name.clone(), limit);
+        let mut state = self.lock();
+        let held = state
+            .instances
+            .get(&key)
+            .and_then(|cell| cell.get().cloned());
+        if let Some(view) = held.filter(|v| v.is_derived_from(&source)) {
+            return Ok(view);
+        }
+        let view = source.derive(limit, self.capacity);
+        state
+            .instances
+            .insert(key, Arc::new(OnceCell::new_with(Some(view.clone()))));
+        Ok(view)
+    }
+
+    /// The instance of view `name` at its max_limit: the one read from the database.
+    async fn source(self: &Arc<Self>, name: &str) -> Result<Arc<ListView>, RpcError> {
         let generation = self.generation.load(Ordering::SeqCst);
-        let limit = match limit {
-            Some(limit) => Some(limit),
-            None => self.lock().max_limits.get(name).copied(),
-        };
+        let limit = self.lock().max_limits.get(name).copied();
         let (cell, loaded) = match limit {
             Some(limit) => {
                 let key: (Arc<str>, i32) = (name.into(), limit);
@@ -147,7 +175,7 @@ impl Lists {
                 (cell, None)
             }
             None => {
-                // The first subscribe without a limit: one read at max_limit teaches it.
+                // The first subscribe of the view: one read at max_limit teaches it.
                 let (view, _) = self.load(name, None).await?;
                 let view = Arc::new(view);
                 let cell: Cell = self
@@ -200,6 +228,7 @@ impl Lists {
             ));
         }
         let client = db::checkout(&self.pool).await?;
+        count_read(name);
         let read = db::view_rows(&client, name, limit).await.map_err(|e| {
             match e.as_db_error().map(|d| d.code().code()) {
                 Some("42704") => {
@@ -229,7 +258,7 @@ impl Lists {
                 .instances
                 .values()
                 .filter_map(|cell| cell.get())
-                .filter(|view| tables.contains(&view.relid))
+                .filter(|view| tables.contains(&view.relid) && !view.is_derived())
                 .cloned()
                 .collect()
         };
@@ -284,7 +313,7 @@ impl Lists {
     /// instance reads again.
     pub fn all_stale(self: &Arc<Self>) {
         self.generation.fetch_add(1, Ordering::SeqCst);
-        for view in self.all() {
+        for view in self.all().into_iter().filter(|v| !v.is_derived()) {
             if view.force(false) {
                 self.spawn_refresh(view);
             }
@@ -310,6 +339,8 @@ impl Lists {
                 .get(&key)
                 .and_then(|cell| cell.get().cloned());
             match (change, view) {
+                // Its derived instances are reset with it.
+                (ViewChange::Update, Some(view)) if view.is_derived() => {}
                 (ViewChange::Update, Some(view)) => redefined.push(view),
                 // Being read now: the generation tells it to read again once made.
                 (ViewChange::Update, None) => {}
@@ -369,6 +400,7 @@ impl Lists {
                 }
             }
         };
+        count_read(&view.name);
         match db::view_rows(&client, &view.name, Some(view.limit)).await {
             Ok(read) if read.relid == view.relid => view.replace(read.pos, read.rows),
             // Redefined over another table: its sessions start over with a new subscribe.
@@ -401,6 +433,13 @@ impl Lists {
                 .retain(|_, cell| cell.get().is_none_or(|view| Arc::strong_count(view) > 1));
         }
     }
+}
+
+fn count_read(view: &str) {
+    crate::metrics::metrics()
+        .list_view_reads
+        .get_or_create(&crate::metrics::ViewLabel { view: view.into() })
+        .inc();
 }
 
 /// The rows of `table` that a commit changed, each version (after and before) with its

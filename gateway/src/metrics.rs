@@ -59,6 +59,12 @@ pub struct Metrics {
     pub rpc_seconds: Family<MethodLabel, Histogram>,
     pub http_requests: Family<RouteLabel, Counter>,
     pub rejected: Family<LimitLabel, Counter>,
+    pub list_view_reads: Family<ViewLabel, Counter>,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ViewLabel {
+    pub view: String,
 }
 
 /// The process's metrics.
@@ -88,6 +94,7 @@ impl Metrics {
             rpc_seconds: Family::new_with_constructor(latency_histogram as fn() -> Histogram),
             http_requests: Family::default(),
             rejected: Family::default(),
+            list_view_reads: Family::default(),
         };
         let mut registry = m.registry;
         registry.register(
@@ -129,6 +136,11 @@ impl Metrics {
             "catch_up_seqs",
             "Placements a board caught up on from the database after LISTEN was lost or a notice was missed",
             m.catch_up_seqs.clone(),
+        );
+        registry.register(
+            "list_view_reads",
+            "Reads of each list view from the database: one per change of its table, whatever limits its sessions ask for",
+            m.list_view_reads.clone(),
         );
         registry.register(
             "resets",

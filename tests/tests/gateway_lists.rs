@@ -313,3 +313,70 @@ async fn recent_placements_enter_at_the_top_and_leave_at_the_bottom() {
         );
     }
 }
+
+/// How many times the gateway has read view `name` from the database (its metrics).
+async fn view_reads(http: &Http, name: &str) -> u64 {
+    let (_, _, body) = http.get("/metrics", &Default::default()).await;
+    let text = String::from_utf8(body.to_vec()).unwrap();
+    let prefix = format!("pgplace_list_view_reads_total{{view=\"{name}\"}} ");
+    text.lines()
+        .find_map(|line| line.strip_prefix(prefix.as_str()))
+        .map_or(0, |n| n.trim().parse::<f64>().unwrap() as u64)
+}
+
+/// Sessions at five limits of one view: the view is read once per change, not once per
+/// limit, and every session's list is the view's first rows at its limit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_limit_of_a_view_is_served_from_one_read() {
+    let url = fresh_database("gw_lists_limits").await;
+    let sql = connect(&url).await;
+    sql.batch_execute(
+        "CREATE TABLE items (id int PRIMARY KEY, score int NOT NULL);
+         INSERT INTO items SELECT g, g FROM generate_series(1, 20) g;
+         SELECT place.watch('items');
+         SELECT place.create_view('by_score', 'items', 'score', max_limit => 10);",
+    )
+    .await
+    .unwrap();
+    let gw = start_gateway(&url, |_| {}).await;
+    let http = Http::new(gw.addr);
+    let limits = [1, 3, 5, 8, 10];
+    let mut subs = Vec::new();
+    for limit in limits {
+        let session = http.ok("session.create", json!([])).await;
+        let reply = http
+            .ok(
+                "session.subscribe",
+                json!([session, "by_score", {"limit": limit}]),
+            )
+            .await;
+        let mut model = ListModel::default();
+        model.rows = reply[1].as_array().unwrap().clone();
+        subs.push((
+            session,
+            reply[0].as_str().unwrap().to_string(),
+            model,
+            limit,
+        ));
+    }
+    let before = view_reads(&http, "by_score").await;
+    for round in 0..5 {
+        sql.execute(
+            "UPDATE items SET score = score + 100 WHERE id = $1",
+            &[&(round * 3 + 2)],
+        )
+        .await
+        .unwrap();
+        for (session, key, model, limit) in &mut subs {
+            settle(&http, &sql, session, key, model, "by_score", *limit).await;
+        }
+    }
+    let reads = view_reads(&http, "by_score").await - before;
+    // Five changes, five limits: one read per change (give or take one owed twice), where
+    // an instance per limit read on its own would be five per change.
+    assert!(
+        (5..=8).contains(&reads),
+        "{reads} reads of the view for 5 changes at {} limits",
+        limits.len()
+    );
+}
