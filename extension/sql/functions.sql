@@ -108,8 +108,8 @@ COMMENT ON FUNCTION place.change_pos() IS
     'The newest change log position committed as this snapshot sees it (0 before any).';
 COMMENT ON FUNCTION place.set_change_retention(interval) IS
     'How long the change log keeps changes (default 1 day).';
-COMMENT ON FUNCTION place.create_view(text, regclass, text, text, boolean, int) IS
-    'A named list view for the gateway: rows of a watched table matching filter, ordered by order_by (watched columns, comma-separated), at most max_limit.';
+COMMENT ON FUNCTION place.create_view(text, regclass, text, text, boolean, int, boolean) IS
+    'A named list view for the gateway: rows of a watched table matching filter, ordered by order_by (watched columns, comma-separated), at most max_limit; signed_in: only sessions bound to a user may subscribe.';
 COMMENT ON FUNCTION place.drop_view(text) IS
     'Drops a list view; its subscribers get a deleted event. False when there was none.';
 COMMENT ON FUNCTION place.views() IS
@@ -117,7 +117,7 @@ COMMENT ON FUNCTION place.views() IS
 COMMENT ON FUNCTION place.views_touched(text[], jsonb) IS
     'Which of the views (of one table) a change of the given rows may touch: those whose filter one of them matches.';
 COMMENT ON FUNCTION place.view_rows(text, int) IS
-    'The first lim rows (NULL: max_limit) of a list view as a JSON array, the change log position they reflect, and the view''s table.';
+    'The first lim rows (NULL: max_limit) of a list view as a JSON array, the change log position they reflect, the view''s table, and whether only signed-in sessions may subscribe.';
 
 
 -- ---------------------------------------------------------------------------------------
@@ -179,7 +179,7 @@ ALTER FUNCTION place.kick(regclass, jsonb)
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION place.set_change_retention(interval)
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
-ALTER FUNCTION place.create_view(text, regclass, text, text, boolean, int)
+ALTER FUNCTION place.create_view(text, regclass, text, text, boolean, int, boolean)
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET standard_conforming_strings = on;
 ALTER FUNCTION place.drop_view(text)
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;

@@ -5,7 +5,8 @@
 --   readers, SECURITY DEFINER, would have run as the owner); an event trigger keeps it so.
 -- - Watching and unwatching need the table's ownership; a table with row-level security
 --   only with place.watch(..., all_rows => true).
--- - A list view remembers who created it and is read only while that role may read its table.
+-- - A list view remembers who created it and is read only while that role may read its table;
+--   it may be for signed-in sessions only (create_view(..., signed_in => true)).
 -- - Every SECURITY DEFINER function is taken from PUBLIC by the extension itself.
 -- The update refuses to run while a watched table breaks the first two rules: unwatch it
 -- (or change it), then update.
@@ -90,6 +91,7 @@ ALTER TABLE place.watches ADD COLUMN all_rows boolean NOT NULL DEFAULT false;
 ALTER TABLE place.views ADD COLUMN created_by regrole;
 UPDATE place.views v SET created_by = c.relowner::regrole FROM pg_catalog.pg_class c WHERE c.oid = v.tbl;
 ALTER TABLE place.views ALTER COLUMN created_by SET NOT NULL;
+ALTER TABLE place.views ADD COLUMN signed_in boolean NOT NULL DEFAULT false;
 -- Keeps _check_watchable true of every watched table that a DDL command changed (a column
 -- added or retyped, row-level security turned on, a rule): the command fails instead.
 CREATE FUNCTION place._guard_watched_tables() RETURNS event_trigger
@@ -377,15 +379,18 @@ BEGIN
 END
 $$;
 
-CREATE OR REPLACE FUNCTION place.create_view(name text, tbl regclass, order_by text, filter text DEFAULT NULL,
-                                  descending boolean DEFAULT true, max_limit int DEFAULT 100)
+DROP FUNCTION place.create_view(text, regclass, text, text, boolean, int);
+CREATE FUNCTION place.create_view(name text, tbl regclass, order_by text, filter text DEFAULT NULL,
+                                  descending boolean DEFAULT true, max_limit int DEFAULT 100,
+                                  signed_in boolean DEFAULT false)
 RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
     columns text[];
 BEGIN
-    IF name IS NULL OR tbl IS NULL OR order_by IS NULL OR descending IS NULL OR max_limit IS NULL THEN
-        RAISE EXCEPTION 'name, tbl, order_by, descending and max_limit must not be NULL' USING ERRCODE = '22004';
+    IF name IS NULL OR tbl IS NULL OR order_by IS NULL OR descending IS NULL OR max_limit IS NULL
+       OR signed_in IS NULL THEN
+        RAISE EXCEPTION 'name, tbl, order_by, descending, max_limit and signed_in must not be NULL' USING ERRCODE = '22004';
     END IF;
     IF length(name) NOT BETWEEN 1 AND 64 OR name ~ '[[:cntrl:]]' THEN
         RAISE EXCEPTION 'a view name has 1 to 64 characters and no control characters, not %', quote_literal(name)
@@ -409,15 +414,26 @@ BEGIN
         RAISE EXCEPTION 'a view named % exists already', quote_literal(name)
             USING ERRCODE = '23505', HINT = 'Drop it first with place.drop_view.';
     END IF;
-    INSERT INTO place.views (name, tbl, order_by, filter, descending, max_limit, query, touch_always, created_by)
+    INSERT INTO place.views (name, tbl, order_by, filter, descending, max_limit, query, touch_always, created_by,
+                             signed_in)
     SELECT name, tbl, columns, filter, descending, max_limit, p.select_sql, p.touch_always,
-           (SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.rolname = session_user)::regrole
+           (SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.rolname = session_user)::regrole, signed_in
     FROM place._prepare_view(name, tbl, columns, filter, descending) p;
 END
 $$;
 
-CREATE OR REPLACE FUNCTION place.view_rows(view_name text, lim int DEFAULT NULL)
-RETURNS TABLE (pos bigint, max_limit int, relid oid, rows jsonb)
+DROP FUNCTION place.views();
+CREATE FUNCTION place.views()
+RETURNS TABLE (name text, tbl regclass, order_by text[], filter text, descending boolean, max_limit int, created_at timestamptz,
+               created_by regrole, signed_in boolean)
+LANGUAGE sql STABLE AS $$
+    SELECT v.name, v.tbl, v.order_by, v.filter, v.descending, v.max_limit, v.created_at, v.created_by, v.signed_in
+    FROM place.views v ORDER BY v.name
+$$;
+
+DROP FUNCTION place.view_rows(text, int);
+CREATE FUNCTION place.view_rows(view_name text, lim int DEFAULT NULL)
+RETURNS TABLE (pos bigint, max_limit int, relid oid, rows jsonb, signed_in boolean)
 LANGUAGE plpgsql STABLE AS $$
 DECLARE
     v place.views;
@@ -435,8 +451,8 @@ BEGIN
             USING ERRCODE = '22003';
     END IF;
     RETURN QUERY EXECUTE format(
-        'SELECT place.change_pos(), $2, $3, coalesce(jsonb_agg(q.r), ''[]''::jsonb) FROM (%s) q(r)',
-        v.query) USING coalesce(lim, v.max_limit), v.max_limit, v.tbl::oid;
+        'SELECT place.change_pos(), $2, $3, coalesce(jsonb_agg(q.r), ''[]''::jsonb), $4 FROM (%s) q(r)',
+        v.query) USING coalesce(lim, v.max_limit), v.max_limit, v.tbl::oid, v.signed_in;
 END
 $$;
 
@@ -498,6 +514,12 @@ COMMENT ON FUNCTION place.watch(regclass, text[], boolean) IS
     'Announces every committed INSERT, UPDATE and DELETE of a table you own (its primary key, and the given columns of the new and old row; all when NULL) on channel pgplace and in place.changes. A table with row-level security only with all_rows => true.';
 COMMENT ON FUNCTION place.watched() IS
     'The watched tables, their key and watched columns, and the views over them.';
+COMMENT ON FUNCTION place.create_view(text, regclass, text, text, boolean, int, boolean) IS
+    'A named list view for the gateway: rows of a watched table matching filter, ordered by order_by (watched columns, comma-separated), at most max_limit; signed_in: only sessions bound to a user may subscribe.';
+COMMENT ON FUNCTION place.views() IS
+    'The list views.';
+COMMENT ON FUNCTION place.view_rows(text, int) IS
+    'The first lim rows (NULL: max_limit) of a list view as a JSON array, the change log position they reflect, the view''s table, and whether only signed-in sessions may subscribe.';
 -- CREATE OR REPLACE FUNCTION resets how a function runs: all of them again.
 -- Watching: the admin's functions, the gateway's reader of views (it reads the watched
 -- tables, which the gateway's role need not read), and the triggers that write the change
@@ -512,7 +534,7 @@ ALTER FUNCTION place.kick(regclass, jsonb)
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION place.set_change_retention(interval)
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
-ALTER FUNCTION place.create_view(text, regclass, text, text, boolean, int)
+ALTER FUNCTION place.create_view(text, regclass, text, text, boolean, int, boolean)
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET standard_conforming_strings = on;
 ALTER FUNCTION place.drop_view(text)
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
@@ -525,7 +547,6 @@ ALTER FUNCTION place._capture_changes()
     SET IntervalStyle = postgres;
 ALTER FUNCTION place._commit_changes()
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
-
 -- The guard of watched tables runs for whoever altered one, and reads place.watches.
 ALTER FUNCTION place._guard_watched_tables()
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;

@@ -19,7 +19,10 @@ CREATE TABLE place.views (
     created_at timestamptz NOT NULL DEFAULT now(),
     -- Who created the view: its rows are read with the extension owner's rights, so each
     -- read first checks that this role may still read the table (place._check_view).
-    created_by regrole NOT NULL
+    created_by regrole NOT NULL,
+    -- Only sessions bound to a user (session.authorize) may subscribe; anonymous clients
+    -- are refused.
+    signed_in boolean NOT NULL DEFAULT false
 );
 COMMENT ON TABLE place.views IS 'Named list views the gateway serves (place.create_view)';
 SELECT pg_catalog.pg_extension_config_dump('place.views', '');
@@ -139,14 +142,16 @@ END
 $$;
 
 CREATE FUNCTION place.create_view(name text, tbl regclass, order_by text, filter text DEFAULT NULL,
-                                  descending boolean DEFAULT true, max_limit int DEFAULT 100)
+                                  descending boolean DEFAULT true, max_limit int DEFAULT 100,
+                                  signed_in boolean DEFAULT false)
 RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
     columns text[];
 BEGIN
-    IF name IS NULL OR tbl IS NULL OR order_by IS NULL OR descending IS NULL OR max_limit IS NULL THEN
-        RAISE EXCEPTION 'name, tbl, order_by, descending and max_limit must not be NULL' USING ERRCODE = '22004';
+    IF name IS NULL OR tbl IS NULL OR order_by IS NULL OR descending IS NULL OR max_limit IS NULL
+       OR signed_in IS NULL THEN
+        RAISE EXCEPTION 'name, tbl, order_by, descending, max_limit and signed_in must not be NULL' USING ERRCODE = '22004';
     END IF;
     IF length(name) NOT BETWEEN 1 AND 64 OR name ~ '[[:cntrl:]]' THEN
         RAISE EXCEPTION 'a view name has 1 to 64 characters and no control characters, not %', quote_literal(name)
@@ -170,9 +175,10 @@ BEGIN
         RAISE EXCEPTION 'a view named % exists already', quote_literal(name)
             USING ERRCODE = '23505', HINT = 'Drop it first with place.drop_view.';
     END IF;
-    INSERT INTO place.views (name, tbl, order_by, filter, descending, max_limit, query, touch_always, created_by)
+    INSERT INTO place.views (name, tbl, order_by, filter, descending, max_limit, query, touch_always, created_by,
+                             signed_in)
     SELECT name, tbl, columns, filter, descending, max_limit, p.select_sql, p.touch_always,
-           (SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.rolname = session_user)::regrole
+           (SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.rolname = session_user)::regrole, signed_in
     FROM place._prepare_view(name, tbl, columns, filter, descending) p;
 END
 $$;
@@ -189,17 +195,18 @@ END
 $$;
 
 CREATE FUNCTION place.views()
-RETURNS TABLE (name text, tbl regclass, order_by text[], filter text, descending boolean, max_limit int, created_at timestamptz)
+RETURNS TABLE (name text, tbl regclass, order_by text[], filter text, descending boolean, max_limit int, created_at timestamptz,
+               created_by regrole, signed_in boolean)
 LANGUAGE sql STABLE AS $$
-    SELECT v.name, v.tbl, v.order_by, v.filter, v.descending, v.max_limit, v.created_at
+    SELECT v.name, v.tbl, v.order_by, v.filter, v.descending, v.max_limit, v.created_at, v.created_by, v.signed_in
     FROM place.views v ORDER BY v.name
 $$;
 
 -- The first `lim` rows of a view (NULL: max_limit), the change log position they reflect
--- (read in one snapshot: the position counts exactly the commits the rows include), and
--- the view's table.
+-- (read in one snapshot: the position counts exactly the commits the rows include), the
+-- view's table, and whether only signed-in sessions may subscribe.
 CREATE FUNCTION place.view_rows(view_name text, lim int DEFAULT NULL)
-RETURNS TABLE (pos bigint, max_limit int, relid oid, rows jsonb)
+RETURNS TABLE (pos bigint, max_limit int, relid oid, rows jsonb, signed_in boolean)
 LANGUAGE plpgsql STABLE AS $$
 DECLARE
     v place.views;
@@ -217,8 +224,8 @@ BEGIN
             USING ERRCODE = '22003';
     END IF;
     RETURN QUERY EXECUTE format(
-        'SELECT place.change_pos(), $2, $3, coalesce(jsonb_agg(q.r), ''[]''::jsonb) FROM (%s) q(r)',
-        v.query) USING coalesce(lim, v.max_limit), v.max_limit, v.tbl::oid;
+        'SELECT place.change_pos(), $2, $3, coalesce(jsonb_agg(q.r), ''[]''::jsonb), $4 FROM (%s) q(r)',
+        v.query) USING coalesce(lim, v.max_limit), v.max_limit, v.tbl::oid, v.signed_in;
 END
 $$;
 

@@ -428,6 +428,8 @@ pub struct ViewRead {
     pub max_limit: i32,
     pub relid: u32,
     pub rows: Vec<serde_json::Value>,
+    /// Only sessions bound to a user may subscribe.
+    pub signed_in: bool,
 }
 
 pub async fn view_rows(
@@ -436,7 +438,9 @@ pub async fn view_rows(
     limit: Option<i32>,
 ) -> Result<ViewRead, tokio_postgres::Error> {
     let statement = client
-        .prepare_cached("SELECT pos, max_limit, relid, rows FROM place.view_rows($1, $2)")
+        .prepare_cached(
+            "SELECT pos, max_limit, relid, rows, signed_in FROM place.view_rows($1, $2)",
+        )
         .await?;
     let row = client.query_one(&statement, &[&name, &limit]).await?;
     let rows = match row.get::<_, serde_json::Value>("rows") {
@@ -448,6 +452,7 @@ pub async fn view_rows(
         max_limit: row.get("max_limit"),
         relid: row.get("relid"),
         rows,
+        signed_in: row.get("signed_in"),
     })
 }
 

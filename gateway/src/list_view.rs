@@ -31,6 +31,8 @@ pub struct ListView {
     pub limit: i32,
     /// The watched table the view reads (its oid).
     pub relid: u32,
+    /// Only sessions bound to a user may subscribe (`place.create_view(..., signed_in)`).
+    pub signed_in: bool,
     pub key: Arc<str>,
     state: Mutex<State>,
     /// Woken (all waiters) when the log grows, the window is replaced or the view ends.
@@ -113,6 +115,7 @@ impl ListView {
             name: name.into(),
             limit,
             relid: 0,
+            signed_in: false,
             key: key.into(),
             source: None,
             state: Mutex::new(State {
@@ -147,6 +150,7 @@ impl ListView {
             capacity,
         );
         view.relid = self.relid;
+        view.signed_in = self.signed_in;
         view.source = Some(self.clone());
         let view = Arc::new(view);
         s.derived.retain(|d| d.strong_count() > 0);

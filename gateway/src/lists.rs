@@ -240,7 +240,8 @@ impl Lists {
         })?;
         self.lock().max_limits.insert(name.into(), read.max_limit);
         let limit = limit.unwrap_or(read.max_limit);
-        let view = ListView::new(name, limit, read.relid, read.pos, read.rows, self.capacity);
+        let mut view = ListView::new(name, limit, read.relid, read.pos, read.rows, self.capacity);
+        view.signed_in = read.signed_in;
         Ok((view, read.max_limit))
     }
 

@@ -185,6 +185,12 @@ async fn subscribe(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
     let view = p.required::<String>("view")?;
     let view_params: Map<String, Value> = p.optional("params")?.unwrap_or_default();
     let built = Box::pin(build_subscription(app, &view, &view_params)).await?;
+    if built.signed_in && session.user().is_none() {
+        return Err(RpcError::new(
+            NOT_AUTHORIZED,
+            format!("view {view:?} is for signed-in sessions: session.authorize first"),
+        ));
+    }
     let key = built.sub.key.clone();
     session.check_room(&key, app.config.max_subscriptions)?;
     // Stored first: a subscription that another gateway could not make again is none.
@@ -216,6 +222,8 @@ pub struct Built {
     pub board: Option<i64>,
     /// A board view's starting seq.
     pub seq: Option<i64>,
+    /// Only a session bound to a user may subscribe (a list view made so).
+    pub signed_in: bool,
 }
 
 /// Makes a subscription to `view` with `view_params` (as `session.subscribe` names them).
@@ -277,6 +285,7 @@ async fn build_board(app: &App, view_params: &Map<String, Value>) -> Result<Buil
                 params,
                 board: Some(board.id),
                 seq: Some(since),
+                signed_in: false,
             });
         }
     }
@@ -287,6 +296,7 @@ async fn build_board(app: &App, view_params: &Map<String, Value>) -> Result<Buil
         params,
         board: Some(board.id),
         seq: Some(cursor.seq),
+        signed_in: false,
     })
 }
 
@@ -320,6 +330,7 @@ async fn build_region(app: &App, view_params: &Map<String, Value>) -> Result<Bui
         params: view_params.clone(),
         board: Some(mirrored.board.id),
         seq: None,
+        signed_in: false,
     })
 }
 
@@ -366,6 +377,7 @@ async fn build_list(
 fn list_built(view: Arc<ListView>, view_params: &Map<String, Value>, board: Option<i64>) -> Built {
     let (cursor, rows) = view.initial_state();
     Built {
+        signed_in: view.signed_in,
         sub: Subscription::list(view, cursor),
         state: rows,
         params: view_params.clone(),

@@ -380,3 +380,40 @@ async fn every_limit_of_a_view_is_served_from_one_read() {
         limits.len()
     );
 }
+
+/// A view made for signed-in sessions refuses anonymous ones (−32002, nothing subscribed)
+/// and serves a session bound to a user, at every limit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signed_in_view_refuses_anonymous_sessions() {
+    let url = fresh_database("gw_lists_signed_in").await;
+    let sql = connect(&url).await;
+    sql.batch_execute(
+        "CREATE TABLE notes (id int PRIMARY KEY, score int NOT NULL);
+         INSERT INTO notes VALUES (1, 1), (2, 2);
+         SELECT place.watch('notes');
+         SELECT place.create_view('members', 'notes', 'score', max_limit => 5, signed_in => true);",
+    )
+    .await
+    .unwrap();
+    let users = pgplace_tests::create_users_with_tokens(&sql, "member", 1).await;
+    let gw = start_gateway(&url, |_| {}).await;
+    let http = Http::new(gw.addr);
+    let anonymous = http.ok("session.create", json!([])).await;
+    for params in [json!({}), json!({"limit": 1})] {
+        let code = http
+            .error_code("session.subscribe", json!([anonymous, "members", params]))
+            .await;
+        assert_eq!(code, -32002);
+    }
+    let member = http.ok("session.create", json!([])).await;
+    http.ok("session.authorize", json!([member, users[0].1]))
+        .await;
+    let reply = http
+        .ok(
+            "session.subscribe",
+            json!([member, "members", {"limit": 1}]),
+        )
+        .await;
+    assert_eq!(reply[0], "view/members/1");
+    assert_eq!(reply[1].as_array().unwrap().len(), 1);
+}

@@ -13,7 +13,7 @@ CREATE ROLE :"other" LOGIN;
 CREATE SCHEMA sec AUTHORIZATION :"me";
 GRANT USAGE ON SCHEMA sec TO :"other";
 GRANT EXECUTE ON FUNCTION place.watch(regclass, text[], boolean), place.unwatch(regclass),
-    place.kick(regclass, jsonb), place.create_view(text, regclass, text, text, boolean, int),
+    place.kick(regclass, jsonb), place.create_view(text, regclass, text, text, boolean, int, boolean),
     place.drop_view(text) TO :"me", :"other";
 GRANT EXECUTE ON FUNCTION place.view_rows(text, int) TO :"other";
 
@@ -99,21 +99,25 @@ SELECT expect_error('ALTER TABLE sec.t ENABLE ROW LEVEL SECURITY');
 SELECT relrowsecurity FROM pg_class WHERE oid = 'sec.t'::regclass;
 -- A view is read only while its creator may read the table.
 SELECT place.create_view('sec_top', 'sec.t', 'v');
+-- A view may be for signed-in sessions only (the gateway refuses anonymous subscribers).
+SELECT place.create_view('sec_members', 'sec.t', 'v', signed_in => true);
+SELECT expect_error('SELECT place.create_view(''sec_null'', ''sec.t'', ''v'', signed_in => NULL)');
 RESET SESSION AUTHORIZATION;
 SET SESSION AUTHORIZATION :"other";
-SELECT rows FROM place.view_rows('sec_top');
+SELECT rows, signed_in FROM place.view_rows('sec_top');
+SELECT signed_in FROM place.view_rows('sec_members');
 RESET SESSION AUTHORIZATION;
 SELECT tbl, all_rows FROM place.watched() WHERE tbl::text LIKE 'sec.%' ORDER BY 1;
-SELECT created_by = :'me'::regrole AS created_by_me FROM place.views WHERE name = 'sec_top';
+SELECT name, created_by = :'me'::regrole AS created_by_me, signed_in FROM place.views() WHERE name LIKE 'sec%' ORDER BY name;
 ALTER TABLE sec.t OWNER TO :"other";
 SELECT expect_error('SELECT * FROM place.view_rows(''sec_top'')');
 SELECT expect_error('SELECT place.views_touched(''{sec_top}'', ''[]'')');
 
 -- Clean up: the roles belong to the cluster.
-SELECT place.drop_view('sec_top');
+SELECT place.drop_view('sec_top'), place.drop_view('sec_members');
 SELECT place.unwatch('sec.t'), place.unwatch('sec.tenants');
 DROP SCHEMA sec CASCADE;
 REVOKE ALL ON FUNCTION place.watch(regclass, text[], boolean), place.unwatch(regclass),
-    place.kick(regclass, jsonb), place.create_view(text, regclass, text, text, boolean, int),
+    place.kick(regclass, jsonb), place.create_view(text, regclass, text, text, boolean, int, boolean),
     place.drop_view(text), place.view_rows(text, int) FROM :"me", :"other";
 DROP ROLE :"me", :"other";
