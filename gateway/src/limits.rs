@@ -36,13 +36,13 @@ pub struct Limits {
     max_connections_per_address: usize,
     max_sessions_per_address: usize,
     connections: Mutex<HashMap<LimitKey, usize>>,
-    sessions: Mutex<HashMap<LimitKey, Vec<Weak<Session>>>>,
+    sessions: HeldBy<Session>,
     creates: DefaultKeyedRateLimiter<LimitKey>,
     places_by_address: DefaultKeyedRateLimiter<LimitKey>,
     places_by_session: DefaultKeyedRateLimiter<Arc<str>>,
     database_by_address: DefaultKeyedRateLimiter<LimitKey>,
     max_regions_per_address: usize,
-    regions: Mutex<HashMap<LimitKey, Vec<Weak<Region>>>>,
+    regions: HeldBy<Region>,
 }
 
 tokio::task_local! {
@@ -179,6 +179,41 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// What each address holds that lives on without it (sessions, regions it made): counted
+/// while something else still holds them.
+struct HeldBy<T>(Mutex<HashMap<LimitKey, Vec<Weak<T>>>>);
+
+impl<T> Default for HeldBy<T> {
+    fn default() -> Self {
+        HeldBy(Mutex::default())
+    }
+}
+
+impl<T> HeldBy<T> {
+    /// How many of `address`'s are still alive.
+    fn live(&self, address: LimitKey) -> usize {
+        let mut held = lock(&self.0);
+        let list = held.entry(address).or_default();
+        list.retain(|t| t.strong_count() > 0);
+        list.len()
+    }
+
+    fn add(&self, address: LimitKey, thing: &Arc<T>) {
+        lock(&self.0)
+            .entry(address)
+            .or_default()
+            .push(Arc::downgrade(thing));
+    }
+
+    /// Forgets what is gone, and the addresses left with nothing.
+    fn forget_gone(&self) {
+        lock(&self.0).retain(|_, list| {
+            list.retain(|t| t.strong_count() > 0);
+            !list.is_empty()
+        });
+    }
+}
+
 impl Limits {
     pub fn new(config: &Config, trusted: Vec<IpNet>) -> Arc<Self> {
         Arc::new(Limits {
@@ -188,7 +223,7 @@ impl Limits {
             max_connections_per_address: config.max_connections_per_address as usize,
             max_sessions_per_address: config.max_sessions_per_address as usize,
             connections: Mutex::default(),
-            sessions: Mutex::default(),
+            sessions: HeldBy::default(),
             creates: DefaultKeyedRateLimiter::keyed(quota(
                 config.session_create_rate,
                 config.session_create_burst,
@@ -206,7 +241,7 @@ impl Limits {
                 config.db_burst_per_address,
             )),
             max_regions_per_address: config.max_regions_per_address as usize,
-            regions: Mutex::default(),
+            regions: HeldBy::default(),
         })
     }
 
@@ -284,13 +319,7 @@ impl Limits {
         let Some(address) = address.map(limit_key) else {
             return Ok(());
         };
-        let live = {
-            let mut sessions = lock(&self.sessions);
-            let list = sessions.entry(address).or_default();
-            list.retain(|s| s.strong_count() > 0);
-            list.len()
-        };
-        if live >= self.max_sessions_per_address {
+        if self.sessions.live(address) >= self.max_sessions_per_address {
             metrics().rejected("sessions_per_address");
             return Err(RpcError::new(
                 TOO_MANY,
@@ -314,10 +343,7 @@ impl Limits {
         let Some(address) = address.map(limit_key) else {
             return;
         };
-        lock(&self.sessions)
-            .entry(address)
-            .or_default()
-            .push(Arc::downgrade(session));
+        self.sessions.add(address, session);
     }
 
     /// Before a `board.place` from `address` on `session` (None: not limited). The
@@ -349,10 +375,7 @@ impl Limits {
         let Some(address) = address.map(limit_key) else {
             return Ok(());
         };
-        let mut regions = lock(&self.regions);
-        let made = regions.entry(address).or_default();
-        made.retain(|r| r.strong_count() > 0);
-        if made.len() >= self.max_regions_per_address {
+        if self.regions.live(address) >= self.max_regions_per_address {
             metrics().rejected("regions_per_address");
             return Err(RpcError::new(
                 TOO_MANY,
@@ -371,10 +394,7 @@ impl Limits {
         let Some(address) = address.map(limit_key) else {
             return;
         };
-        lock(&self.regions)
-            .entry(address)
-            .or_default()
-            .push(Arc::downgrade(region));
+        self.regions.add(address, region);
     }
 
     /// Before database work for a request from `address` (None: not limited).
@@ -419,14 +439,8 @@ impl Limits {
         self.creates.shrink_to_fit();
         self.places_by_address.shrink_to_fit();
         self.places_by_session.shrink_to_fit();
-        lock(&self.sessions).retain(|_, list| {
-            list.retain(|s| s.strong_count() > 0);
-            !list.is_empty()
-        });
-        lock(&self.regions).retain(|_, list| {
-            list.retain(|r| r.strong_count() > 0);
-            !list.is_empty()
-        });
+        self.sessions.forget_gone();
+        self.regions.forget_gone();
     }
 
     pub async fn run_upkeep(self: Arc<Self>) {

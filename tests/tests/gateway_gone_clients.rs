@@ -70,6 +70,21 @@ async fn poll(addr: SocketAddr, session: &Value, how: Client, timeout: f64) -> V
     reply["result"].as_array().expect("events").clone()
 }
 
+/// `count` new sessions, each subscribed to `board`.
+async fn watching(http: &Http, board: i64, count: usize) -> Vec<Value> {
+    let mut sessions = Vec::new();
+    for _ in 0..count {
+        let session = http.ok("session.create", json!([])).await;
+        http.ok(
+            "session.subscribe",
+            json!([session, "board", {"board": board}]),
+        )
+        .await;
+        sessions.push(session);
+    }
+    sessions
+}
+
 fn seqs(events: &[Value]) -> Vec<i64> {
     events
         .iter()
@@ -86,16 +101,7 @@ async fn answers_that_never_reached_their_client_come_again() {
     let gw = start_gateway(&url, |_| {}).await;
     let http = Http::new(gw.addr);
 
-    let mut sessions = Vec::new();
-    for _ in 0..SESSIONS {
-        let session = http.ok("session.create", json!([])).await;
-        http.ok(
-            "session.subscribe",
-            json!([session, "board", {"board": board}]),
-        )
-        .await;
-        sessions.push(session);
-    }
+    let sessions = watching(&http, board, SESSIONS).await;
     let mut next = 0;
     let mut place = async |count: i32| {
         let xs: Vec<i32> = (next..next + count).map(|i| i % 64).collect();
@@ -228,16 +234,7 @@ async fn a_request_pipelined_behind_a_waiting_poll_does_not_count_as_reading_it(
     let user = create_users(&sql, "pipelined", 1).await[0];
     let gw = start_gateway(&url, |_| {}).await;
     let http = Http::new(gw.addr);
-    let mut sessions = Vec::new();
-    for _ in 0..CLIENTS {
-        let session = http.ok("session.create", json!([])).await;
-        http.ok(
-            "session.subscribe",
-            json!([session, "board", {"board": board}]),
-        )
-        .await;
-        sessions.push(session);
-    }
+    let sessions = watching(&http, board, CLIENTS).await;
     // Each client: a waiting poll, and right behind it on the same connection another request.
     let list = json!({"jsonrpc": "2.0", "method": "board.list", "id": 2}).to_string();
     let behind = format!(
