@@ -92,6 +92,7 @@ ALTER TABLE place.views ADD COLUMN created_by regrole;
 UPDATE place.views v SET created_by = c.relowner::regrole FROM pg_catalog.pg_class c WHERE c.oid = v.tbl;
 ALTER TABLE place.views ALTER COLUMN created_by SET NOT NULL;
 ALTER TABLE place.views ADD COLUMN signed_in boolean NOT NULL DEFAULT false;
+ALTER TABLE place.views ADD COLUMN signed_in boolean NOT NULL DEFAULT false;
 -- Keeps _check_watchable true of every watched table that a DDL command changed (a column
 -- added or retyped, row-level security turned on, a rule): the command fails instead.
 CREATE FUNCTION place._guard_watched_tables() RETURNS event_trigger
@@ -471,7 +472,8 @@ BEGIN
     PERFORM place._check_watchable(v.tbl, (SELECT w.all_rows FROM place.watches w WHERE w.tbl = v.tbl));
     IF NOT coalesce(pg_catalog.has_table_privilege(v.created_by, v.tbl, 'SELECT'), false) THEN
         RAISE EXCEPTION 'view % shows table %, which its creator % may no longer read', quote_literal(v.name), v.tbl, v.created_by
-            USING ERRCODE = '42501', HINT = 'Grant the creator SELECT on the table again, or drop the view and create it as a role that may read the table.';
+            USING ERRCODE = '42501', DETAIL = 'pgplace:view_unavailable',
+                  HINT = 'Grant the creator SELECT on the table again, or drop the view and create it as a role that may read the table.';
     END IF;
 END
 $$;

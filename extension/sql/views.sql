@@ -244,7 +244,8 @@ BEGIN
     PERFORM place._check_watchable(v.tbl, (SELECT w.all_rows FROM place.watches w WHERE w.tbl = v.tbl));
     IF NOT coalesce(pg_catalog.has_table_privilege(v.created_by, v.tbl, 'SELECT'), false) THEN
         RAISE EXCEPTION 'view % shows table %, which its creator % may no longer read', quote_literal(v.name), v.tbl, v.created_by
-            USING ERRCODE = '42501', HINT = 'Grant the creator SELECT on the table again, or drop the view and create it as a role that may read the table.';
+            USING ERRCODE = '42501', DETAIL = 'pgplace:view_unavailable',
+                  HINT = 'Grant the creator SELECT on the table again, or drop the view and create it as a role that may read the table.';
     END IF;
 END
 $$;

@@ -235,6 +235,12 @@ impl Lists {
                     self.unknown.missing(missing.clone());
                     RpcError::new(UNKNOWN_VIEW, format!("unknown view {name:?}"))
                 }
+                _ if view_unavailable(&e) => RpcError::new(
+                    UNKNOWN_VIEW,
+                    format!(
+                        "view {name:?} is not available now (its creator may not read its table)"
+                    ),
+                ),
                 _ => from_db(&e),
             }
         })?;
@@ -413,6 +419,10 @@ impl Lists {
                 Some("42704") | Some("22003") | Some("42P01") | Some("42703") => {
                     self.on_view_change(&view.name, ViewChange::Delete)
                 }
+                // Its creator lost the right to read its table: it shows nothing more.
+                _ if view_unavailable(&error) => {
+                    self.on_view_change(&view.name, ViewChange::Delete)
+                }
                 _ => return Err(error),
             },
         }
@@ -434,6 +444,14 @@ impl Lists {
                 .retain(|_, cell| cell.get().is_none_or(|view| Arc::strong_count(view) > 1));
         }
     }
+}
+
+/// `place.view_rows` refused to read a view whose creator may no longer read its table
+/// (its DETAIL says so: 42501 alone could also be this gateway's role lacking a right).
+fn view_unavailable(error: &tokio_postgres::Error) -> bool {
+    error.as_db_error().is_some_and(|d| {
+        d.code().code() == "42501" && d.detail() == Some("pgplace:view_unavailable")
+    })
 }
 
 fn count_read(view: &str) {

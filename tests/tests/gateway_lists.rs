@@ -417,3 +417,72 @@ async fn a_signed_in_view_refuses_anonymous_sessions() {
     assert_eq!(reply[0], "view/members/1");
     assert_eq!(reply[1].as_array().unwrap().len(), 1);
 }
+
+/// A view is shown only while the role that created it may read its table: once it may
+/// not, a new subscribe is refused (−32004) and the sessions on it get `deleted`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_view_whose_creator_lost_its_table_shows_nothing_more() {
+    let url = fresh_database("gw_lists_creator").await;
+    let sql = connect(&url).await;
+    let creator = "gw_lists_creator_role";
+    // What an interrupted run left (roles belong to the cluster).
+    sql.batch_execute(&format!(
+        "DO $$ BEGIN
+             IF EXISTS (SELECT FROM pg_roles WHERE rolname = '{creator}') THEN
+                 EXECUTE 'DROP OWNED BY {creator}'; EXECUTE 'DROP ROLE {creator}';
+             END IF;
+         END $$"
+    ))
+    .await
+    .unwrap();
+    sql.batch_execute(&format!(
+        "CREATE ROLE {creator} LOGIN;
+         GRANT EXECUTE ON FUNCTION place.watch(regclass, text[], boolean),
+             place.create_view(text, regclass, text, text, boolean, int, boolean) TO {creator};
+         CREATE TABLE shown (id int PRIMARY KEY, score int NOT NULL);
+         INSERT INTO shown VALUES (1, 1);
+         ALTER TABLE shown OWNER TO {creator};"
+    ))
+    .await
+    .unwrap();
+    let as_creator = connect(&url.replace("postgres@", &format!("{creator}@"))).await;
+    as_creator
+        .batch_execute(
+            "SELECT place.watch('shown');
+             SELECT place.create_view('shown_top', 'shown', 'score');",
+        )
+        .await
+        .unwrap();
+    drop(as_creator);
+    let gw = start_gateway(&url, |_| {}).await;
+    let http = Http::new(gw.addr);
+    let session = http.ok("session.create", json!([])).await;
+    http.ok("session.subscribe", json!([session, "shown_top", {}]))
+        .await;
+    // The table is given away: its creator may no longer read it.
+    sql.batch_execute("ALTER TABLE shown OWNER TO postgres; UPDATE shown SET score = 2")
+        .await
+        .unwrap();
+    let mut deleted = false;
+    for _ in 0..20 {
+        let events = http.ok("session.get_events", json!([session, 1])).await;
+        if events
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["action"] == "deleted")
+        {
+            deleted = true;
+            break;
+        }
+    }
+    assert!(deleted, "the view's sessions were told");
+    let other = http.ok("session.create", json!([])).await;
+    let code = http
+        .error_code("session.subscribe", json!([other, "shown_top", {}]))
+        .await;
+    assert_eq!(code, -32004);
+    sql.batch_execute(&format!("DROP OWNED BY {creator}; DROP ROLE {creator}"))
+        .await
+        .unwrap();
+}
