@@ -92,7 +92,6 @@ ALTER TABLE place.views ADD COLUMN created_by regrole;
 UPDATE place.views v SET created_by = c.relowner::regrole FROM pg_catalog.pg_class c WHERE c.oid = v.tbl;
 ALTER TABLE place.views ALTER COLUMN created_by SET NOT NULL;
 ALTER TABLE place.views ADD COLUMN signed_in boolean NOT NULL DEFAULT false;
-ALTER TABLE place.views ADD COLUMN signed_in boolean NOT NULL DEFAULT false;
 -- Keeps _check_watchable true of every watched table that a DDL command changed (a column
 -- added or retyped, row-level security turned on, a rule): the command fails instead.
 CREATE FUNCTION place._guard_watched_tables() RETURNS event_trigger
