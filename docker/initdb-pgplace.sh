@@ -3,7 +3,8 @@
 # image's /docker-entrypoint-initdb.d): database $PGPLACE_DB (default `pgplace`, made by
 # the entrypoint when it is POSTGRES_DB) with CREATE EXTENSION pgplace, sql/roles.sql, a
 # login role for the gateway (when PGPLACE_GATEWAY_PASSWORD is set) and, with
-# PGPLACE_DEMO=1, the demo board and user of sql/demo.sql.
+# PGPLACE_DEMO=1, the demo board and user of sql/demo.sql (the user's token in
+# $PGDATA/pgplace-demo-token, mode 0600: never in the log).
 set -Eeuo pipefail
 
 db=${PGPLACE_DB:-${POSTGRES_DB:-pgplace}}
@@ -31,7 +32,16 @@ SQL
 fi
 
 if [[ ${PGPLACE_DEMO:-1} == 1 ]]; then
+    # The token signs in as the demo user: it never goes to the log (which `docker logs`
+    # shows anyone who may run containers), only to a file in the data volume that the
+    # postgres user alone may read.
+    token_file=$PGDATA/pgplace-demo-token
     token=$("${psql[@]}" --dbname "$db" -tA -f "$sql_dir/demo.sql")
-    echo "pgplace: demo board 'demo' and demo user 'demo' (token: ${token:-already made})"
+    if [[ -n $token ]]; then
+        (umask 077 && printf '%s\n' "$token" >"$token_file")
+        echo "pgplace: demo board 'demo' and demo user 'demo' (token in $token_file)"
+    else
+        echo "pgplace: demo board 'demo' and demo user 'demo' (made before; its token was not kept here)"
+    fi
 fi
 echo "pgplace: database $db is ready"

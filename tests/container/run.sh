@@ -103,6 +103,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+# compose.yaml has no default passwords: every compose command gets these.
 compose_env() {
     POSTGRES_PASSWORD=citest-superuser PGPLACE_GATEWAY_PASSWORD=citest-gateway \
         PGPLACE_PG_PORT=$PG_PORT PGPLACE_HTTP_PORT=$HTTP_PORT PGPLACE_NGINX_PORT=$NGINX_PORT \
@@ -133,6 +134,15 @@ step "lint: hadolint docker/Dockerfile (fails on errors), compose.yaml, the init
     fail "hadolint found errors in docker/Dockerfile"
 bash -n "$ROOT/docker/initdb-pgplace.sh"
 compose_env "${COMPOSE[@]}" --profile nginx config >/dev/null || fail "podman-compose cannot read docker/compose.yaml"
+# Without the passwords compose refuses, naming what to set.
+for unset in POSTGRES_PASSWORD PGPLACE_GATEWAY_PASSWORD; do
+    if refusal=$(compose_env env -u "$unset" "${COMPOSE[@]}" config 2>&1); then
+        fail "compose.yaml starts without $unset (a default password?)"
+    fi
+    grep -q "set $unset (see README, Containers)" <<<"$refusal" ||
+        fail "compose.yaml without $unset did not say to set it: $refusal"
+done
+echo "  compose.yaml refuses to start without POSTGRES_PASSWORD or PGPLACE_GATEWAY_PASSWORD"
 
 # --- base images -------------------------------------------------------------------------
 # Made only when missing (`podman rmi` one to make it again). Each is labelled
@@ -463,6 +473,20 @@ if command -v psql >/dev/null; then
 fi
 [[ $(db_sql -c "SELECT usename FROM pg_stat_activity WHERE application_name = 'pgplace-gateway' LIMIT 1") == pgplace_gateway ]] ||
     fail "the gateway is not connected as pgplace_gateway"
+# The demo user's token: in the data volume, readable by postgres alone, never in the log;
+# it signs in.
+DEMO_TOKEN_FILE=/var/lib/postgresql/data/pgplace-demo-token
+[[ $(podman exec "$(pick_container db)" stat -c '%a %U' "$DEMO_TOKEN_FILE") == "600 postgres" ]] ||
+    fail "$DEMO_TOKEN_FILE is not mode 600, owner postgres"
+demo_token=$(podman exec "$(pick_container db)" cat "$DEMO_TOKEN_FILE")
+[[ -n $demo_token ]] || fail "$DEMO_TOKEN_FILE is empty"
+if podman logs "$(pick_container db)" 2>&1 | grep -qF "$demo_token"; then
+    fail "the demo token is in the db container's log"
+fi
+demo_session=$(rpc "$GW" '{"jsonrpc":"2.0","method":"session.create","id":7}' | json 'r["result"]')
+rpc "$GW" "{\"jsonrpc\":\"2.0\",\"method\":\"session.authorize\",\"params\":[\"$demo_session\",\"$demo_token\"],\"id\":8}" |
+    json 'r["result"]["name"]' | grep -qx demo || fail "the token in $DEMO_TOKEN_FILE does not sign in as demo"
+echo "  demo token: in $DEMO_TOKEN_FILE (600 postgres), not in the log, signs in as demo"
 
 if [[ ${PGPLACE_CT_SKIP_NGINX:-0} != 1 ]]; then
     step "compose --profile nginx: two gateways behind nginx (docker/nginx-gateways.conf)"
@@ -510,6 +534,47 @@ if [[ ${PGPLACE_CT_SKIP_NGINX:-0} != 1 ]]; then
         ((n > 0)) || fail "$g has no connection to the database"
         echo "  $g: $n database connections"
     done
+fi
+
+# Only nginx may name the client (compose.yaml: PGPLACE_TRUSTED_PROXIES). The host reaches
+# the gateways from outside loopback (the bridge, after the published port), so it is a
+# client like any other: what its X-Forwarded-For claims is not believed, and many
+# session.create in a moment, each claiming another address, run into its creation limit
+# (burst 100 per gateway).
+step "trusted proxies: nginx at its fixed address, nobody else"
+burst_refused() { # url, count → how many of count quick session.create were refused (-32011)
+    python3 - "$1" "$2" <<'PY'
+import http.client, json, sys, urllib.parse
+url = urllib.parse.urlsplit(sys.argv[1])
+conn = http.client.HTTPConnection(url.hostname, url.port, timeout=20)
+refused = 0
+for i in range(int(sys.argv[2])):
+    conn.request("POST", "/jsonrpc", body='{"jsonrpc":"2.0","method":"session.create","id":1}',
+                 headers={"Content-Type": "application/json",
+                          "X-Forwarded-For": f"198.51.100.{i % 250 + 1}"})
+    answer = json.loads(conn.getresponse().read())
+    refused += (answer.get("error") or {}).get("code") == -32011
+print(refused)
+PY
+}
+refused=$(burst_refused "$GW" 150)
+((refused > 0)) || fail "the gateway believed the host's X-Forwarded-For (150 creates, none refused)"
+echo "  directly: $refused of 150 creates refused (the host is limited by its own address)"
+if [[ ${PGPLACE_CT_SKIP_NGINX:-0} != 1 ]]; then
+    nginx_ip=$(podman inspect --format '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}' "$(pick_container nginx)")
+    [[ $nginx_ip == 172.31.250.10 ]] || fail "nginx is at $nginx_ip, not 172.31.250.10 (the trusted address)"
+    # Through nginx (round-robin: 150 for each gateway) the host is limited just the same ...
+    refused=$(burst_refused "$NG" 300)
+    ((refused > 0)) || fail "through nginx the gateways believed the host's X-Forwarded-For"
+    # ... and nginx itself is trusted: right after, another client through it (gateway-2's
+    # container, by its own address) is not refused, which it would be if the gateways
+    # counted every client through nginx as nginx.
+    answers=$(podman exec "$(pick_container gateway-2)" sh -c 'for i in $(seq 20); do
+        curl -fsS --max-time 10 -H "Content-Type: application/json" \
+            -d "{\"jsonrpc\":\"2.0\",\"method\":\"session.create\",\"id\":$i}" http://nginx:80/jsonrpc; echo; done')
+    [[ $(grep -c '"result"' <<<"$answers") == 20 ]] ||
+        fail "a second client through nginx was limited with the host (nginx not trusted?): $answers"
+    echo "  nginx at $nginx_ip: names each client (host: $refused of 300 refused; another client: 20 of 20 made)"
 fi
 
 step "compose down"
