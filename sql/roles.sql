@@ -5,7 +5,9 @@
 --                   place.user_tokens and the gateway's sessions (place.sessions,
 --                   place.session_views), and the read functions (board_bits,
 --                   get_tile, bitfield_get/set, tile_history, user_history, tiles,
---                   board_at, board_at_seq, render_png, frozen_tiles).
+--                   board_at, board_at_seq, render_png, frozen_tiles, watched, views,
+--                   changes_since, change_pos, view_rows, views_touched, and the helper
+--                   _newest_bits).
 --   pgplace_player  what pgplace_reader may, plus placing: place, place_many,
 --                   user_for_token and settled_seq (it holds off writers while it
 --                   runs), and the gateway's session_* functions. Meant for the
@@ -15,7 +17,9 @@
 --   pgplace_admin   what pgplace_reader may, plus the knobs: create_board, create_user,
 --                   set_cooldown, set_board_state, set_keyframe_every, build_keyframes,
 --                   compact_history, resize_board, set_palette, set_freeze_after,
---                   ban_user, unban_user, restore_region, revert_user.
+--                   ban_user, unban_user, restore_region, revert_user, watch, unwatch,
+--                   kick, set_change_retention, create_view, drop_view (watching only
+--                   the tables the login owns).
 -- No role may INSERT, UPDATE or DELETE any table: the functions that write are SECURITY
 -- DEFINER (extension/sql/functions.sql) and do it with the owner's rights, keeping bits,
 -- seq and history in step. PUBLIC (every other role) loses all access to schema place.
