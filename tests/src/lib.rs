@@ -21,6 +21,12 @@
 //! - `tests/gateway_lists.rs`: list views, one targeted case per kind of change;
 //!   `gateway_lists_random.rs`: random changes on two tables while sessions come and go.
 //! - `tests/gateway_scale_out.rs`: several gateways on one database (acks, moves, `since`).
+//! - `tests/gateway_as_player.rs`: a gateway logged in as a member of `pgplace_player` only
+//!   does everything a gateway does.
+//! - `tests/gateway_limits.rs`, `gateway_memory.rs`, `gateway_gone_clients.rs`: the abuse
+//!   limits and the database budget, what distinct regions cost, legacy answers that never
+//!   arrived; `tests/sql_fuzz.rs`: every function with random arguments, as the superuser
+//!   and as each role.
 //! - `tests/scale_out_faults.rs` (with `soak`, `processes`): gateway processes behind
 //!   nginx through kills, LISTEN loss, a PostgreSQL restart and an nginx reload; the
 //!   `soak` binary is its long form (`./pgplace.sh soak`).
@@ -39,6 +45,30 @@ use tokio_postgres::{AsyncMessage, Client, NoTls, Notification};
 pub fn admin_url() -> String {
     std::env::var("PGPLACE_TEST_ADMIN_URL")
         .unwrap_or_else(|_| "postgresql://postgres@127.0.0.1:54329/postgres".to_string())
+}
+
+/// Runs sql/roles.sql in the database at `url` (as a DBA does: psql, as the superuser),
+/// naming its three groups `reader`, `player` and `admin` (roles belong to the whole
+/// cluster: each test names its own). `PSQL` names the psql to use.
+pub async fn run_roles_sql(url: &str, reader: &str, player: &str, admin: &str) {
+    let psql = std::env::var("PSQL").unwrap_or_else(|_| "/usr/lib/postgresql/15/bin/psql".into());
+    let roles_sql = concat!(env!("CARGO_MANIFEST_DIR"), "/../sql/roles.sql");
+    let output = tokio::process::Command::new(&psql)
+        .args(["-X", "-q", "-v", "ON_ERROR_STOP=1"])
+        .args(["-v", &format!("pgplace_reader={reader}")])
+        .args(["-v", &format!("pgplace_player={player}")])
+        .args(["-v", &format!("pgplace_admin={admin}")])
+        .args(["-d", url, "-f", roles_sql])
+        .env("PGOPTIONS", "-c client_min_messages=warning")
+        .output()
+        .await
+        .unwrap_or_else(|e| panic!("running {psql} (set PSQL to another psql): {e}"));
+    assert!(
+        output.status.success(),
+        "psql -f sql/roles.sql failed: {}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
 }
 
 /// The URL of database `name` on the test cluster.

@@ -1867,24 +1867,7 @@ async fn hostile_phases(url: &str, seed: u64, calls: usize, first: &mut FirstPha
 /// is dropped first.
 async fn create_roles(admin: &Client, url: &str) {
     drop_roles(admin).await;
-    let psql = std::env::var("PSQL").unwrap_or_else(|_| "/usr/lib/postgresql/15/bin/psql".into());
-    let roles_sql = concat!(env!("CARGO_MANIFEST_DIR"), "/../sql/roles.sql");
-    let output = tokio::process::Command::new(&psql)
-        .args(["-X", "-q", "-v", "ON_ERROR_STOP=1"])
-        .args(["-v", &format!("pgplace_reader={READER}")])
-        .args(["-v", &format!("pgplace_player={PLAYER}")])
-        .args(["-v", &format!("pgplace_admin={ADMIN}")])
-        .args(["-d", url, "-f", roles_sql])
-        .env("PGOPTIONS", "-c client_min_messages=warning")
-        .output()
-        .await
-        .unwrap_or_else(|e| panic!("running {psql} (set PSQL to another psql): {e}"));
-    assert!(
-        output.status.success(),
-        "psql -f sql/roles.sql failed: {}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
+    pgplace_tests::run_roles_sql(url, READER, PLAYER, ADMIN).await;
     for login in LOGINS {
         let member = login
             .group
