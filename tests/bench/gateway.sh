@@ -5,7 +5,9 @@
 # `--only place|delivery|waiting|bits|lists|regions` (or PGPLACE_BENCH_ONLY), `--seconds N` (or
 # PGPLACE_BENCH_SECONDS; default 15), `--schema 0.4.0` (or PGPLACE_BENCH_SCHEMA: an older schema,
 # for a before/after in one run); `--only held --seconds 300 [--held-window 30]
-# [--held-control]`: placements while a snapshot is held (the cliff), window by window.
+# [--held-control]`: placements while a snapshot is held (the cliff), window by window;
+# `--only flood [--seconds N]`: a control's placements and poll while one address floods the
+# gateway with database lookups, budget on and off (A B C A B C, N seconds each).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)

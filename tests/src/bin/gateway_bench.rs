@@ -11,6 +11,9 @@
 //! - `gateway_bench/report.rs`: percentiles, CPU clocks, the table and the machine.
 //! - `gateway_bench/{place,delivery,waiting,bits,lists,regions}.rs`: one file per scenario;
 //!   `gateway_bench/held.rs`: `place` while a snapshot is held (only with `--only held`);
+//!   `gateway_bench/flood.rs`: a control's placements and poll while one address floods
+//!   the gateway with database lookups, with and without its per-address database budget
+//!   (only with `--only flood`);
 //!   `gateway_bench/peers.rs` and `fanout.rs`: pgplace beside Redis, nginx and Nchan (only
 //!   with `--only peers` / `--only fanout`: they start those servers; `./pgplace.sh
 //!   bench-peers` runs both).
@@ -24,6 +27,8 @@ mod client;
 mod delivery;
 #[path = "gateway_bench/fanout.rs"]
 mod fanout;
+#[path = "gateway_bench/flood.rs"]
+mod flood;
 #[path = "gateway_bench/held.rs"]
 mod held;
 #[path = "gateway_bench/lists.rs"]
@@ -73,7 +78,8 @@ pub struct Args {
     /// Run one scenario only.
     #[arg(long, value_enum, env = "PGPLACE_BENCH_ONLY")]
     only: Option<Scenario>,
-    /// Length of each measured phase (place, delivery, bits), in seconds.
+    /// Length of each measured phase (place, delivery, bits; each of flood's six), in
+    /// seconds.
     #[arg(long, env = "PGPLACE_BENCH_SECONDS", default_value_t = 15)]
     seconds: u64,
     /// Install this (older) version of the extension's schema, for a before/after in one
@@ -101,6 +107,7 @@ enum Scenario {
     Peers,
     Fanout,
     Held,
+    Flood,
 }
 
 /// What the scenarios share: the scratch database and its fixtures.
@@ -205,6 +212,11 @@ async fn run_scenarios(setup: &Setup, table: &mut Table) {
         let windows = setup.args.seconds.div_ceil(setup.args.held_window) + 2;
         let phase = Duration::from_secs(windows * setup.args.held_window);
         guarded(table, "held", phase, held::run(setup)).await;
+    }
+    if setup.args.only == Some(Scenario::Flood) {
+        // Six phases, each with a gateway started and its control signed in.
+        let phases = (setup.phase() + Duration::from_secs(10)) * 6;
+        guarded(table, "flood", phases, flood::run(setup)).await;
     }
     if setup.args.only == Some(Scenario::Fanout) {
         guarded(

@@ -22,6 +22,9 @@ pub struct Conn {
     /// Drives the connection; aborted on drop so that the socket closes even while a
     /// request (a long poll) is outstanding.
     driver: JoinHandle<()>,
+    /// Sent as `X-Forwarded-For` with every request: the gateway trusts loopback as a
+    /// proxy, so this is the client address its per-address limits see (`flood`).
+    forwarded_for: Option<HeaderValue>,
 }
 
 /// A response: status, ETag, Last-Modified, body.
@@ -44,7 +47,15 @@ impl Conn {
             addr,
             sender,
             driver,
+            forwarded_for: None,
         })
+    }
+
+    /// A connection whose requests come, as the gateway sees them, from `client`.
+    pub async fn open_as(addr: SocketAddr, client: &str) -> Result<Conn> {
+        let mut conn = Conn::open(addr).await?;
+        conn.forwarded_for = Some(HeaderValue::from_str(client)?);
+        Ok(conn)
     }
 
     pub async fn send(
@@ -63,6 +74,11 @@ impl Conn {
             request
                 .headers_mut()
                 .insert(name.clone(), HeaderValue::from_str(value)?);
+        }
+        if let Some(client) = &self.forwarded_for {
+            request
+                .headers_mut()
+                .insert("x-forwarded-for", client.clone());
         }
         self.sender.ready().await?;
         let response = self.sender.send_request(request).await?;

@@ -40,6 +40,16 @@ pub struct Gateway {
 
 impl Gateway {
     pub async fn start(bin: &Path, db_url: &str, log: GatewayLog) -> Result<Self> {
+        Self::start_with(bin, db_url, log, &[]).await
+    }
+
+    /// `start`, with `extra` arguments (flags other than the ones `start` passes).
+    pub async fn start_with(
+        bin: &Path,
+        db_url: &str,
+        log: GatewayLog,
+        extra: &[&str],
+    ) -> Result<Self> {
         let addr = free_port()?;
         let out = File::create(&log.path)?;
         let child = Command::new(bin)
@@ -50,6 +60,7 @@ impl Gateway {
             // Room for every session of every scenario, and sessions that outlive a slow
             // setup phase.
             .args(["--max-sessions", "1000000", "--session-idle-secs", "3600"])
+            .args(extra)
             .env("RUST_LOG", "warn")
             .stdin(Stdio::null())
             .stdout(out.try_clone()?)
