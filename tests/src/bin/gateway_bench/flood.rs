@@ -313,15 +313,7 @@ async fn place_steadily(
         if Instant::now() >= end {
             break;
         }
-        let (x, y, color) = {
-            let mut rng = rand::rng();
-            (
-                rng.random_range(0..1000),
-                rng.random_range(0..1000),
-                rng.random_range(0..16),
-            )
-        };
-        let params = json!({"session": session, "board": board, "x": x, "y": y, "color": color});
+        let params = crate::place::random_placement(&session, board);
         let sent = Instant::now();
         let (error, timed_out) =
             match tokio::time::timeout(CALL_TIMEOUT, conn.call("board.place", params)).await {

@@ -77,20 +77,23 @@ impl Placers {
     }
 }
 
+/// `board.place`'s params for a random tile of the 1000x1000 board, in a random colour.
+pub fn random_placement(session: &str, board: i64) -> serde_json::Value {
+    let mut rng = rand::rng();
+    let (x, y, color) = (
+        rng.random_range(0..1000),
+        rng.random_range(0..1000),
+        rng.random_range(0..16),
+    );
+    json!({"session": session, "board": board, "x": x, "y": y, "color": color})
+}
+
 /// One client's loop: place a random tile, wait for the answer, again, until the phase ends.
 pub async fn place_for(mut conn: Conn, session: String, board: i64, phase: Duration) -> Tally {
     let mut tally = Tally::default();
     let end = Instant::now() + phase;
     while Instant::now() < end {
-        let (x, y, color) = {
-            let mut rng = rand::rng();
-            (
-                rng.random_range(0..1000),
-                rng.random_range(0..1000),
-                rng.random_range(0..16),
-            )
-        };
-        let params = json!({"session": session, "board": board, "x": x, "y": y, "color": color});
+        let params = random_placement(&session, board);
         let sent = Instant::now();
         match tokio::time::timeout(CALL_TIMEOUT, conn.call("board.place", params)).await {
             Ok(Ok(_)) => tally.latencies.push(sent.elapsed()),
