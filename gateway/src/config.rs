@@ -157,6 +157,12 @@ pub struct Config {
     #[arg(long, env = "PGPLACE_DB_BURST_PER_ADDRESS", default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..))]
     pub db_burst_per_address: u32,
 
+    /// How long a request over that budget waits for it (milliseconds) before it is
+    /// refused: a burst a little past it is served late rather than failed, and a flood
+    /// is paced by its own answers (0: refused at once).
+    #[arg(long, env = "PGPLACE_DB_WAIT_MS", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(0..=60_000))]
+    pub db_wait_ms: u32,
+
     /// Origins whose pages may call the gateway (CORS), comma-separated, or "*"; by
     /// default none: only the gateway's own page.
     #[arg(long, env = "PGPLACE_CORS_ORIGINS", default_value = "")]

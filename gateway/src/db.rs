@@ -26,10 +26,11 @@ pub fn replica_pool(config: &tokio_postgres::Config, size: u32) -> Pool {
 }
 
 /// A pooled connection for the request being answered, charged first to its client's
-/// database budget (`limits::charge_database`: -32011 when spent). Every request path
-/// takes its connections here; the listener, the batcher and upkeep take theirs directly.
+/// database budget (`limits::charge_database`: waits while it is spent, -32011 past
+/// `--db-wait-ms`). Every request path takes its connections here; the listener, the
+/// batcher and upkeep take theirs directly.
 pub async fn checkout(pool: &Pool) -> Result<deadpool_postgres::Object, crate::errors::RpcError> {
-    crate::limits::charge_database()?;
+    crate::limits::charge_database().await?;
     pool.get().await.map_err(crate::errors::from_pool)
 }
 

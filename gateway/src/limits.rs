@@ -41,6 +41,8 @@ pub struct Limits {
     places_by_address: DefaultKeyedRateLimiter<LimitKey>,
     places_by_session: DefaultKeyedRateLimiter<Arc<str>>,
     database_by_address: DefaultKeyedRateLimiter<LimitKey>,
+    /// How long a request over its address's database budget waits for it (`--db-wait-ms`).
+    database_wait: std::time::Duration,
     max_regions_per_address: usize,
     regions: HeldBy<Region>,
 }
@@ -67,12 +69,14 @@ pub fn requester() -> Option<IpAddr> {
 }
 
 /// Before a request takes a pooled connection: charged to its client's database budget
-/// (`--db-rate-per-address`). Outside a request (the listener, the batcher, upkeep) and
-/// for trusted proxies, free.
-pub fn charge_database() -> Result<(), RpcError> {
-    REQUESTER
-        .try_with(|(limits, address)| limits.check_database(*address))
-        .unwrap_or(Ok(()))
+/// (`--db-rate-per-address`), waiting for it when spent (`Limits::wait_for_database`).
+/// Outside a request (the listener, the batcher, upkeep) and for trusted proxies, free.
+pub async fn charge_database() -> Result<(), RpcError> {
+    let Ok((limits, address)) = REQUESTER.try_with(|(limits, address)| (limits.clone(), *address))
+    else {
+        return Ok(());
+    };
+    limits.wait_for_database(address).await
 }
 
 /// What a per-address limit counts by (made by `limit_key` only).
@@ -122,6 +126,16 @@ fn quota(rate: u32, burst: u32) -> Quota {
     let rate = NonZeroU32::new(rate.max(1)).expect("at least 1");
     let burst = NonZeroU32::new(burst.max(1)).expect("at least 1");
     Quota::per_second(rate).allow_burst(burst)
+}
+
+/// -32011: too many `what`; the budget has room again after `wait`.
+fn too_fast(what: &str, wait: std::time::Duration) -> RpcError {
+    let retry_after_ms = wait.as_millis().max(1) as u64;
+    RpcError::new(
+        TOO_FAST,
+        format!("too many {what}; retry in {retry_after_ms} ms"),
+    )
+    .with_data(json!({"retry_after_ms": retry_after_ms}))
 }
 
 /// A connection counted against the gateway's maximum and its address's until dropped.
@@ -240,6 +254,7 @@ impl Limits {
                 config.db_rate_per_address,
                 config.db_burst_per_address,
             )),
+            database_wait: std::time::Duration::from_millis(config.db_wait_ms.into()),
             max_regions_per_address: config.max_regions_per_address as usize,
             regions: HeldBy::default(),
         })
@@ -397,17 +412,39 @@ impl Limits {
         self.regions.add(address, region);
     }
 
-    /// Before database work for a request from `address` (None: not limited).
-    pub fn check_database(&self, address: Option<IpAddr>) -> Result<(), RpcError> {
+    /// Before database work for a request from `address` (None: not limited): at once
+    /// within its budget; past it, the request waits for the budget up to `--db-wait-ms`,
+    /// and is refused only then. A refusal that came at once would invite the next request
+    /// at once: a flood on keep-alive connections was answered 33,000 refusals a second,
+    /// and refusing them took the CPU that other clients' requests needed. Waiting costs a
+    /// sleeping future; a flood gets as many answers a second as it holds connections
+    /// (`--max-connections-per-address`) over the wait, plus its budget.
+    pub async fn wait_for_database(&self, address: Option<IpAddr>) -> Result<(), RpcError> {
         let Some(address) = address.map(limit_key) else {
             return Ok(());
         };
-        self.check_rate(
-            &self.database_by_address,
-            &address,
-            "db_rate_per_address",
-            "database calls from this address",
-        )
+        let deadline = tokio::time::Instant::now() + self.database_wait;
+        let mut waited = false;
+        loop {
+            let wait = match self.database_by_address.check_key(&address) {
+                Ok(()) => {
+                    if waited {
+                        metrics().waited("db_rate_per_address");
+                    }
+                    return Ok(());
+                }
+                Err(not_until) => not_until.wait_time_from(DefaultClock::default().now()),
+            };
+            let now = tokio::time::Instant::now();
+            if now + wait > deadline {
+                // Refused no sooner than the wait: the answer paces the client itself.
+                tokio::time::sleep_until(deadline).await;
+                metrics().rejected("db_rate_per_address");
+                return Err(too_fast("database calls from this address", wait));
+            }
+            waited = true;
+            tokio::time::sleep(wait).await;
+        }
     }
 
     fn check_rate<K: Clone + std::hash::Hash + Eq>(
@@ -419,13 +456,10 @@ impl Limits {
     ) -> Result<(), RpcError> {
         limiter.check_key(key).map_err(|not_until| {
             metrics().rejected(limit);
-            let wait = not_until.wait_time_from(DefaultClock::default().now());
-            let retry_after_ms = wait.as_millis().max(1) as u64;
-            RpcError::new(
-                TOO_FAST,
-                format!("too many {what}; retry in {retry_after_ms} ms"),
+            too_fast(
+                what,
+                not_until.wait_time_from(DefaultClock::default().now()),
             )
-            .with_data(json!({"retry_after_ms": retry_after_ms}))
         })
     }
 

@@ -59,6 +59,7 @@ pub struct Metrics {
     pub rpc_seconds: Family<MethodLabel, Histogram>,
     pub http_requests: Family<RouteLabel, Counter>,
     pub rejected: Family<LimitLabel, Counter>,
+    pub waited: Family<LimitLabel, Counter>,
     pub list_view_reads: Family<ViewLabel, Counter>,
 }
 
@@ -94,6 +95,7 @@ impl Metrics {
             rpc_seconds: Family::new_with_constructor(latency_histogram as fn() -> Histogram),
             http_requests: Family::default(),
             rejected: Family::default(),
+            waited: Family::default(),
             list_view_reads: Family::default(),
         };
         let mut registry = m.registry;
@@ -162,6 +164,11 @@ impl Metrics {
             "Requests refused by a limit",
             m.rejected.clone(),
         );
+        registry.register(
+            "limit_waits",
+            "Requests served after waiting for a limit's budget",
+            m.waited.clone(),
+        );
         Metrics { registry, ..m }
     }
 
@@ -171,6 +178,10 @@ impl Metrics {
 
     pub fn rejected(&self, limit: &'static str) {
         self.rejected.get_or_create(&LimitLabel { limit }).inc();
+    }
+
+    pub fn waited(&self, limit: &'static str) {
+        self.waited.get_or_create(&LimitLabel { limit }).inc();
     }
 
     /// The text a scrape gets: the gauges read from `app` now, then every metric.

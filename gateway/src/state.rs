@@ -51,7 +51,7 @@ impl App {
     /// and it answers, else the primary's. Charged to the requester's database budget
     /// (`db::checkout`).
     pub async fn lagging_read_client(&self) -> Result<deadpool_postgres::Object, RpcError> {
-        crate::limits::charge_database()?;
+        crate::limits::charge_database().await?;
         if let Some(replica) = &self.replica {
             match replica.get().await {
                 Ok(client) => return Ok(client),

@@ -367,6 +367,7 @@ async fn database_work_is_budgeted_per_address_and_misses_are_remembered() {
     let gw = start_gateway(&url, |c| {
         c.db_rate_per_address = 1;
         c.db_burst_per_address = 5;
+        c.db_wait_ms = 0;
     })
     .await;
     let http = Http::new(gw.addr);
@@ -433,4 +434,72 @@ async fn database_work_is_budgeted_per_address_and_misses_are_remembered() {
     assert_eq!(status, StatusCode::OK);
     let (status, _, _) = http.get(&format!("/boards/{board}/bits"), &flooder).await;
     assert_eq!(status, StatusCode::OK);
+}
+
+/// Past its database budget, a request waits for it (up to `--db-wait-ms`) instead of
+/// being refused at once, and a refusal comes no sooner than that wait: a flood on
+/// keep-alive connections is paced by its own answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_past_its_database_budget_waits_for_it_then_is_refused() {
+    let url = fresh_database("gw_limit_database_wait").await;
+    let client = |address: &str| {
+        let mut headers = HeaderMap::new();
+        headers.insert("x-forwarded-for", HeaderValue::from_str(address).unwrap());
+        headers
+    };
+    let timed_get = |http: Http, path: String, headers: HeaderMap| async move {
+        let started = std::time::Instant::now();
+        let (status, headers, _) = http.get(&path, &headers).await;
+        (status, headers, started.elapsed())
+    };
+    // Five a second, one at once, waits of up to a second: the next call is served late.
+    let patient = start_gateway(&url, |c| {
+        c.db_rate_per_address = 5;
+        c.db_burst_per_address = 1;
+        c.db_wait_ms = 1000;
+    })
+    .await;
+    let http = Http::new(patient.addr);
+    let a = client("192.0.2.70");
+    let (status, _, _) = timed_get(http.clone(), "/boards/910001/bits".into(), a.clone()).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, _, took) = timed_get(http.clone(), "/boards/910002/bits".into(), a.clone()).await;
+    assert_eq!(
+        status,
+        StatusCode::NOT_FOUND,
+        "served after a wait, not refused"
+    );
+    assert!(
+        took >= Duration::from_millis(100),
+        "it waited for the budget: {took:?}"
+    );
+    // One a second, waits of up to 300 ms: the budget is further off than that, so the
+    // call is refused - after the 300 ms, not at once.
+    let strict = start_gateway(&url, |c| {
+        c.db_rate_per_address = 1;
+        c.db_burst_per_address = 1;
+        c.db_wait_ms = 300;
+    })
+    .await;
+    let http = Http::new(strict.addr);
+    let b = client("192.0.2.71");
+    let (status, _, _) = timed_get(http.clone(), "/boards/910003/bits".into(), b.clone()).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, headers, took) =
+        timed_get(http.clone(), "/boards/910004/bits".into(), b.clone()).await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
+    assert!(headers.contains_key("retry-after"), "{headers:?}");
+    assert!(
+        took >= Duration::from_millis(290) && took < Duration::from_millis(950),
+        "refused at the end of the wait: {took:?}"
+    );
+    // Another address is not held up meanwhile.
+    let (status, _, took) = timed_get(
+        http.clone(),
+        "/boards/910005/bits".into(),
+        client("192.0.2.72"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert!(took < Duration::from_millis(290), "{took:?}");
 }

@@ -6,13 +6,15 @@
 //! at `CONTROL_RATE` in all (a steady schedule: a slow answer costs the next tick, not a
 //! burst after it), and one session follows the board and polls `get_events`. It measures
 //! each `board.place` call, and the time from a placement's answer to its event reaching
-//! the poller. Three phases of `--seconds` each, run twice (A B C A B C, so that noise
+//! the poller. Four phases of `--seconds` each, run twice (A B C D A B C D, so that noise
 //! shows beside the difference):
 //! - A: no flood (the gateway with its default settings);
 //! - B: a flood from one address, `FLOODER`, over `FLOOD_CONNECTIONS` keep-alive
 //!   connections, each request a lookup that reaches the database (an unknown board's
 //!   bits, `get_events` of a random session id, a random tile's history, a past picture);
-//! - C: the same flood, the gateway started with the budget out of reach (`BUDGET_OFF`).
+//! - C: the same flood, the gateway started with the budget out of reach (`BUDGET_OFF`);
+//! - D: the same flood, the budget on but a request past it refused at once instead of
+//!   waiting for it (`REFUSED_AT_ONCE`: how the gateway answered before `--db-wait-ms`).
 //!
 //! Every phase gets a fresh gateway (its CPU, the remembered misses and the budgets are
 //! its own). The bench talks to it over loopback, which the gateway trusts as a proxy: it
@@ -53,6 +55,8 @@ const BUDGET_OFF: &[&str] = &[
     "--db-burst-per-address",
     "1000000000",
 ];
+/// Phase D's gateway: the default budget, refusals at once.
+const REFUSED_AT_ONCE: &[&str] = &["--db-wait-ms", "0"];
 /// A call slower than this counts as an error (the gateway is stuck, not slow).
 const CALL_TIMEOUT: Duration = Duration::from_secs(10);
 /// Time for the last placements' events to reach the poller after the phase.
@@ -66,7 +70,16 @@ enum Phase {
     Quiet,
     Budgeted,
     Unbudgeted,
+    RefusedAtOnce,
 }
+
+/// One round, in order.
+const PHASES: [Phase; 4] = [
+    Phase::Quiet,
+    Phase::Budgeted,
+    Phase::Unbudgeted,
+    Phase::RefusedAtOnce,
+];
 
 impl Phase {
     fn label(self, round: usize) -> String {
@@ -74,6 +87,7 @@ impl Phase {
             Phase::Quiet => ("A", "no flood"),
             Phase::Budgeted => ("B", "flood, budget on"),
             Phase::Unbudgeted => ("C", "flood, budget off"),
+            Phase::RefusedAtOnce => ("D", "flood, budget on, no wait"),
         };
         format!("{letter}{round} {what}")
     }
@@ -167,7 +181,7 @@ pub async fn run(setup: &Setup) -> Result<Table> {
     let since: String = db.query_one("SELECT now()::text", &[]).await?.get(0);
     let mut phases = Vec::new();
     for round in 1..=2 {
-        for phase in [Phase::Quiet, Phase::Budgeted, Phase::Unbudgeted] {
+        for phase in PHASES {
             let measured = run_phase(setup, &db, phase, round, &since)
                 .await
                 .map_err(|e| format!("{}: {e}", phase.label(round)))?;
@@ -187,10 +201,10 @@ async fn run_phase(
 ) -> Result<Measured> {
     let label = phase.label(round);
     let log = GatewayLog::new(&setup.args.log_dir, &format!("{NAME}-{}", &label[..2]))?;
-    let extra = if phase == Phase::Unbudgeted {
-        BUDGET_OFF
-    } else {
-        &[]
+    let extra = match phase {
+        Phase::Unbudgeted => BUDGET_OFF,
+        Phase::RefusedAtOnce => REFUSED_AT_ONCE,
+        Phase::Quiet | Phase::Budgeted => &[],
     };
     let mut gateway =
         Gateway::start_with(&setup.args.gateway_bin, &setup.db_url, log, extra).await?;
@@ -645,6 +659,10 @@ fn report(phases: &[Measured]) -> Table {
     for (phase, what) in [
         (Phase::Budgeted, "flood with budget / no flood"),
         (Phase::Unbudgeted, "flood without budget / no flood"),
+        (
+            Phase::RefusedAtOnce,
+            "flood with budget, refused at once / no flood",
+        ),
     ] {
         table.info(NAME, &format!("control {what}"), ratios(phases, phase));
     }
@@ -676,7 +694,7 @@ fn ratios(phases: &[Measured], phase: Phase) -> String {
             .map_or(f64::NAN, |m| m.place.ms(q))
     };
     let per_round: Vec<String> = phases
-        .chunks(3)
+        .chunks(PHASES.len())
         .map(|round| {
             let (with, without) = (ms(round, phase, 0.99), ms(round, Phase::Quiet, 0.99));
             let p50 = ms(round, phase, 0.5) / ms(round, Phase::Quiet, 0.5);
