@@ -538,16 +538,25 @@ impl Board {
                 rect.width, rect.height, rect.x, rect.y, m.settings.name
             )));
         }
-        self.regions.get(
+        let (region, made) = self.regions.get(
             &m.settings,
             rect,
             compact,
             m.seq,
-            &m.bits,
             self.log_capacity as usize,
             budget,
             admit,
-        )
+        )?;
+        drop(m);
+        // Its tiles a band at a time, placements going on between the bands (a session
+        // that finds the region still being filled by another helps, and waits for it).
+        loop {
+            let m = self.lock();
+            if !region.fill_band(&m.bits, m.settings.width) {
+                break;
+            }
+        }
+        Ok((region, made))
     }
 
     /// The newest notice version (where a presence reader starts).

@@ -5,6 +5,11 @@
 //! rectangle's bits and its own log: a placement outside costs a region nothing but one
 //! look-up in the board's grid of regions ([`Regions`]), and sessions read only the
 //! rectangle's events.
+//!
+//! A new region is registered first, with its tiles still to copy, so that it is fed every
+//! placement from then on; its tiles are then copied from the board a band of rows at a time
+//! (`fill_band`), each band under the board's lock and no more: a 4096x4096 rectangle does
+//! not stop the board's placements while it is copied.
 
 use crate::board::{timestamp, Delivery, Settings};
 use crate::errors::{RpcError, TOO_MANY};
@@ -71,6 +76,9 @@ struct State {
     seq: i64,
     /// The rectangle packed like a board `clipped.width` wide.
     bits: Vec<u8>,
+    /// Rows of `clipped` copied from the board so far (all of them once the region is
+    /// served: `Board::region_view` fills it before it hands it out).
+    filled_rows: i32,
     log: SharedLog,
     deleted: bool,
     state_json: Option<Bytes>,
@@ -92,44 +100,91 @@ struct SettingsAt<'a> {
     seq: i64,
 }
 
-/// The rectangle `rect` of a board's packed `bits`, packed on its own. Made under the
-/// board's lock (no placement may come between the copy and the region's registration),
-/// so the common case - rows that are whole bytes of the board (4-bit boards at even
-/// columns and widths, 8-bit boards always) - is copied a row at a time, not tile by tile.
+/// At most this many tiles are copied from the board under one hold of its lock.
+const FILL_TILES: i64 = 65_536;
+
+/// The rectangle `rect` of a board's packed `bits`, packed on its own.
 fn cut(bits: &[u8], board_width: i32, tile: TileWidth, rect: Rect) -> Vec<u8> {
-    byte_rows(bits, board_width, tile, rect)
-        .unwrap_or_else(|| cut_tile_by_tile(bits, board_width, tile, rect))
+    let mut out = vec![0u8; packed_len(rect, tile)];
+    copy_rows(bits, board_width, tile, rect, 0..rect.height, &mut out);
+    out
 }
 
-/// `cut` when every row of `rect` is whole bytes of the board (None otherwise).
-fn byte_rows(bits: &[u8], board_width: i32, tile: TileWidth, rect: Rect) -> Option<Vec<u8>> {
+fn packed_len(rect: Rect, tile: TileWidth) -> usize {
+    (rect.tiles().max(0) * tile.bits() as i64 + 7) as usize / 8
+}
+
+/// Copies the rows `rows` of the rectangle `rect` of a board's packed `bits` into `out`
+/// (the rectangle packed on its own): a row at a time where the rows are whole bytes of
+/// the board (4-bit boards at even columns and widths, 8-bit boards always), tile by tile
+/// otherwise.
+fn copy_rows(
+    bits: &[u8],
+    board_width: i32,
+    tile: TileWidth,
+    rect: Rect,
+    rows: std::ops::Range<i32>,
+    out: &mut [u8],
+) {
+    if !copy_byte_rows(bits, board_width, tile, rect, rows.clone(), out) {
+        copy_tile_by_tile(bits, board_width, tile, rect, rows, out);
+    }
+}
+
+/// `copy_rows` when every row of `rect` is whole bytes of the board (false otherwise, and
+/// nothing copied).
+fn copy_byte_rows(
+    bits: &[u8],
+    board_width: i32,
+    tile: TileWidth,
+    rect: Rect,
+    rows: std::ops::Range<i32>,
+    out: &mut [u8],
+) -> bool {
     let k = tile.bits() as i64;
     let row_bits = rect.width as i64 * k;
     if (rect.x as i64 * k) % 8 != 0 || row_bits % 8 != 0 || (board_width as i64 * k) % 8 != 0 {
-        return None;
+        return false;
     }
     let row_bytes = (row_bits / 8) as usize;
-    let mut out = Vec::with_capacity(row_bytes * rect.height.max(0) as usize);
-    for row in 0..rect.height as i64 {
+    let source = |row: i64| {
         let first_tile = rect.x as i64 + board_width as i64 * (rect.y as i64 + row);
         let start = (first_tile * k / 8) as usize;
-        out.extend_from_slice(bits.get(start..start + row_bytes)?);
+        bits.get(start..start + row_bytes)
+    };
+    if rows.clone().any(|row| source(row as i64).is_none()) {
+        return false;
     }
-    Some(out)
+    for row in rows {
+        let to = row as usize * row_bytes;
+        out[to..to + row_bytes].copy_from_slice(source(row as i64).expect("checked"));
+    }
+    true
 }
 
-fn cut_tile_by_tile(bits: &[u8], board_width: i32, tile: TileWidth, rect: Rect) -> Vec<u8> {
-    let tiles = rect.width as i64 * rect.height as i64;
-    let mut out = vec![0u8; (tiles * tile.bits() as i64 + 7) as usize / 8];
-    for row in 0..rect.height {
+fn copy_tile_by_tile(
+    bits: &[u8],
+    board_width: i32,
+    tile: TileWidth,
+    rect: Rect,
+    rows: std::ops::Range<i32>,
+    out: &mut [u8],
+) {
+    for row in rows {
         for col in 0..rect.width {
             let n = (rect.x + col) as i64 + board_width as i64 * (rect.y + row) as i64;
             let color = tile.get(bits, n).unwrap_or(0);
             let m = col as i64 + rect.width as i64 * row as i64;
-            tile.set(&mut out, m, color.into())
+            tile.set(out, m, color.into())
                 .expect("the rectangle's buffer holds its tiles");
         }
     }
+}
+
+#[cfg(test)]
+fn cut_tile_by_tile(bits: &[u8], board_width: i32, tile: TileWidth, rect: Rect) -> Vec<u8> {
+    let mut out = vec![0u8; packed_len(rect, tile)];
+    copy_tile_by_tile(bits, board_width, tile, rect, 0..rect.height, &mut out);
     out
 }
 
@@ -142,13 +197,12 @@ impl Region {
         )
     }
 
-    /// A region read from the board's copy (`bits` at `seq`).
+    /// A region of the board at `seq`, its tiles still to copy (`fill_band`).
     fn new(
         settings: Arc<Settings>,
         rect: Rect,
         compact: bool,
         seq: i64,
-        bits: &[u8],
         capacity: usize,
         fed: Arc<AtomicI64>,
     ) -> Self {
@@ -160,7 +214,8 @@ impl Region {
             rect,
             compact,
             state: Mutex::new(State {
-                bits: cut(bits, settings.width, tile, clipped),
+                bits: vec![0u8; packed_len(clipped, tile)],
+                filled_rows: 0,
                 settings,
                 clipped,
                 tile,
@@ -176,6 +231,27 @@ impl Region {
 
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Copies the next band of rows from the board's `bits` (a board `board_width` wide),
+    /// under the board's lock; false once every row is copied.
+    ///
+    /// Exact whatever came between the bands: a band holds the board as it is now, and
+    /// every placement the region has not been handed yet will be handed to it later, in
+    /// order (it was registered before any placement after its seq was applied to the
+    /// board), setting its tile again; a tile with no such placement is as the board has it.
+    pub fn fill_band(&self, bits: &[u8], board_width: i32) -> bool {
+        let mut s = self.lock();
+        let (clipped, tile) = (s.clipped, s.tile);
+        if s.filled_rows >= clipped.height {
+            return false;
+        }
+        let band = (FILL_TILES / clipped.width.max(1) as i64).clamp(1, i32::MAX as i64) as i32;
+        let rows = s.filled_rows..(s.filled_rows.saturating_add(band)).min(clipped.height);
+        s.filled_rows = rows.end;
+        copy_rows(bits, board_width, tile, clipped, rows, &mut s.bits);
+        s.state_json = None;
+        s.filled_rows < clipped.height
     }
 
     /// Applies the placements `first..=last` of the board (those inside, with their old
@@ -235,6 +311,7 @@ impl Region {
             .expect("the database holds valid tile widths");
         s.clipped = self.rect.clip(settings.width, settings.height);
         s.bits = cut(bits, settings.width, s.tile, s.clipped);
+        s.filled_rows = s.clipped.height;
         s.settings = settings;
         s.seq = seq;
         s.log.restart();
@@ -374,11 +451,11 @@ impl Regions {
         self.lock().by_key.is_empty()
     }
 
-    /// The region for `rect` (form `compact`), and whether it was made now: cut from the
-    /// board's `bits` at `seq` if no session holds one, when the board's `budget` has room
-    /// for it and `admit` (the client's own limit) allows it. Called under the board's
-    /// lock, so that no placement is applied to the board between the cut and the
-    /// region's registration.
+    /// The region for `rect` (form `compact`), and whether it was made now: registered at
+    /// the board's `seq`, its tiles still to copy (`Region::fill_band`), if no session holds
+    /// one, when the board's `budget` has room for it and `admit` (the client's own limit)
+    /// allows it. Called under the board's lock, so that every placement after `seq` is
+    /// applied to the board after the region is registered, and so handed to it.
     #[allow(clippy::too_many_arguments)]
     pub fn get(
         &self,
@@ -386,7 +463,6 @@ impl Regions {
         rect: Rect,
         compact: bool,
         seq: i64,
-        bits: &[u8],
         capacity: usize,
         budget: RegionBudget,
         admit: impl FnOnce() -> Result<(), RpcError>,
@@ -422,7 +498,6 @@ impl Regions {
             rect,
             compact,
             seq,
-            bits,
             capacity,
             self.fed.clone(),
         ));
@@ -554,10 +629,81 @@ mod tests {
     }
 
     #[test]
+    fn a_region_filled_in_bands_between_placements_ends_as_the_board() {
+        // A 1-bit board at an odd column: copied tile by tile, in several bands.
+        let (width, height) = (600, 400);
+        let settings = settings(width, height, 1);
+        let tile = TileWidth::new(1).unwrap();
+        let mut board = vec![0u8; (width * height / 8) as usize];
+        let mut state = 7u64;
+        let mut random = move |below: i64| {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 33) as i64 % below
+        };
+        for n in 0..(width * height) as i64 {
+            tile.set(&mut board, n, random(2)).unwrap();
+        }
+        let regions = Regions::default();
+        let rect = Rect {
+            x: 3,
+            y: 5,
+            width: 590,
+            height: 390,
+        };
+        let budget = RegionBudget {
+            regions: 4,
+            tiles: 1 << 30,
+        };
+        let (region, made) = regions
+            .get(&settings, rect, false, 0, 10_000, budget, || Ok(()))
+            .unwrap();
+        assert!(made);
+        let (mut seq, mut bands) = (0, 0);
+        // Placed on the board, not yet handed to the regions (the board's lock is let go
+        // before they are: a band may come between).
+        let mut in_flight: Vec<(Placement, u8)> = Vec::new();
+        loop {
+            for _ in 0..40 {
+                seq += 1;
+                let (x, y) = (random(width as i64) as i32, random(height as i64) as i32);
+                let n = x as i64 + width as i64 * y as i64;
+                let old = tile.get(&board, n).unwrap();
+                let color = 1 - old as i32;
+                tile.set(&mut board, n, color.into()).unwrap();
+                let p = Placement {
+                    board: 1,
+                    seq,
+                    x,
+                    y,
+                    color,
+                    user: 1,
+                    at: 0,
+                };
+                in_flight.push((p, old));
+            }
+            let handed: Vec<_> = in_flight.drain(..in_flight.len() / 2).collect();
+            regions.apply(handed[0].0.seq, handed.last().unwrap().0.seq, &handed);
+            bands += 1;
+            if !region.fill_band(&board, width) {
+                break;
+            }
+        }
+        regions.apply(in_flight[0].0.seq, seq, &in_flight);
+        assert!(bands >= 4, "{bands} bands");
+        let s = region.lock();
+        assert_eq!(s.seq, seq);
+        assert!(
+            s.bits == cut(&board, width, tile, rect),
+            "the board's tiles"
+        );
+    }
+
+    #[test]
     fn a_board_serves_distinct_regions_within_its_budget_and_shares_the_rest() {
         let regions = Regions::default();
         let settings = settings(100, 100, 4);
-        let bits = vec![0u8; 100 * 100 / 2];
         let budget = RegionBudget {
             regions: 2,
             tiles: 150,
@@ -568,7 +714,7 @@ mod tests {
             width: w,
             height: 10,
         };
-        let get = |r: Rect| regions.get(&settings, r, false, 0, &bits, 10, budget, || Ok(()));
+        let get = |r: Rect| regions.get(&settings, r, false, 0, 10, budget, || Ok(()));
         let (a, made) = get(rect(0, 10)).unwrap();
         assert!(made);
         let (again, made) = get(rect(0, 10)).unwrap();
@@ -582,7 +728,7 @@ mod tests {
             "two at most"
         );
         // A client's own limit is asked only for a new rectangle.
-        let refused = regions.get(&settings, rect(0, 10), false, 0, &bits, 10, budget, || {
+        let refused = regions.get(&settings, rect(0, 10), false, 0, 10, budget, || {
             Err(RpcError::new(TOO_MANY, "no"))
         });
         assert!(refused.is_ok(), "an existing rectangle is shared");

@@ -263,7 +263,9 @@ async fn a_region_gets_its_tiles_and_nothing_else() {
 async fn under_random_placements_every_region_ends_equal_to_the_board() {
     let url = fresh_database("gw_regions_random").await;
     let sql = connect(&url).await;
-    let (width, height) = (200, 120);
+    // Rectangles up to the whole board: the larger ones are copied from the board in
+    // several bands (`Region::fill_band`: 65,536 tiles a band), placements coming between.
+    let (width, height) = (400, 300);
     let board = create_board(&sql, "regions_random", (width, height), BITS as i32, "0").await;
     let users = create_users(&sql, "rr", 200).await;
     let gw = start_gateway(&url, |_| {}).await;
@@ -293,7 +295,7 @@ async fn under_random_placements_every_region_ends_equal_to_the_board() {
     let mut rng = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(8);
     for i in 0..20 {
         tokio::time::sleep(Duration::from_millis(rng.random_range(0..60))).await;
-        let (w, h) = (rng.random_range(1..80), rng.random_range(1..60));
+        let (w, h) = (rng.random_range(1..width), rng.random_range(1..height));
         let params = json!({
             "board": board, "x": rng.random_range(0..width - w), "y": rng.random_range(0..height - h),
             "width": w, "height": h, "compact": i % 2 == 0,
