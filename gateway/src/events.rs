@@ -15,18 +15,24 @@
 use bytes::Bytes;
 use serde::Serialize;
 use serde_json::Value;
+use std::sync::Arc;
 
 /// A row of a list view: its `id` (the key, as JSON text, to compare) and the whole row.
+/// Shared, not copied: the instances of a view at smaller limits hold the same rows as
+/// the one read from the database (`ListView::derive`), whatever their size.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Row {
-    pub id: String,
-    pub value: Value,
+    pub id: Arc<str>,
+    pub value: Arc<Value>,
 }
 
 impl Row {
     pub fn new(value: Value) -> Self {
         let id = serde_json::to_string(&value["id"]).expect("JSON values serialize");
-        Row { id, value }
+        Row {
+            id: id.into(),
+            value: Arc::new(value),
+        }
     }
 }
 

@@ -9,21 +9,21 @@ use std::collections::{HashMap, HashSet};
 /// rather than every unchanged row it passed being moved up: the events name the rows
 /// that really changed.
 pub fn diff(old: &[Row], new: &[Row]) -> Vec<ClientEvent> {
-    let staying: HashSet<&str> = new.iter().map(|r| r.id.as_str()).collect();
+    let staying: HashSet<&str> = new.iter().map(|r| r.id.as_ref()).collect();
     let new_index: HashMap<&str, usize> = new
         .iter()
         .enumerate()
-        .map(|(i, r)| (r.id.as_str(), i))
+        .map(|(i, r)| (r.id.as_ref(), i))
         .collect();
     let mut events = Vec::new();
     let mut list: Vec<&Row> = Vec::with_capacity(old.len().max(new.len()));
     for row in old {
-        if staying.contains(row.id.as_str()) {
+        if staying.contains(row.id.as_ref()) {
             list.push(row);
         } else {
             events.push(ClientEvent::Delete {
                 position: list.len(),
-                obj: row.value.clone(),
+                obj: row.value.as_ref().clone(),
             });
         }
     }
@@ -36,8 +36,8 @@ pub fn diff(old: &[Row], new: &[Row]) -> Vec<ClientEvent> {
                 events.push(ClientEvent::Update {
                     position: i,
                     from: None,
-                    obj: row.value.clone(),
-                    old: list[i].value.clone(),
+                    obj: row.value.as_ref().clone(),
+                    old: list[i].value.as_ref().clone(),
                 });
             }
             list[i] = row;
@@ -52,7 +52,7 @@ pub fn diff(old: &[Row], new: &[Row]) -> Vec<ClientEvent> {
         // The row in the way belongs further down; when it changed and `row` did not, it
         // is the one that moved.
         if let (Some(j), Some(here)) = (later, list.get(i)) {
-            let target = new_index[here.id.as_str()];
+            let target = new_index[here.id.as_ref()];
             let (in_way_changed, row_unchanged) =
                 (here.value != new[target].value, list[j].value == row.value);
             if in_way_changed && row_unchanged {
@@ -61,8 +61,8 @@ pub fn diff(old: &[Row], new: &[Row]) -> Vec<ClientEvent> {
                 events.push(ClientEvent::Update {
                     position,
                     from: Some(i),
-                    obj: new[target].value.clone(),
-                    old: moved.value.clone(),
+                    obj: new[target].value.as_ref().clone(),
+                    old: moved.value.as_ref().clone(),
                 });
                 list.insert(position, &new[target]);
                 continue;
@@ -74,13 +74,13 @@ pub fn diff(old: &[Row], new: &[Row]) -> Vec<ClientEvent> {
                 events.push(ClientEvent::Update {
                     position: i,
                     from: Some(from),
-                    obj: row.value.clone(),
-                    old: moved.value.clone(),
+                    obj: row.value.as_ref().clone(),
+                    old: moved.value.as_ref().clone(),
                 });
             }
             None => events.push(ClientEvent::Insert {
                 position: i,
-                obj: row.value.clone(),
+                obj: row.value.as_ref().clone(),
             }),
         }
         list.insert(i, row);
@@ -128,9 +128,9 @@ mod tests {
     fn check(old: &[(i64, i64)], new: &[(i64, i64)]) -> Vec<ClientEvent> {
         let (old, new) = (rows(old), rows(new));
         let events = diff(&old, &new);
-        let mut list: Vec<Value> = old.iter().map(|r| r.value.clone()).collect();
+        let mut list: Vec<Value> = old.iter().map(|r| r.value.as_ref().clone()).collect();
         apply(&mut list, &events);
-        let want: Vec<Value> = new.iter().map(|r| r.value.clone()).collect();
+        let want: Vec<Value> = new.iter().map(|r| r.value.as_ref().clone()).collect();
         assert_eq!(list, want, "{events:?}");
         events
     }

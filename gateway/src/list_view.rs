@@ -341,7 +341,7 @@ impl State {
         if let Some(json) = &self.rows_json {
             return json.clone();
         }
-        let values: Vec<&Value> = self.rows.iter().map(|r| &r.value).collect();
+        let values: Vec<&Value> = self.rows.iter().map(|r| r.value.as_ref()).collect();
         let json = Bytes::from(serde_json::to_vec(&values).expect("rows are JSON values"));
         self.rows_json = Some(json.clone());
         json
