@@ -156,6 +156,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         sessions: sessions.clone(),
         gateway_id,
         sync: sync_requests,
+        session_checks: Default::default(),
         config: pg,
         pool: pool.clone(),
         boards: boards.clone(),

@@ -255,6 +255,26 @@ pub async fn placements_after(
     Ok(rows.iter().map(|row| placement(board, row)).collect())
 }
 
+/// Board `board`'s placements after seq `after` up to seq `last`, in seq order (at most
+/// `limit`).
+pub async fn placements_between(
+    client: &ClientWrapper,
+    board: i64,
+    after: i64,
+    last: i64,
+    limit: i64,
+) -> Result<Vec<Placement>, tokio_postgres::Error> {
+    let sql = "SELECT seq, x, y, color, user_id, placed_at FROM place.placements \
+               WHERE board_id = $1 AND seq > $2 AND seq <= $3 ORDER BY seq LIMIT $4";
+    let rows = client
+        .query(
+            &client.prepare_cached(sql).await?,
+            &[&board, &after, &last, &limit],
+        )
+        .await?;
+    Ok(rows.iter().map(|row| placement(board, row)).collect())
+}
+
 /// A row of (seq, x, y, color, user_id, placed_at).
 fn placement(board: i64, row: &Row) -> Placement {
     Placement {

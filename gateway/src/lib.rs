@@ -26,11 +26,13 @@
 //!   placements as a list view (`recent_placements`), fed by the board's mirror;
 //!   `region`: a rectangle of a board (`board_region`), fed by the board's mirror.
 //! - `cursors`: where the people watching a board point (`session.set_presence`).
-//! - `listener`: the LISTEN connection that keeps the mirrors and list views exact.
+//! - `listener`: the LISTEN connection that keeps the mirrors and list views exact (a
+//!   notification wakes it; the boards' placements are read from the history).
 //! - `sessions`: this gateway's copies of sessions, their subscriptions (a board, region or
 //!   list view, each with where it began and where a legacy client stands), their cursors
 //!   on boards, long polls and expiry; `poll_cursor`: the `cursor` of a resumable poll.
 //! - `session_store`: sessions in the database (any gateway serves any session);
+//!   `session_checks`: what other gateways say of sessions, checked against their rows;
 //!   `session_access`: finding a session's copy, hearing the other gateways before a poll,
 //!   legacy takeovers, extending a board's log back for an old ack; `session_upkeep`:
 //!   seen marks, expiry and watching counts over every gateway.
@@ -77,6 +79,7 @@ pub mod recent;
 pub mod region;
 pub mod responses;
 pub mod session_access;
+pub mod session_checks;
 pub mod session_store;
 pub mod session_upkeep;
 pub mod sessions;

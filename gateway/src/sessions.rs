@@ -928,6 +928,11 @@ impl Sessions {
         session.end();
     }
 
+    /// The version of this gateway's copy of session `public_id` (None: no copy).
+    pub fn copy_version(&self, public_id: i64) -> Option<i64> {
+        self.lock().by_public.get(&public_id).map(|s| s.version())
+    }
+
     /// Every copy: (public id, version, held here).
     pub fn copies(&self) -> Vec<(i64, i64, bool)> {
         self.lock()

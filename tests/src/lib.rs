@@ -22,7 +22,8 @@
 //!   `gateway_lists_random.rs`: random changes on two tables while sessions come and go.
 //! - `tests/gateway_scale_out.rs`: several gateways on one database (acks, moves, `since`).
 //! - `tests/gateway_as_player.rs`: a gateway logged in as a member of `pgplace_player` only
-//!   does everything a gateway does.
+//!   does everything a gateway does; `tests/gateway_forged_notifications.rs`: what a login
+//!   with no grants notifies changes nothing a client sees.
 //! - `tests/gateway_limits.rs`, `gateway_memory.rs`, `gateway_gone_clients.rs`: the abuse
 //!   limits and the database budget, what distinct regions cost, legacy answers that never
 //!   arrived; `tests/sql_fuzz.rs`: every function with random arguments, as the superuser

@@ -11,9 +11,10 @@
 //!
 //! A `tiles` payload covers the placements `first..=last` of one board, consecutive in seq.
 //! With `tiles` present it carries all of them, in seq order, as `[x, y, color, user_id]`,
-//! all placed at `at` (microseconds since the Unix epoch). Without `tiles` (a statement that
-//! placed more than [`MAX_INLINE_TILES`] tiles) the listener reads that seq range from
-//! `place.placements`. A `board` payload says the board's settings changed (or the board
+//! all placed at `at` (microseconds since the Unix epoch); without `tiles` (a statement that
+//! placed more than [`MAX_INLINE_TILES`] tiles) only the range. The gateway reads neither
+//! (any login may send a payload): a `tiles` payload newer than its copy of the board makes
+//! it read the placements from `place.placements`; the tiles are for other listeners. A `board` payload says the board's settings changed (or the board
 //! was created or deleted) when its seq was `seq`. Every payload is shorter than the
 //! 8,000 bytes that NOTIFY accepts.
 //!

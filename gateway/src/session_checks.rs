@@ -1,0 +1,133 @@
+//! What the `pgplace_sessions` channel says, checked before it is acted on. Any database
+//! login may NOTIFY that channel, and public session ids are sequential: a `gone 17` or
+//! `drop 17 <gateway>` taken at its word would end the copies of sessions that live on. So
+//! the listener only notes the ids that it names (of sessions this gateway has copies of),
+//! and one task reads their rows, many at once, one read at a time: a copy is dropped when
+//! its row is gone, or, for `drop`, when the row says that another gateway holds the
+//! session or changed it since this copy.
+
+use crate::session_store;
+use crate::sessions::Sessions;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::Notify;
+
+/// The ids waiting to be checked, by what the channel said of them.
+#[derive(Default)]
+pub struct SessionChecks {
+    pending: Mutex<Pending>,
+    wake: Notify,
+}
+
+#[derive(Default)]
+struct Pending {
+    gone: HashSet<i64>,
+    taken: HashSet<i64>,
+}
+
+impl SessionChecks {
+    /// `gone <public_id>`: the session was said to be destroyed or expired.
+    pub fn said_gone(&self, sessions: &Sessions, public_id: i64) {
+        if sessions.copy_version(public_id).is_some() {
+            lock(&self.pending).gone.insert(public_id);
+            self.wake.notify_one();
+        }
+    }
+
+    /// `drop <public_id> <gateway>` from another gateway: it was said to have taken it.
+    pub fn said_taken(&self, sessions: &Sessions, public_id: i64) {
+        if sessions.copy_version(public_id).is_some() {
+            lock(&self.pending).taken.insert(public_id);
+            self.wake.notify_one();
+        }
+    }
+
+    /// Checks what was noted, for as long as the gateway runs.
+    pub async fn run(
+        self: Arc<Self>,
+        pool: deadpool_postgres::Pool,
+        sessions: Arc<Sessions>,
+        gateway: u64,
+    ) {
+        loop {
+            self.wake.notified().await;
+            let pending = std::mem::take(&mut *lock(&self.pending));
+            let ids: Vec<i64> = pending.gone.union(&pending.taken).copied().collect();
+            if ids.is_empty() {
+                continue;
+            }
+            let stored = loop {
+                match read(&pool, &ids).await {
+                    Ok(stored) => break stored,
+                    Err(error) => {
+                        tracing::warn!("checking what was said of sessions: {error}");
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                    }
+                }
+            };
+            for id in ids {
+                let copy = sessions.copy_version(id);
+                if copy.is_some_and(|version| {
+                    to_drop(&stored, id, pending.taken.contains(&id), version, gateway)
+                }) {
+                    sessions.forget(id);
+                }
+            }
+        }
+    }
+}
+
+async fn read(
+    pool: &deadpool_postgres::Pool,
+    ids: &[i64],
+) -> Result<HashMap<i64, (i64, Option<u64>)>, String> {
+    let client = pool.get().await.map_err(|e| e.to_string())?;
+    Ok(session_store::states(&client, ids)
+        .await
+        .map_err(|e| e.to_string())?
+        .into_iter()
+        .map(|(id, version, holder)| (id, (version, holder)))
+        .collect())
+}
+
+/// Whether this gateway's copy of session `id` (at `version`) is to be dropped, given its
+/// stored row: gone; or, when it was said to be taken, held by another gateway (or none)
+/// or changed since the copy.
+fn to_drop(
+    stored: &HashMap<i64, (i64, Option<u64>)>,
+    id: i64,
+    said_taken: bool,
+    version: i64,
+    gateway: u64,
+) -> bool {
+    match stored.get(&id) {
+        None => true,
+        Some((stored_version, holder)) => {
+            said_taken && (*holder != Some(gateway) || *stored_version > version)
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_copy_is_dropped_only_for_what_its_row_says() {
+        let me = 7;
+        let stored = HashMap::from([(1, (5, Some(me))), (2, (5, Some(9))), (3, (6, Some(me)))]);
+        // Gone: only when the row is.
+        assert!(!to_drop(&stored, 1, false, 5, me), "a forged gone");
+        assert!(to_drop(&stored, 4, false, 5, me), "really gone");
+        // Taken: when another gateway holds it, or it changed since the copy.
+        assert!(!to_drop(&stored, 1, true, 5, me), "a forged drop");
+        assert!(to_drop(&stored, 2, true, 5, me), "held elsewhere");
+        assert!(to_drop(&stored, 3, true, 5, me), "changed since");
+        assert!(to_drop(&stored, 4, true, 5, me), "gone");
+    }
+}

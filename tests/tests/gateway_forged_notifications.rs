@@ -1,0 +1,132 @@
+//! Notifications only wake the gateway (README, Security): a login with no grants at all
+//! sends what pgplace would - a tile at the next seq, the board deleted, a watching
+//! session gone or taken by another gateway - and nothing a client sees changes: no tile
+//! that was never placed, no placement skipped, no `deleted`, no session dropped.
+
+use pgplace_tests::gateway::{start_gateway, Http};
+use pgplace_tests::{connect, create_board, create_users_with_tokens, fresh_database};
+use serde_json::{json, Value};
+use std::time::Duration;
+
+const FORGER: &str = "gw_forged_stranger";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forged_notifications_change_nothing_a_client_sees() {
+    let url = fresh_database("gw_forged").await;
+    let sql = connect(&url).await;
+    // A login that was granted nothing (roles belong to the cluster: an interrupted run's
+    // is dropped first).
+    sql.batch_execute(&format!(
+        "DO $$ BEGIN
+             IF EXISTS (SELECT FROM pg_roles WHERE rolname = '{FORGER}') THEN
+                 EXECUTE 'DROP ROLE {FORGER}';
+             END IF;
+         END $$;
+         CREATE ROLE {FORGER} LOGIN;"
+    ))
+    .await
+    .unwrap();
+    let forger = connect(&url.replace("postgres@", &format!("{FORGER}@"))).await;
+    let board = create_board(&sql, "forged", (8, 8), 4, "0").await;
+    let users = create_users_with_tokens(&sql, "forged", 1).await;
+    let gw = start_gateway(&url, |_| {}).await;
+    let http = Http::new(gw.addr);
+    let (placer, _) = http
+        .signed_in_view(&users[0].1, json!({"board": board}))
+        .await;
+    let watcher = http.ok("session.create", json!([])).await;
+    let state = http
+        .ok(
+            "session.subscribe",
+            json!([watcher, "board", {"board": board}]),
+        )
+        .await;
+    let seq = state[1]["seq"].as_i64().unwrap();
+    let notify = |channel: &'static str, payload: String| {
+        let forger = &forger;
+        async move {
+            forger
+                .execute("SELECT pg_notify($1, $2)", &[&channel, &payload])
+                .await
+                .expect("any login may notify")
+        }
+    };
+
+    // The next seq's tile, as a placement's payload says it.
+    notify(
+        "pgplace",
+        json!({"type": "tiles", "v": 1, "board": board, "first": seq + 1, "last": seq + 1,
+               "at": 1_764_437_000_123_456_i64, "tiles": [[1, 1, 15, users[0].0]]})
+        .to_string(),
+    )
+    .await;
+    let events = poll(&http, &watcher, 0.5).await;
+    assert_eq!(events, json!([]), "a forged tile is not shown");
+
+    // The watcher waits; meanwhile it is said to be gone, then taken by another gateway,
+    // and the board is said to be deleted.
+    let waiting = {
+        let http = http.clone();
+        let watcher = watcher.clone();
+        tokio::spawn(async move { poll(&http, &watcher, 10.0).await })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let public_ids: Vec<i64> = sql
+        .query("SELECT public_id FROM place.sessions", &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    assert_eq!(public_ids.len(), 2, "the placer's and the watcher's");
+    for id in &public_ids {
+        notify("pgplace_sessions", format!("gone {id}")).await;
+        notify("pgplace_sessions", format!("drop {id} 1234abcd")).await;
+    }
+    notify(
+        "pgplace",
+        json!({"type": "board", "v": 1, "board": board, "seq": seq, "change": "deleted"})
+            .to_string(),
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    // The real placement at that seq reaches the waiting poll, as it was placed.
+    http.ok("board.place", json!([placer, board, 2, 3, 7]))
+        .await;
+    let events = tokio::time::timeout(Duration::from_secs(15), waiting)
+        .await
+        .expect("the poll is answered")
+        .unwrap();
+    let events = events.as_array().unwrap();
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0]["action"], "update", "{events:?}");
+    let obj = &events[0]["obj"];
+    assert_eq!(
+        (&obj["seq"], &obj["x"], &obj["y"], &obj["color"]),
+        (&json!(seq + 1), &json!(2), &json!(3), &json!(7)),
+        "{events:?}"
+    );
+    // The board is there, without the forged tile; both sessions go on.
+    let state = http.ok("board.get", json!([board])).await;
+    assert_eq!(state["seq"], seq + 1);
+    http.ok("board.place", json!([placer, board, 4, 4, 1]))
+        .await;
+    let events = poll(&http, &watcher, 5.0).await;
+    assert_eq!(events[0]["obj"]["seq"], seq + 2, "{events}");
+    let tile: i32 = sql
+        .query_one(
+            "SELECT count(*)::int FROM place.placements WHERE board_id = $1 AND x = 1 AND y = 1",
+            &[&board],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(tile, 0);
+}
+
+/// One legacy `get_events` of `session` (waiting up to `seconds`).
+async fn poll(http: &Http, session: &Value, seconds: f64) -> Value {
+    http.ok("session.get_events", json!([session, seconds]))
+        .await
+}
