@@ -59,6 +59,9 @@ const BUDGET_OFF: &[&str] = &[
 const REFUSED_AT_ONCE: &[&str] = &["--db-wait-ms", "0"];
 /// A call slower than this counts as an error (the gateway is stuck, not slow).
 const CALL_TIMEOUT: Duration = Duration::from_secs(10);
+/// Placements sent this long after a phase's start count in its steady figures too (the
+/// first second or two hold every new connection's first calls, and a flood's burst).
+const WARM_UP: Duration = Duration::from_secs(2);
 /// Time for the last placements' events to reach the poller after the phase.
 const DRAIN: Duration = Duration::from_secs(2);
 const POLL_SECS: u64 = 30;
@@ -110,6 +113,8 @@ struct Placed {
 struct Control {
     placed: Vec<Placed>,
     latencies: Latencies,
+    /// Those sent after `WARM_UP`.
+    steady: Latencies,
     errors: BTreeMap<String, usize>,
 }
 
@@ -163,6 +168,7 @@ struct Measured {
     elapsed: Duration,
     placed: usize,
     place: Sorted,
+    place_steady: Sorted,
     events: Sorted,
     missing_events: usize,
     /// Events that reached the poller before their placement's answer reached its placer.
@@ -245,7 +251,7 @@ async fn run_phase(
                 conn,
                 session,
                 setup.board,
-                first,
+                (first, started + WARM_UP),
                 period,
                 end,
             ))
@@ -262,6 +268,7 @@ async fn run_phase(
         let one = placer.await?;
         control.placed.extend(one.placed);
         control.latencies.extend(one.latencies);
+        control.steady.extend(one.steady);
         for (error, n) in one.errors {
             *control.errors.entry(error).or_default() += n;
         }
@@ -298,6 +305,7 @@ async fn run_phase(
         elapsed: setup.phase(),
         placed: control.placed.len(),
         place: control.latencies.sorted(),
+        place_steady: control.steady.sorted(),
         events: events.sorted(),
         missing_events,
         events_first,
@@ -309,12 +317,13 @@ async fn run_phase(
     })
 }
 
-/// A control placer: a random tile every `period` from `first` on, until `end`.
+/// A control placer: a random tile every `period` from `first` on, until `end` (those sent
+/// from `steady_from` on also in `Control::steady`).
 async fn place_steadily(
     mut conn: Conn,
     session: String,
     board: i64,
-    first: Instant,
+    (first, steady_from): (Instant, Instant),
     period: Duration,
     end: Instant,
 ) -> Control {
@@ -336,6 +345,9 @@ async fn place_steadily(
                     match result["seq"].as_i64() {
                         Some(seq) => {
                             control.latencies.push(answered - sent);
+                            if sent >= steady_from {
+                                control.steady.push(answered - sent);
+                            }
                             control.placed.push(Placed { seq, answered });
                             continue;
                         }
@@ -615,6 +627,11 @@ fn report(phases: &[Measured]) -> Table {
         );
         table.info(
             NAME,
+            &format!("{l}: the same after the first {} s", WARM_UP.as_secs()),
+            m.place_steady.summary(),
+        );
+        table.info(
+            NAME,
             &format!("{l}: answer -> event p50 / p99"),
             format!(
                 "{:.2} / {:.2} ms ({} of {} arrived, {} before the answer)",
@@ -693,14 +710,24 @@ fn ratios(phases: &[Measured], phase: Phase) -> String {
             .find(|m| m.phase == p)
             .map_or(f64::NAN, |m| m.place.ms(q))
     };
+    let steady = |round: &[Measured], p: Phase| {
+        round
+            .iter()
+            .find(|m| m.phase == p)
+            .map_or(f64::NAN, |m| m.place_steady.ms(0.99))
+    };
     let per_round: Vec<String> = phases
         .chunks(PHASES.len())
         .map(|round| {
             let (with, without) = (ms(round, phase, 0.99), ms(round, Phase::Quiet, 0.99));
             let p50 = ms(round, phase, 0.5) / ms(round, Phase::Quiet, 0.5);
+            let (steady_with, steady_without) = (steady(round, phase), steady(round, Phase::Quiet));
             format!(
-                "p99 {:.1}x ({with:.1} / {without:.1} ms), p50 {p50:.1}x",
-                with / without
+                "p99 {:.1}x ({with:.1} / {without:.1} ms), p50 {p50:.1}x, after {} s p99 {:.1}x \
+                 ({steady_with:.1} / {steady_without:.1} ms)",
+                with / without,
+                WARM_UP.as_secs(),
+                steady_with / steady_without
             )
         })
         .collect();
