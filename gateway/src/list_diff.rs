@@ -3,23 +3,51 @@
 use crate::events::{ClientEvent, Row};
 use std::collections::{HashMap, HashSet};
 
-/// Events that, applied in order to `old`, give `new`: first the rows that left (deleted,
-/// no longer matching, pushed past the limit), then, in the new order, rows that came in,
-/// moved, or whose content changed. A row that changed and moved down is moved itself,
-/// rather than every unchanged row it passed being moved up: the events name the rows
-/// that really changed.
+/// Events that, applied in order to `old`, give `new`, naming only rows that changed,
+/// entered or left: an `update` is a row whose content changed (moved or not), each such
+/// row in one `update`; a row whose content is the same is never in an `update` (a client
+/// that shows updates, as Qik's "the element changed", would flash a row nothing touched).
+///
+/// 1. `delete`s: the rows that left (deleted, no longer matching, pushed past the limit),
+///    and those unchanged rows that must move (the others' order is kept: the longest run
+///    of unchanged rows already in their new order stays where it is). A row that moved
+///    without changing leaves and comes back: a `delete` here, an `insert` in step 3.
+/// 2. One `update` per changed row, in the new order, placed right after the row it
+///    follows in the new window among those already in their final order.
+/// 3. `insert`s, in the new order, of the rows that came in (or came back).
 pub fn diff(old: &[Row], new: &[Row]) -> Vec<ClientEvent> {
-    let staying: HashSet<&str> = new.iter().map(|r| r.id.as_ref()).collect();
     let new_index: HashMap<&str, usize> = new
         .iter()
         .enumerate()
         .map(|(i, r)| (r.id.as_ref(), i))
         .collect();
+    let old_rows: HashMap<&str, &Row> = old.iter().map(|r| (r.id.as_ref(), r)).collect();
+    let changed = |row: &Row| {
+        old_rows
+            .get(row.id.as_ref())
+            .is_some_and(|o| o.value != row.value)
+    };
+    // Unchanged rows that stay, in the old order, by new index: the longest increasing run
+    // keeps its place.
+    let unchanged: Vec<(&str, usize)> = old
+        .iter()
+        .filter_map(|r| {
+            let i = *new_index.get(r.id.as_ref())?;
+            (new[i].value == r.value).then_some((r.id.as_ref(), i))
+        })
+        .collect();
+    let kept: HashSet<&str> = longest_increasing(&unchanged);
+
     let mut events = Vec::new();
-    let mut list: Vec<&Row> = Vec::with_capacity(old.len().max(new.len()));
+    // What the client holds, by id, as the events go.
+    let mut list: Vec<&str> = Vec::with_capacity(old.len().max(new.len()));
     for row in old {
-        if staying.contains(row.id.as_ref()) {
-            list.push(row);
+        let stays = match new_index.get(row.id.as_ref()) {
+            None => false,
+            Some(&i) => new[i].value != row.value || kept.contains(row.id.as_ref()),
+        };
+        if stays {
+            list.push(row.id.as_ref());
         } else {
             events.push(ClientEvent::Delete {
                 position: list.len(),
@@ -27,66 +55,72 @@ pub fn diff(old: &[Row], new: &[Row]) -> Vec<ClientEvent> {
             });
         }
     }
-    // list[..i] equals new[..i].
-    let mut i = 0;
-    while i < new.len() {
-        let row = &new[i];
-        if list.get(i).is_some_and(|r| r.id == row.id) {
-            if list[i].value != row.value {
-                events.push(ClientEvent::Update {
-                    position: i,
-                    from: None,
-                    obj: row.value.as_ref().clone(),
-                    old: list[i].value.as_ref().clone(),
-                });
-            }
-            list[i] = row;
-            i += 1;
+    // Rows in their final order so far: the kept ones, then each changed row once placed.
+    let mut settled: HashSet<&str> = kept.clone();
+    for (i, row) in new.iter().enumerate() {
+        if !changed(row) {
             continue;
         }
-        let later = list
+        let id = row.id.as_ref();
+        let from = list
             .iter()
-            .skip(i + 1)
-            .position(|r| r.id == row.id)
-            .map(|j| i + 1 + j);
-        // The row in the way belongs further down; when it changed and `row` did not, it
-        // is the one that moved.
-        if let (Some(j), Some(here)) = (later, list.get(i)) {
-            let target = new_index[here.id.as_ref()];
-            let (in_way_changed, row_unchanged) =
-                (here.value != new[target].value, list[j].value == row.value);
-            if in_way_changed && row_unchanged {
-                let moved = list.remove(i);
-                let position = target.min(list.len());
-                events.push(ClientEvent::Update {
-                    position,
-                    from: Some(i),
-                    obj: new[target].value.as_ref().clone(),
-                    old: moved.value.as_ref().clone(),
-                });
-                list.insert(position, &new[target]);
-                continue;
-            }
-        }
-        match later {
-            Some(from) => {
-                let moved = list.remove(from);
-                events.push(ClientEvent::Update {
-                    position: i,
-                    from: Some(from),
-                    obj: row.value.as_ref().clone(),
-                    old: moved.value.as_ref().clone(),
-                });
-            }
-            None => events.push(ClientEvent::Insert {
+            .position(|r| *r == id)
+            .expect("a changed row stays");
+        list.remove(from);
+        let position = new[..i]
+            .iter()
+            .rev()
+            .map(|r| r.id.as_ref())
+            .find(|r| settled.contains(r))
+            .map_or(0, |before| {
+                list.iter()
+                    .position(|r| *r == before)
+                    .expect("settled rows are held")
+                    + 1
+            });
+        list.insert(position, id);
+        settled.insert(id);
+        events.push(ClientEvent::Update {
+            position,
+            from: (from != position).then_some(from),
+            obj: row.value.as_ref().clone(),
+            old: old_rows[id].value.as_ref().clone(),
+        });
+    }
+    // Every row that stays now holds its new relative order: each one that comes in goes
+    // where the new window has it.
+    for (i, row) in new.iter().enumerate() {
+        if !settled.contains(row.id.as_ref()) {
+            events.push(ClientEvent::Insert {
                 position: i,
                 obj: row.value.as_ref().clone(),
-            }),
+            });
         }
-        list.insert(i, row);
-        i += 1;
     }
     events
+}
+
+/// The ids of a longest run of `items` (id, key) whose keys increase (patience sorting).
+fn longest_increasing<'a>(items: &[(&'a str, usize)]) -> HashSet<&'a str> {
+    // tails[k]: the index in `items` of the smallest last key of a run of length k + 1.
+    let mut tails: Vec<usize> = Vec::new();
+    let mut before: Vec<Option<usize>> = vec![None; items.len()];
+    for (n, &(_, key)) in items.iter().enumerate() {
+        let k = tails.partition_point(|&t| items[t].1 < key);
+        before[n] = k.checked_sub(1).map(|k| tails[k]);
+        if k == tails.len() {
+            tails.push(n);
+        } else {
+            tails[k] = n;
+        }
+    }
+    let mut run = HashSet::new();
+    let mut at = tails.last().copied();
+    while let Some(n) = at {
+        run.insert(items[n].0);
+        at = before[n];
+    }
+    run
 }
 
 #[cfg(test)]
@@ -125,13 +159,34 @@ mod tests {
         }
     }
 
+    /// Applies `diff(old, new)` to `old` and asserts that it gives `new`, naming only rows
+    /// that changed, came in or left: every `update` changes its row, a row in no more than
+    /// one; a row the same in both windows is in no `update`.
     fn check(old: &[(i64, i64)], new: &[(i64, i64)]) -> Vec<ClientEvent> {
-        let (old, new) = (rows(old), rows(new));
-        let events = diff(&old, &new);
-        let mut list: Vec<Value> = old.iter().map(|r| r.value.as_ref().clone()).collect();
+        let (old_rows, new_rows) = (rows(old), rows(new));
+        let events = diff(&old_rows, &new_rows);
+        let mut list: Vec<Value> = old_rows.iter().map(|r| r.value.as_ref().clone()).collect();
         apply(&mut list, &events);
-        let want: Vec<Value> = new.iter().map(|r| r.value.as_ref().clone()).collect();
+        let want: Vec<Value> = new_rows.iter().map(|r| r.value.as_ref().clone()).collect();
         assert_eq!(list, want, "{events:?}");
+        let mut updated = HashSet::new();
+        for event in &events {
+            if let ClientEvent::Update { obj, old: was, .. } = event {
+                assert_ne!(
+                    obj, was,
+                    "an update of a row that did not change: {events:?}"
+                );
+                assert!(
+                    updated.insert(obj["id"].clone()),
+                    "one update a row: {events:?}"
+                );
+                assert!(
+                    !old.iter()
+                        .any(|o| new.contains(o) && json!(o.0) == obj["id"]),
+                    "an unchanged row in an update: {events:?}"
+                );
+            }
+        }
         events
     }
 
