@@ -51,7 +51,11 @@ struct State {
     log: SharedLog,
     dropped: bool,
     last_event: Instant,
-    /// The newest position known to have changed the view's table.
+    /// The newest position said (by a notification) to have changed the view's table since
+    /// the running read began, or since the last one when none runs. Only what came after a
+    /// read began can be missing from it: a notification comes after its commit. So a
+    /// position no commit has (a forged notification's) is owed one read at most, not a
+    /// read after every read for as long as the window stays below it.
     wanted: i64,
     /// A read is owed whatever the positions say (LISTEN was down, a gap, a redefinition).
     forced: bool,
@@ -285,7 +289,9 @@ impl ListView {
     /// Called by the running read just before it queries: a force owed until now is paid
     /// by this read.
     pub fn begin_read(&self) {
-        self.lock().forced = false;
+        let mut s = self.lock();
+        s.forced = false;
+        s.wanted = i64::MIN;
     }
 
     /// Called by the running read after each window: whether another read is owed. When
@@ -401,6 +407,27 @@ mod tests {
         assert!(events(&view, &mut slow).is_empty());
     }
 
+    /// A notification at a position no commit has (any login may send one) is owed one read,
+    /// not a read after every read: the read that began after it would have seen its commit.
+    #[tokio::test(start_paused = true)]
+    async fn a_position_no_read_reaches_is_owed_one_read() {
+        let view = ListView::new("v", 3, 1, 5, rows(&[1, 2, 3]), 2);
+        assert!(view.touched(i64::MAX), "a read starts");
+        view.begin_read();
+        view.replace(6, rows(&[1, 2, 3]));
+        assert!(!view.refresh_owed(), "the read covered it");
+        // A change heard while a read runs is owed the next one, unless the read reached it.
+        assert!(view.touched(7));
+        view.begin_read();
+        assert!(!view.touched(8), "a read runs");
+        view.replace(7, rows(&[1, 2, 3]));
+        assert!(view.refresh_owed(), "position 8 came after the read began");
+        view.begin_read();
+        view.replace(8, rows(&[1, 2, 3]));
+        assert!(!view.refresh_owed());
+        assert!(!view.touched(8), "a position the window has");
+    }
+
     #[tokio::test(start_paused = true)]
     async fn a_smaller_limit_follows_the_first_rows_of_its_source() {
         let source = Arc::new(ListView::new("v", 4, 1, 5, rows(&[1, 2, 3, 4]), 10));
@@ -471,8 +498,8 @@ mod tests {
         let view = ListView::new("v", 3, 1, 5, rows(&[1]), 10);
         assert!(!view.touched(5), "the window has position 5 already");
         assert!(view.touched(6));
-        assert!(!view.touched(7), "a read is running");
         view.begin_read();
+        assert!(!view.touched(7), "a read is running");
         view.replace(6, rows(&[1]));
         assert!(view.refresh_owed(), "7 came after the read began");
         view.begin_read();

@@ -8,8 +8,9 @@
 //! what the stream never says (the time the connection was down, a board loaded after its
 //! notifications went by), so every mirror stays exact.
 //!
-//! Not yet so: list views still take the change log positions and changed rows of a
-//! `changes` payload, and `view` payloads, as they come.
+//! Not yet so for list views: a `changes` payload's changed rows decide which views read
+//! again, and `view` payloads are taken as they come (a forged position costs a view one
+//! read: `ListView::begin_read`).
 
 use crate::board::{Board, Discontinuity};
 use crate::boards::Boards;

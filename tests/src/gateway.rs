@@ -44,6 +44,17 @@ pub struct Http {
 }
 
 impl Http {
+    /// How many times the gateway read list view `name` from the database
+    /// (`pgplace_list_view_reads_total`).
+    pub async fn view_reads(&self, name: &str) -> u64 {
+        let (_, _, body) = self.get("/metrics", &Default::default()).await;
+        let text = String::from_utf8(body.to_vec()).unwrap();
+        let prefix = format!("pgplace_list_view_reads_total{{view=\"{name}\"}} ");
+        text.lines()
+            .find_map(|line| line.strip_prefix(prefix.as_str()))
+            .map_or(0, |n| n.trim().parse::<f64>().unwrap() as u64)
+    }
+
     pub fn new(addr: SocketAddr) -> Self {
         Http {
             addr,

@@ -1,7 +1,8 @@
 //! Notifications only wake the gateway (README, Security): a login with no grants at all
 //! sends what pgplace would - a tile at the next seq, the board deleted, a watching
 //! session gone or taken by another gateway - and nothing a client sees changes: no tile
-//! that was never placed, no placement skipped, no `deleted`, no session dropped.
+//! that was never placed, no placement skipped, no `deleted`, no session dropped; a change
+//! at a position no commit has costs a list view one read, not a read after every read.
 
 use pgplace_tests::gateway::{start_gateway, Http};
 use pgplace_tests::{connect, create_board, create_users_with_tokens, fresh_database};
@@ -10,23 +11,26 @@ use std::time::Duration;
 
 const FORGER: &str = "gw_forged_stranger";
 
+/// A login that was granted nothing (roles belong to the cluster: an interrupted run's is
+/// dropped first), connected to `url`'s database.
+async fn stranger(sql: &tokio_postgres::Client, url: &str) -> tokio_postgres::Client {
+    sql.batch_execute(&format!(
+        "DO $$ BEGIN
+             IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{FORGER}') THEN
+                 EXECUTE 'CREATE ROLE {FORGER} LOGIN';
+             END IF;
+         END $$;"
+    ))
+    .await
+    .unwrap();
+    connect(&url.replace("postgres@", &format!("{FORGER}@"))).await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn forged_notifications_change_nothing_a_client_sees() {
     let url = fresh_database("gw_forged").await;
     let sql = connect(&url).await;
-    // A login that was granted nothing (roles belong to the cluster: an interrupted run's
-    // is dropped first).
-    sql.batch_execute(&format!(
-        "DO $$ BEGIN
-             IF EXISTS (SELECT FROM pg_roles WHERE rolname = '{FORGER}') THEN
-                 EXECUTE 'DROP ROLE {FORGER}';
-             END IF;
-         END $$;
-         CREATE ROLE {FORGER} LOGIN;"
-    ))
-    .await
-    .unwrap();
-    let forger = connect(&url.replace("postgres@", &format!("{FORGER}@"))).await;
+    let forger = stranger(&sql, &url).await;
     let board = create_board(&sql, "forged", (8, 8), 4, "0").await;
     let users = create_users_with_tokens(&sql, "forged", 1).await;
     let gw = start_gateway(&url, |_| {}).await;
@@ -123,6 +127,53 @@ async fn forged_notifications_change_nothing_a_client_sees() {
         .unwrap()
         .get(0);
     assert_eq!(tile, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forged_change_position_costs_a_list_view_one_read() {
+    let url = fresh_database("gw_forged_changes").await;
+    let sql = connect(&url).await;
+    let forger = stranger(&sql, &url).await;
+    sql.batch_execute(
+        "CREATE TABLE items (id int PRIMARY KEY, score int NOT NULL);
+         INSERT INTO items VALUES (1, 10), (2, 20);
+         SELECT place.watch('items');
+         SELECT place.create_view('top_items', 'items', 'score', max_limit => 5);",
+    )
+    .await
+    .unwrap();
+    let relid: i64 = sql
+        .query_one("SELECT 'items'::regclass::oid::bigint", &[])
+        .await
+        .unwrap()
+        .get(0);
+    let gw = start_gateway(&url, |_| {}).await;
+    let http = Http::new(gw.addr);
+    let session = http.ok("session.create", json!([])).await;
+    http.ok("session.subscribe", json!([session, "top_items", {}]))
+        .await;
+    let before = http.view_reads("top_items").await;
+    let payload = json!({"type": "changes", "v": 1, "pos": i64::MAX, "relids": [relid]});
+    forger
+        .execute("SELECT pg_notify('pgplace', $1)", &[&payload.to_string()])
+        .await
+        .unwrap();
+    // Reads follow each other at most every --list-refresh-ms (10 ms by default): a view
+    // that owed a read after every read would make a hundred in this second.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let reads = http.view_reads("top_items").await - before;
+    assert!(reads <= 2, "{reads} reads for one forged notification");
+    assert_eq!(
+        poll(&http, &session, 0.2).await,
+        json!([]),
+        "nothing changed"
+    );
+    // A real change after it is still read and delivered.
+    sql.execute("UPDATE items SET score = 30 WHERE id = 1", &[])
+        .await
+        .unwrap();
+    let events = poll(&http, &session, 5.0).await;
+    assert_eq!(events[0]["obj"]["score"], 30, "{events}");
 }
 
 /// One legacy `get_events` of `session` (waiting up to `seconds`).

@@ -314,16 +314,6 @@ async fn recent_placements_enter_at_the_top_and_leave_at_the_bottom() {
     }
 }
 
-/// How many times the gateway has read view `name` from the database (its metrics).
-async fn view_reads(http: &Http, name: &str) -> u64 {
-    let (_, _, body) = http.get("/metrics", &Default::default()).await;
-    let text = String::from_utf8(body.to_vec()).unwrap();
-    let prefix = format!("pgplace_list_view_reads_total{{view=\"{name}\"}} ");
-    text.lines()
-        .find_map(|line| line.strip_prefix(prefix.as_str()))
-        .map_or(0, |n| n.trim().parse::<f64>().unwrap() as u64)
-}
-
 /// Sessions at five limits of one view: the view is read once per change, not once per
 /// limit, and every session's list is the view's first rows at its limit.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -359,7 +349,7 @@ async fn every_limit_of_a_view_is_served_from_one_read() {
             limit,
         ));
     }
-    let before = view_reads(&http, "by_score").await;
+    let before = http.view_reads("by_score").await;
     for round in 0..5 {
         sql.execute(
             "UPDATE items SET score = score + 100 WHERE id = $1",
@@ -371,7 +361,7 @@ async fn every_limit_of_a_view_is_served_from_one_read() {
             settle(&http, &sql, session, key, model, "by_score", *limit).await;
         }
     }
-    let reads = view_reads(&http, "by_score").await - before;
+    let reads = http.view_reads("by_score").await - before;
     // Five changes, five limits: one read per change (give or take one owed twice), where
     // an instance per limit read on its own would be five per change.
     assert!(
