@@ -198,6 +198,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
             app.boards.clone(),
             app.config.session_idle(),
         )),
+        tokio::spawn(lists.clone().run_view_checks()),
         tokio::spawn(lists.run_pings(Duration::from_secs(app.config.list_ping_secs))),
         tokio::spawn(limits.run_upkeep()),
         freezer,

@@ -451,6 +451,24 @@ pub struct ViewRead {
     pub rows: Vec<serde_json::Value>,
     /// Only sessions bound to a user may subscribe.
     pub signed_in: bool,
+    /// The view's definition as these rows were read with it (`DEFINITION`).
+    pub definition: Option<String>,
+}
+
+/// A view's definition as one text, to tell whether it changed: its whole row of
+/// `place.views` (what `create_view` set, and the query the watch made of it).
+const DEFINITION: &str = "v::text";
+
+/// The definitions of the views among `names` that exist, by name.
+pub async fn view_definitions(
+    client: &ClientWrapper,
+    names: &[String],
+) -> Result<std::collections::HashMap<String, String>, tokio_postgres::Error> {
+    let sql = format!("SELECT v.name, {DEFINITION} FROM place.views v WHERE v.name = ANY($1)");
+    let rows = client
+        .query(&client.prepare_cached(&sql).await?, &[&names])
+        .await?;
+    Ok(rows.iter().map(|row| (row.get(0), row.get(1))).collect())
 }
 
 pub async fn view_rows(
@@ -458,11 +476,13 @@ pub async fn view_rows(
     name: &str,
     limit: Option<i32>,
 ) -> Result<ViewRead, tokio_postgres::Error> {
-    let statement = client
-        .prepare_cached(
-            "SELECT pos, max_limit, relid, rows, signed_in FROM place.view_rows($1, $2)",
-        )
-        .await?;
+    // One statement, so one snapshot: the definition is the one the rows were read with.
+    let sql = format!(
+        "SELECT r.pos, r.max_limit, r.relid, r.rows, r.signed_in, \
+                (SELECT {DEFINITION} FROM place.views v WHERE v.name = $1) AS definition \
+         FROM place.view_rows($1, $2) r"
+    );
+    let statement = client.prepare_cached(&sql).await?;
     let row = client.query_one(&statement, &[&name, &limit]).await?;
     let rows = match row.get::<_, serde_json::Value>("rows") {
         serde_json::Value::Array(rows) => rows,
@@ -474,6 +494,7 @@ pub async fn view_rows(
         relid: row.get("relid"),
         rows,
         signed_in: row.get("signed_in"),
+        definition: row.get("definition"),
     })
 }
 

@@ -21,6 +21,7 @@
 //! - `board`: one mirrored board and its event log; `boards`: the mirrored boards;
 //!   `freezing`: which of a board's tiles are frozen, and when the others freeze.
 //! - `lists`: the list view instances (`place.create_view`) and when each is read again;
+//!   `view_checks`: what `view` notifications say, checked against `place.views`;
 //!   `list_view`: one instance, its window and event log; `list_diff`: the events between
 //!   two windows; `events`: list and region events as clients get them; `recent`: a board's newest
 //!   placements as a list view (`recent_placements`), fed by the board's mirror;
@@ -86,6 +87,7 @@ pub mod sessions;
 pub mod shared_log;
 pub mod state;
 pub mod unknown;
+pub mod view_checks;
 
 pub use app::{start, Running};
 pub use config::Config;

@@ -62,6 +62,8 @@ struct State {
     /// The window is replaced with a `reset` at the next read (the view was redefined).
     reset_next: bool,
     refreshing: bool,
+    /// The view's definition as the window was read with it (`db::view_rows`).
+    definition: Option<String>,
     /// The instances derived from this one (smaller limits of the same view).
     derived: Vec<Weak<ListView>>,
 }
@@ -133,6 +135,7 @@ impl ListView {
                 forced: false,
                 reset_next: false,
                 refreshing: false,
+                definition: None,
                 derived: Vec::new(),
             }),
             changed: Notify::new(),
@@ -178,6 +181,14 @@ impl ListView {
 
     pub fn pos(&self) -> i64 {
         self.lock().pos
+    }
+
+    pub fn definition(&self) -> Option<String> {
+        self.lock().definition.clone()
+    }
+
+    pub fn set_definition(&self, definition: Option<String>) {
+        self.lock().definition = definition;
     }
 
     /// The window (a JSON array of rows) and the cursor that continues exactly after it.

@@ -8,9 +8,9 @@
 //! what the stream never says (the time the connection was down, a board loaded after its
 //! notifications went by), so every mirror stays exact.
 //!
-//! Not yet so for list views: a `changes` payload's changed rows decide which views read
-//! again, and `view` payloads are taken as they come (a forged position costs a view one
-//! read: `ListView::begin_read`).
+//! For list views, a `view` notification is checked against `place.views` (`ViewChecks`),
+//! and a forged position costs a view one read (`ListView::begin_read`); not yet so: a
+//! `changes` payload's changed rows decide which views read again.
 
 use crate::board::{Board, Discontinuity};
 use crate::boards::Boards;
@@ -202,7 +202,7 @@ impl Listener {
                 Ok(())
             }
             Notice::View(p) => {
-                self.lists.on_view_change(&p.name, p.change);
+                self.lists.heard_of_view(&p.name);
                 Ok(())
             }
             Notice::Board(p) => {

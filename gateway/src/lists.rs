@@ -13,6 +13,7 @@ use crate::db;
 use crate::errors::{from_db, RpcError, RETRY, UNKNOWN_VIEW};
 use crate::list_view::ListView;
 use crate::unknown::{Name, Unknown};
+use crate::view_checks::ViewChecks;
 use deadpool_postgres::Pool;
 use pgplace_core::payload::{ChangeAction, ChangesPayload, ViewChange};
 use serde_json::{Map, Value};
@@ -37,6 +38,8 @@ pub struct Lists {
     /// Bumped when changes may have gone unseen (LISTEN lost) or a view was redefined:
     /// an instance whose first read began before must read again.
     generation: AtomicU64,
+    /// What `view` notifications said, to be checked before it is acted on.
+    checks: ViewChecks,
 }
 
 /// Views are named with at most this many characters (`place.create_view`).
@@ -59,6 +62,7 @@ impl Lists {
             capacity,
             refresh_gap,
             generation: AtomicU64::new(0),
+            checks: ViewChecks::default(),
             state: Mutex::new(State {
                 instances: HashMap::new(),
                 max_limits: HashMap::new(),
@@ -248,6 +252,7 @@ impl Lists {
         let limit = limit.unwrap_or(read.max_limit);
         let mut view = ListView::new(name, limit, read.relid, read.pos, read.rows, self.capacity);
         view.signed_in = read.signed_in;
+        view.set_definition(read.definition);
         Ok((view, read.max_limit))
     }
 
@@ -323,6 +328,57 @@ impl Lists {
         for view in self.all().into_iter().filter(|v| !v.is_derived()) {
             if view.force(false) {
                 self.spawn_refresh(view);
+            }
+        }
+    }
+
+    /// A `view` notification: a view was said to be created, defined anew or dropped. A
+    /// name that was unknown may be known now; for a view served or being loaded here, the
+    /// definition is read before anything is done (`ViewChecks`).
+    pub fn heard_of_view(&self, name: &str) {
+        self.unknown.found(&Name::View(name.into()));
+        let served = self.lock().instances.keys().any(|(n, _)| &**n == name);
+        if served {
+            self.checks.note(name);
+        }
+    }
+
+    /// Checks the views `heard_of_view` noted, for as long as the gateway runs.
+    pub async fn run_view_checks(self: Arc<Self>) {
+        self.checks.run(self.clone(), self.pool.clone()).await
+    }
+
+    /// What the database says of view `name` now (`definition`: None when it has no such
+    /// view), against what its instances were read with: gone, it ends; defined anew, its
+    /// sessions start over with a `reset`; the same, nothing is done (a notification that
+    /// any login could have sent).
+    pub fn settle_view(self: &Arc<Self>, name: &str, definition: Option<&str>) {
+        let (held, loading) = {
+            let state = self.lock();
+            let cells: Vec<&Cell> = state
+                .instances
+                .iter()
+                .filter(|((n, _), _)| &**n == name)
+                .map(|(_, cell)| cell)
+                .collect();
+            let held: Vec<Arc<ListView>> = cells
+                .iter()
+                .filter_map(|cell| cell.get().cloned())
+                .filter(|view| !view.is_derived())
+                .collect();
+            (held, cells.iter().any(|cell| cell.get().is_none()))
+        };
+        match definition {
+            None if !held.is_empty() || loading => self.on_view_change(name, ViewChange::Delete),
+            None => {}
+            Some(definition) => {
+                let changed = held
+                    .iter()
+                    .any(|view| view.definition().as_deref() != Some(definition));
+                // A read in flight may have begun before the change: it reads again.
+                if changed || loading {
+                    self.on_view_change(name, ViewChange::Update);
+                }
             }
         }
     }
@@ -409,7 +465,10 @@ impl Lists {
         };
         count_read(&view.name);
         match db::view_rows(&client, &view.name, Some(view.limit)).await {
-            Ok(read) if read.relid == view.relid => view.replace(read.pos, read.rows),
+            Ok(read) if read.relid == view.relid => {
+                view.set_definition(read.definition);
+                view.replace(read.pos, read.rows)
+            }
             // Redefined over another table: its sessions start over with a new subscribe.
             Ok(_) => self.on_view_change(&view.name, ViewChange::Delete),
             Err(error) => match error.as_db_error().map(|d| d.code().code()) {

@@ -2,7 +2,8 @@
 //! sends what pgplace would - a tile at the next seq, the board deleted, a watching
 //! session gone or taken by another gateway - and nothing a client sees changes: no tile
 //! that was never placed, no placement skipped, no `deleted`, no session dropped; a change
-//! at a position no commit has costs a list view one read, not a read after every read.
+//! at a position no commit has costs a list view one read, not a read after every read, and
+//! a view said to be dropped or defined anew is not, for its sessions, unless it was.
 
 use pgplace_tests::gateway::{start_gateway, Http};
 use pgplace_tests::{connect, create_board, create_users_with_tokens, fresh_database};
@@ -130,13 +131,13 @@ async fn forged_notifications_change_nothing_a_client_sees() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_forged_change_position_costs_a_list_view_one_read() {
+async fn forged_list_notifications_cost_a_read_and_change_nothing() {
     let url = fresh_database("gw_forged_changes").await;
     let sql = connect(&url).await;
     let forger = stranger(&sql, &url).await;
     sql.batch_execute(
-        "CREATE TABLE items (id int PRIMARY KEY, score int NOT NULL);
-         INSERT INTO items VALUES (1, 10), (2, 20);
+        "CREATE TABLE items (id int PRIMARY KEY, score int NOT NULL, note text);
+         INSERT INTO items VALUES (1, 10, 'a'), (2, 20, 'b');
          SELECT place.watch('items');
          SELECT place.create_view('top_items', 'items', 'score', max_limit => 5);",
     )
@@ -168,12 +169,43 @@ async fn a_forged_change_position_costs_a_list_view_one_read() {
         json!([]),
         "nothing changed"
     );
+    // The view said to be dropped, then defined anew: it was neither.
+    for change in ["delete", "update", "insert"] {
+        let payload = json!({"type": "view", "v": 1, "name": "top_items", "change": change});
+        forger
+            .execute("SELECT pg_notify('pgplace', $1)", &[&payload.to_string()])
+            .await
+            .unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        poll(&http, &session, 0.2).await,
+        json!([]),
+        "no deleted, no reset"
+    );
     // A real change after it is still read and delivered.
     sql.execute("UPDATE items SET score = 30 WHERE id = 1", &[])
         .await
         .unwrap();
     let events = poll(&http, &session, 5.0).await;
     assert_eq!(events[0]["obj"]["score"], 30, "{events}");
+    // Defined anew for real (watched without `note`): the session starts over.
+    sql.execute("SELECT place.watch('items', ARRAY['score'])", &[])
+        .await
+        .unwrap();
+    let events = poll(&http, &session, 5.0).await;
+    assert_eq!(events[0]["action"], "reset", "{events}");
+    assert_eq!(
+        events[0]["obj"][0],
+        json!({"id": 1, "score": 30}),
+        "{events}"
+    );
+    // And a real drop ends it.
+    sql.execute("SELECT place.drop_view('top_items')", &[])
+        .await
+        .unwrap();
+    let events = poll(&http, &session, 5.0).await;
+    assert_eq!(events[0]["action"], "deleted", "{events}");
 }
 
 /// One legacy `get_events` of `session` (waiting up to `seconds`).
