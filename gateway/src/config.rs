@@ -163,6 +163,12 @@ pub struct Config {
     #[arg(long, env = "PGPLACE_DB_WAIT_MS", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(0..=60_000))]
     pub db_wait_ms: u32,
 
+    /// Pooled connections one client address (IPv6: /64) may hold at once (of `--db-pool`):
+    /// a burst within its budget is served a few at a time, and the rest of the pool is
+    /// left to everyone else (a request waits for one within `--db-wait-ms`).
+    #[arg(long, env = "PGPLACE_DB_CONNECTIONS_PER_ADDRESS", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..))]
+    pub db_connections_per_address: u32,
+
     /// Origins whose pages may call the gateway (CORS), comma-separated, or "*"; by
     /// default none: only the gateway's own page.
     #[arg(long, env = "PGPLACE_CORS_ORIGINS", default_value = "")]

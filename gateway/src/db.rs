@@ -29,9 +29,40 @@ pub fn replica_pool(config: &tokio_postgres::Config, size: u32) -> Pool {
 /// database budget (`limits::charge_database`: waits while it is spent, -32011 past
 /// `--db-wait-ms`). Every request path takes its connections here; the listener, the
 /// batcher and upkeep take theirs directly.
-pub async fn checkout(pool: &Pool) -> Result<deadpool_postgres::Object, crate::errors::RpcError> {
-    crate::limits::charge_database().await?;
-    pool.get().await.map_err(crate::errors::from_pool)
+pub async fn checkout(pool: &Pool) -> Result<Checked, crate::errors::RpcError> {
+    let permit = crate::limits::charge_database().await?;
+    let client = pool.get().await.map_err(crate::errors::from_pool)?;
+    Ok(Checked {
+        client,
+        _permit: permit,
+    })
+}
+
+/// A pooled connection taken for a request, with its address's permit
+/// (`--db-connections-per-address`) until it goes back.
+pub struct Checked {
+    client: deadpool_postgres::Object,
+    _permit: Option<crate::limits::DatabasePermit>,
+}
+
+impl Checked {
+    pub fn new(
+        client: deadpool_postgres::Object,
+        permit: Option<crate::limits::DatabasePermit>,
+    ) -> Self {
+        Checked {
+            client,
+            _permit: permit,
+        }
+    }
+}
+
+impl std::ops::Deref for Checked {
+    type Target = deadpool_postgres::Object;
+
+    fn deref(&self) -> &Self::Target {
+        &self.client
+    }
 }
 
 fn pool_waiting(

@@ -43,6 +43,10 @@ pub struct Limits {
     database_by_address: DefaultKeyedRateLimiter<LimitKey>,
     /// How long a request over its address's database budget waits for it (`--db-wait-ms`).
     database_wait: std::time::Duration,
+    /// Pooled connections one address may hold at once (`--db-connections-per-address`),
+    /// and what each address holds.
+    database_connections_per_address: usize,
+    database_connections: Mutex<HashMap<LimitKey, Arc<tokio::sync::Semaphore>>>,
     max_regions_per_address: usize,
     regions: HeldBy<Region>,
 }
@@ -69,15 +73,20 @@ pub fn requester() -> Option<IpAddr> {
 }
 
 /// Before a request takes a pooled connection: charged to its client's database budget
-/// (`--db-rate-per-address`), waiting for it when spent (`Limits::wait_for_database`).
-/// Outside a request (the listener, the batcher, upkeep) and for trusted proxies, free.
-pub async fn charge_database() -> Result<(), RpcError> {
+/// (`--db-rate-per-address`), waiting for it when spent (`Limits::wait_for_database`); the
+/// permit (its address's share of the pool, `--db-connections-per-address`) is held for as
+/// long as the connection is. Outside a request (the listener, the batcher, upkeep) and
+/// for trusted proxies, free (None).
+pub async fn charge_database() -> Result<Option<DatabasePermit>, RpcError> {
     let Ok((limits, address)) = REQUESTER.try_with(|(limits, address)| (limits.clone(), *address))
     else {
-        return Ok(());
+        return Ok(None);
     };
     limits.wait_for_database(address).await
 }
+
+/// One of an address's pooled connections at once (`--db-connections-per-address`).
+pub struct DatabasePermit(#[allow(dead_code)] tokio::sync::OwnedSemaphorePermit);
 
 /// What a per-address limit counts by (made by `limit_key` only).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -255,6 +264,8 @@ impl Limits {
                 config.db_burst_per_address,
             )),
             database_wait: std::time::Duration::from_millis(config.db_wait_ms.into()),
+            database_connections_per_address: config.db_connections_per_address as usize,
+            database_connections: Mutex::default(),
             max_regions_per_address: config.max_regions_per_address as usize,
             regions: HeldBy::default(),
         })
@@ -418,21 +429,21 @@ impl Limits {
     /// at once: a flood on keep-alive connections was answered 33,000 refusals a second,
     /// and refusing them took the CPU that other clients' requests needed. Waiting costs a
     /// sleeping future; a flood gets as many answers a second as it holds connections
-    /// (`--max-connections-per-address`) over the wait, plus its budget.
-    pub async fn wait_for_database(&self, address: Option<IpAddr>) -> Result<(), RpcError> {
+    /// (`--max-connections-per-address`) over the wait, plus its budget. Then it waits, as
+    /// long, for one of its address's share of the pool (`--db-connections-per-address`),
+    /// held as long as the connection it takes (the permit returned).
+    pub async fn wait_for_database(
+        &self,
+        address: Option<IpAddr>,
+    ) -> Result<Option<DatabasePermit>, RpcError> {
         let Some(address) = address.map(limit_key) else {
-            return Ok(());
+            return Ok(None);
         };
         let deadline = tokio::time::Instant::now() + self.database_wait;
         let mut waited = false;
         loop {
             let wait = match self.database_by_address.check_key(&address) {
-                Ok(()) => {
-                    if waited {
-                        metrics().waited("db_rate_per_address");
-                    }
-                    return Ok(());
-                }
+                Ok(()) => break,
                 Err(not_until) => not_until.wait_time_from(DefaultClock::default().now()),
             };
             let now = tokio::time::Instant::now();
@@ -445,6 +456,51 @@ impl Limits {
             waited = true;
             tokio::time::sleep(wait).await;
         }
+        // Its share of the pool: a burst within the budget (a page opening, or a flood's
+        // first 200 calls) takes a few connections at a time, not the whole pool.
+        let share = self.database_share(address);
+        let permit = match share.clone().try_acquire_owned() {
+            Ok(permit) => permit,
+            Err(_) => {
+                waited = true;
+                match tokio::time::timeout_at(
+                    deadline.max(tokio::time::Instant::now()),
+                    share.acquire_owned(),
+                )
+                .await
+                {
+                    Ok(Ok(permit)) => permit,
+                    _ => {
+                        metrics().rejected("db_connections_per_address");
+                        return Err(RpcError::new(
+                            TOO_FAST,
+                            format!(
+                                "{address} holds its {} database connections at once; retry \
+                                 in 100 ms",
+                                self.database_connections_per_address
+                            ),
+                        )
+                        .with_data(json!({"retry_after_ms": 100})));
+                    }
+                }
+            }
+        };
+        if waited {
+            metrics().waited("db_rate_per_address");
+        }
+        Ok(Some(DatabasePermit(permit)))
+    }
+
+    /// The semaphore of `address`'s pooled connections.
+    fn database_share(&self, address: LimitKey) -> Arc<tokio::sync::Semaphore> {
+        lock(&self.database_connections)
+            .entry(address)
+            .or_insert_with(|| {
+                Arc::new(tokio::sync::Semaphore::new(
+                    self.database_connections_per_address,
+                ))
+            })
+            .clone()
     }
 
     fn check_rate<K: Clone + std::hash::Hash + Eq>(
@@ -469,6 +525,8 @@ impl Limits {
         self.places_by_address.retain_recent();
         self.places_by_session.retain_recent();
         self.database_by_address.retain_recent();
+        // Addresses that hold no connection and wait for none.
+        lock(&self.database_connections).retain(|_, share| Arc::strong_count(share) > 1);
         self.database_by_address.shrink_to_fit();
         self.creates.shrink_to_fit();
         self.places_by_address.shrink_to_fit();
@@ -497,6 +555,40 @@ mod tests {
             &config,
             trusted.iter().map(|t| t.parse().unwrap()).collect(),
         )
+    }
+
+    /// An address holds at most its share of the pool at once: one more waits for a
+    /// connection to come back (up to the wait), then is refused; another address is not.
+    #[tokio::test(start_paused = true)]
+    async fn an_address_holds_its_share_of_the_pool_at_once() {
+        let mut config = Config::for_database("postgresql://nowhere/x");
+        config.db_connections_per_address = 2;
+        config.db_wait_ms = 100;
+        let limits = Limits::new(&config, Vec::new());
+        let (a, b): (IpAddr, IpAddr) = ("192.0.2.1".parse().unwrap(), "192.0.2.2".parse().unwrap());
+        let first = limits.wait_for_database(Some(a)).await.unwrap();
+        let _second = limits.wait_for_database(Some(a)).await.unwrap();
+        let started = tokio::time::Instant::now();
+        let refused = limits
+            .wait_for_database(Some(a))
+            .await
+            .err()
+            .expect("refused");
+        assert_eq!(refused.code, TOO_FAST);
+        assert!(started.elapsed() >= std::time::Duration::from_millis(100));
+        assert!(limits.wait_for_database(Some(b)).await.unwrap().is_some());
+        // One comes back while the next waits: it is served.
+        let waiting = {
+            let limits = limits.clone();
+            tokio::spawn(
+                async move { limits.wait_for_database(Some(a)).await.map(|p| p.is_some()) },
+            )
+        };
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        drop(first);
+        assert_eq!(waiting.await.unwrap().ok(), Some(true));
+        // Trusted proxies hold no share.
+        assert!(limits.wait_for_database(None).await.unwrap().is_none());
     }
 
     fn forwarded(values: &[&str]) -> HeaderMap {

@@ -50,14 +50,15 @@ impl App {
     /// A connection for a read that may lag the primary: the replica's when there is one
     /// and it answers, else the primary's. Charged to the requester's database budget
     /// (`db::checkout`).
-    pub async fn lagging_read_client(&self) -> Result<deadpool_postgres::Object, RpcError> {
-        crate::limits::charge_database().await?;
+    pub async fn lagging_read_client(&self) -> Result<crate::db::Checked, RpcError> {
+        let permit = crate::limits::charge_database().await?;
         if let Some(replica) = &self.replica {
             match replica.get().await {
-                Ok(client) => return Ok(client),
+                Ok(client) => return Ok(crate::db::Checked::new(client, permit)),
                 Err(error) => tracing::warn!("replica unavailable, reading the primary: {error}"),
             }
         }
-        self.pool.get().await.map_err(crate::errors::from_pool)
+        let client = self.pool.get().await.map_err(crate::errors::from_pool)?;
+        Ok(crate::db::Checked::new(client, permit))
     }
 }
