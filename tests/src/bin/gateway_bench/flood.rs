@@ -12,7 +12,8 @@
 //! - B: a flood from one address, `FLOODER`, over `FLOOD_CONNECTIONS` keep-alive
 //!   connections, each request a lookup that reaches the database (an unknown board's
 //!   bits, `get_events` of a random session id, a random tile's history, a past picture);
-//! - C: the same flood, the gateway started with the budget out of reach (`BUDGET_OFF`);
+//! - C: the same flood, the gateway started with the rate budget out of reach
+//!   (`BUDGET_OFF`; its share of the pool, `--db-connections-per-address`, still holds);
 //! - D: the same flood, the budget on but a request past it refused at once instead of
 //!   waiting for it (`REFUSED_AT_ONCE`: how the gateway answered before `--db-wait-ms`).
 //!
