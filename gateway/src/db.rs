@@ -32,10 +32,7 @@ pub fn replica_pool(config: &tokio_postgres::Config, size: u32) -> Pool {
 pub async fn checkout(pool: &Pool) -> Result<Checked, crate::errors::RpcError> {
     let permit = crate::limits::charge_database().await?;
     let client = pool.get().await.map_err(crate::errors::from_pool)?;
-    Ok(Checked {
-        client,
-        _permit: permit,
-    })
+    Ok(Checked::new(client, permit))
 }
 
 /// A pooled connection taken for a request, with its address's permit
@@ -275,15 +272,7 @@ pub async fn placements_after(
     after: i64,
     limit: i64,
 ) -> Result<Vec<Placement>, tokio_postgres::Error> {
-    let sql = "SELECT seq, x, y, color, user_id, placed_at FROM place.placements \
-               WHERE board_id = $1 AND seq > $2 ORDER BY seq LIMIT $3";
-    let rows = client
-        .query(
-            &client.prepare_cached(sql).await?,
-            &[&board, &after, &limit],
-        )
-        .await?;
-    Ok(rows.iter().map(|row| placement(board, row)).collect())
+    placements_between(client, board, after, i64::MAX, limit).await
 }
 
 /// Board `board`'s placements after seq `after` up to seq `last`, in seq order (at most
