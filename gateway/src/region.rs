@@ -103,10 +103,19 @@ struct SettingsAt<'a> {
 /// At most this many tiles are copied from the board under one hold of its lock.
 const FILL_TILES: i64 = 65_536;
 
-/// The rectangle `rect` of a board's packed `bits`, packed on its own.
-fn cut(bits: &[u8], board_width: i32, tile: TileWidth, rect: Rect) -> Vec<u8> {
-    let mut out = vec![0u8; packed_len(rect, tile)];
-    copy_rows(bits, board_width, tile, rect, 0..rect.height, &mut out);
+/// A board's tiles as the region copies read them: packed `tile` bits a tile, rows `width`
+/// tiles long.
+#[derive(Clone, Copy)]
+struct Packed<'a> {
+    bits: &'a [u8],
+    width: i32,
+    tile: TileWidth,
+}
+
+/// The rectangle `rect` of `board`, packed on its own.
+fn cut(board: Packed, rect: Rect) -> Vec<u8> {
+    let mut out = vec![0u8; packed_len(rect, board.tile)];
+    copy_rows(board, rect, 0..rect.height, &mut out);
     out
 }
 
@@ -114,43 +123,28 @@ fn packed_len(rect: Rect, tile: TileWidth) -> usize {
     (rect.tiles().max(0) * tile.bits() as i64 + 7) as usize / 8
 }
 
-/// Copies the rows `rows` of the rectangle `rect` of a board's packed `bits` into `out`
-/// (the rectangle packed on its own): a row at a time where the rows are whole bytes of
-/// the board (4-bit boards at even columns and widths, 8-bit boards always), tile by tile
-/// otherwise.
-fn copy_rows(
-    bits: &[u8],
-    board_width: i32,
-    tile: TileWidth,
-    rect: Rect,
-    rows: std::ops::Range<i32>,
-    out: &mut [u8],
-) {
-    if !copy_byte_rows(bits, board_width, tile, rect, rows.clone(), out) {
-        copy_tile_by_tile(bits, board_width, tile, rect, rows, out);
+/// Copies the rows `rows` of the rectangle `rect` of `board` into `out` (the rectangle
+/// packed on its own): a row at a time where the rows are whole bytes of the board (4-bit
+/// boards at even columns and widths, 8-bit boards always), tile by tile otherwise.
+fn copy_rows(board: Packed, rect: Rect, rows: std::ops::Range<i32>, out: &mut [u8]) {
+    if !copy_byte_rows(board, rect, rows.clone(), out) {
+        copy_tile_by_tile(board, rect, rows, out);
     }
 }
 
 /// `copy_rows` when every row of `rect` is whole bytes of the board (false otherwise, and
 /// nothing copied).
-fn copy_byte_rows(
-    bits: &[u8],
-    board_width: i32,
-    tile: TileWidth,
-    rect: Rect,
-    rows: std::ops::Range<i32>,
-    out: &mut [u8],
-) -> bool {
-    let k = tile.bits() as i64;
+fn copy_byte_rows(board: Packed, rect: Rect, rows: std::ops::Range<i32>, out: &mut [u8]) -> bool {
+    let k = board.tile.bits() as i64;
     let row_bits = rect.width as i64 * k;
-    if (rect.x as i64 * k) % 8 != 0 || row_bits % 8 != 0 || (board_width as i64 * k) % 8 != 0 {
+    if (rect.x as i64 * k) % 8 != 0 || row_bits % 8 != 0 || (board.width as i64 * k) % 8 != 0 {
         return false;
     }
     let row_bytes = (row_bits / 8) as usize;
     let source = |row: i64| {
-        let first_tile = rect.x as i64 + board_width as i64 * (rect.y as i64 + row);
+        let first_tile = rect.x as i64 + board.width as i64 * (rect.y as i64 + row);
         let start = (first_tile * k / 8) as usize;
-        bits.get(start..start + row_bytes)
+        board.bits.get(start..start + row_bytes)
     };
     if rows.clone().any(|row| source(row as i64).is_none()) {
         return false;
@@ -162,18 +156,12 @@ fn copy_byte_rows(
     true
 }
 
-fn copy_tile_by_tile(
-    bits: &[u8],
-    board_width: i32,
-    tile: TileWidth,
-    rect: Rect,
-    rows: std::ops::Range<i32>,
-    out: &mut [u8],
-) {
+fn copy_tile_by_tile(board: Packed, rect: Rect, rows: std::ops::Range<i32>, out: &mut [u8]) {
+    let tile = board.tile;
     for row in rows {
         for col in 0..rect.width {
-            let n = (rect.x + col) as i64 + board_width as i64 * (rect.y + row) as i64;
-            let color = tile.get(bits, n).unwrap_or(0);
+            let n = (rect.x + col) as i64 + board.width as i64 * (rect.y + row) as i64;
+            let color = tile.get(board.bits, n).unwrap_or(0);
             let m = col as i64 + rect.width as i64 * row as i64;
             tile.set(out, m, color.into())
                 .expect("the rectangle's buffer holds its tiles");
@@ -182,9 +170,9 @@ fn copy_tile_by_tile(
 }
 
 #[cfg(test)]
-fn cut_tile_by_tile(bits: &[u8], board_width: i32, tile: TileWidth, rect: Rect) -> Vec<u8> {
-    let mut out = vec![0u8; packed_len(rect, tile)];
-    copy_tile_by_tile(bits, board_width, tile, rect, 0..rect.height, &mut out);
+fn cut_tile_by_tile(board: Packed, rect: Rect) -> Vec<u8> {
+    let mut out = vec![0u8; packed_len(rect, board.tile)];
+    copy_tile_by_tile(board, rect, 0..rect.height, &mut out);
     out
 }
 
@@ -249,7 +237,12 @@ impl Region {
         let band = (FILL_TILES / clipped.width.max(1) as i64).clamp(1, i32::MAX as i64) as i32;
         let rows = s.filled_rows..(s.filled_rows.saturating_add(band)).min(clipped.height);
         s.filled_rows = rows.end;
-        copy_rows(bits, board_width, tile, clipped, rows, &mut s.bits);
+        let board = Packed {
+            bits,
+            width: board_width,
+            tile,
+        };
+        copy_rows(board, clipped, rows, &mut s.bits);
         s.state_json = None;
         s.filled_rows < clipped.height
     }
@@ -310,7 +303,12 @@ impl Region {
         s.tile = TileWidth::new(settings.bits_per_tile.into())
             .expect("the database holds valid tile widths");
         s.clipped = self.rect.clip(settings.width, settings.height);
-        s.bits = cut(bits, settings.width, s.tile, s.clipped);
+        let board = Packed {
+            bits,
+            width: settings.width,
+            tile: s.tile,
+        };
+        s.bits = cut(board, s.clipped);
         s.filled_rows = s.clipped.height;
         s.settings = settings;
         s.seq = seq;
@@ -612,6 +610,11 @@ mod tests {
             for n in 0..(width * height) as i64 {
                 tile.set(&mut bits, n, (n * 7 + 3) % (1 << k)).unwrap();
             }
+            let board = Packed {
+                bits: &bits,
+                width,
+                tile,
+            };
             for (x, y, w, h) in [(0, 0, 24, 10), (8, 2, 8, 3), (2, 1, 6, 4), (3, 0, 5, 2)] {
                 let rect = Rect {
                     x,
@@ -620,8 +623,8 @@ mod tests {
                     height: h,
                 };
                 assert_eq!(
-                    cut(&bits, width, tile, rect),
-                    cut_tile_by_tile(&bits, width, tile, rect),
+                    cut(board, rect),
+                    cut_tile_by_tile(board, rect),
                     "{k} bits, {rect:?}"
                 );
             }
@@ -695,7 +698,15 @@ mod tests {
         let s = region.lock();
         assert_eq!(s.seq, seq);
         assert!(
-            s.bits == cut(&board, width, tile, rect),
+            s.bits
+                == cut(
+                    Packed {
+                        bits: &board,
+                        width,
+                        tile
+                    },
+                    rect
+                ),
             "the board's tiles"
         );
     }
