@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# pgplace's developer entry point: `./pgplace.sh up | test | bench | bench-history | bench-cliff | bench-gateway | bench-page | bench-peers | soak | psql | stop` (and `restart-cluster`, for the fault tests).
+# pgplace's developer entry point: `./pgplace.sh up | test | bench | bench-feed | bench-history | bench-cliff | bench-gateway | bench-page | bench-peers | soak | psql | stop` (and `restart-cluster`, for the fault tests).
 # Everything it creates lives under .pgplace/ (git-ignored; /var/tmp/pgplace-<hash> when
 # the postgres user cannot reach the checkout): the cluster's data, its
 # socket and log, the demo user's token, the gateway's log and pid.
@@ -87,6 +87,9 @@ max_connections = 400
 shared_buffers = 512MB
 EOF
     fi
+    # Prepared transactions (a test prepares a watched write); a cluster made before lacks it.
+    grep -qs '^max_prepared_transactions' "$DATA/postgresql.conf" ||
+        echo "max_prepared_transactions = 10" >>"$DATA/postgresql.conf"
     mkdir -p "$RUN" && chown postgres:postgres "$RUN"
     touch "$LOG" && chown postgres:postgres "$LOG"
     if as_postgres "$PG_BIN/pg_ctl" -D "$DATA" status >/dev/null 2>&1; then
@@ -226,6 +229,20 @@ cmd_bench() {
     setup
     PGPLACE_ADMIN_URL="postgresql://postgres@$PGHOST:$PGPORT/postgres" \
         PG_BIN="$PG_BIN" bash "$ROOT/tests/bench/run.sh"
+    cmd_bench_feed
+}
+
+# What watching a table costs its writers, beside PgQ and a wal2json slot (tests/bench/feed.sh).
+cmd_bench_feed() {
+    setup
+    local missing=()
+    for p in postgresql-15-pgq3 postgresql-15-wal2json; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+    if ((${#missing[@]})); then
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    fi
+    PGPLACE_ADMIN_URL="postgresql://postgres@$PGHOST:$PGPORT/postgres" \
+        PG_BIN="$PG_BIN" bash "$ROOT/tests/bench/feed.sh"
 }
 
 # Placements while another session holds an old snapshot: ./pgplace.sh bench-cliff
@@ -310,6 +327,7 @@ case "${1:-}" in
     up) cmd_up ;;
     test) cmd_test ;;
     bench) cmd_bench ;;
+    bench-feed) cmd_bench_feed ;;
     soak) shift; cmd_soak "$@" ;;
     bench-gateway) shift; cmd_bench_gateway "$@" ;;
     bench-history) cmd_bench_history ;;
@@ -319,5 +337,5 @@ case "${1:-}" in
     stop) cmd_stop ;;
     restart-cluster) cmd_restart_cluster ;;
     psql) shift; exec "$PG_BIN/psql" -d pgplace "$@" ;;
-    *) echo "usage: $0 up | test | bench | bench-history | bench-cliff | bench-gateway | bench-page | bench-peers | soak | psql | stop" >&2; exit 2 ;;
+    *) echo "usage: $0 up | test | bench | bench-feed | bench-history | bench-cliff | bench-gateway | bench-page | bench-peers | soak | psql | stop" >&2; exit 2 ;;
 esac

@@ -6,11 +6,12 @@
 --                   place.session_views), and the read functions (board_bits,
 --                   get_tile, bitfield_get/set, tile_history, user_history, tiles,
 --                   board_at, board_at_seq, render_png, frozen_tiles, watched, views,
---                   changes_since, change_pos, view_rows, views_touched, and the helper
---                   _newest_bits).
+--                   changes_since, change_pos, change_feed, view_rows, views_touched,
+--                   and the helpers _newest_bits, _ticked_changes and _require_kept).
 --   pgplace_player  what pgplace_reader may, plus placing: place, place_many,
 --                   user_for_token and settled_seq (it holds off writers while it
---                   runs), and the gateway's session_* functions. Meant for the
+--                   runs), the gateway's session_* functions, and tick (which
+--                   gives committed changes their positions). Meant for the
 --                   gateway (or another trusted client): place() takes the user id
 --                   as an argument, so a player role can place for any user; the
 --                   gateway checks tokens before it calls place_many.
@@ -81,14 +82,15 @@ INSERT INTO pgplace_role_functions
 SELECT :'pgplace_reader', unnest(ARRAY[
     'board_bits', 'get_tile', 'bitfield_get', 'bitfield_set',
     'tile_history', 'user_history', 'tiles', 'board_at', 'board_at_seq', 'render_png',
-    'frozen_tiles', 'watched', 'views', 'changes_since', 'change_pos', 'view_rows', 'views_touched',
-    -- board_bits reads the chunks through it (as its caller: the check is SELECT on the table).
-    '_newest_bits']), false
+    'frozen_tiles', 'watched', 'views', 'changes_since', 'change_pos', 'change_feed', 'view_rows', 'views_touched',
+    -- board_bits reads the chunks through it (as its caller: the check is SELECT on the table),
+    -- changes_since and change_feed the log through these two.
+    '_newest_bits', '_ticked_changes', '_require_kept']), false
 UNION ALL
 SELECT :'pgplace_player', unnest(ARRAY[
     'place', 'place_many', 'user_for_token', 'settled_seq', 'session_create', 'session_load',
     'session_set_user', 'session_subscribe', 'session_unsubscribe', 'session_destroy',
-    'session_hold', 'session_states', 'session_seen', 'session_expire', 'session_watchers']), true
+    'session_hold', 'session_states', 'session_seen', 'session_expire', 'session_watchers', 'tick']), true
 UNION ALL
 SELECT :'pgplace_admin', unnest(ARRAY[
     'create_board', 'create_user', 'set_cooldown', 'set_board_state', 'set_keyframe_every',

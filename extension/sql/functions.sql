@@ -95,7 +95,7 @@ ALTER FUNCTION place.render_png(bigint, timestamptz, int, int, int, int, int) SE
 ALTER FUNCTION place.frozen_tiles(bigint, timestamptz) SET search_path = pg_catalog, pg_temp;
 
 COMMENT ON FUNCTION place.watch(regclass, text[], boolean) IS
-    'Announces every committed INSERT, UPDATE and DELETE of a table you own (its primary key, and the given columns of the new and old row; all when NULL) on channel pgplace and in place.changes. A table with row-level security only with all_rows => true.';
+    'Logs every committed INSERT, UPDATE and DELETE of a table you own (its primary key, and the given columns of the new and old row; all when NULL) in place.changes, at positions in commit order (place.tick). A table with row-level security only with all_rows => true.';
 COMMENT ON FUNCTION place.unwatch(regclass) IS
     'Stops announcing a table''s changes (its views must be dropped first). False when it was not watched.';
 COMMENT ON FUNCTION place.watched() IS
@@ -103,9 +103,13 @@ COMMENT ON FUNCTION place.watched() IS
 COMMENT ON FUNCTION place.kick(regclass, jsonb) IS
     'Announces one row of a watched table again, as an update of itself (pk: its key columns as a JSON object).';
 COMMENT ON FUNCTION place.changes_since(bigint, int) IS
-    'The announced changes after a change log position, whole commits in commit order (at most lim commits).';
+    'The logged changes after a change log position (at most lim positions): whole transactions, positions in commit order, the changes of one row in the order they were made.';
 COMMENT ON FUNCTION place.change_pos() IS
-    'The newest change log position committed as this snapshot sees it (0 before any).';
+    'The newest change log position this snapshot sees (0 before any): it sees every transaction of the positions up to it.';
+COMMENT ON FUNCTION place.tick() IS
+    'Gives the transactions that changed watched tables and committed since the last position the next one, if there are any; returns the newest position. The gateway calls it every few milliseconds.';
+COMMENT ON FUNCTION place.change_feed(bigint, int) IS
+    'For the gateway: each position after after_pos (at most lim) with its changes as JSON, or the oids of its tables when they are large.';
 COMMENT ON FUNCTION place.set_change_retention(interval) IS
     'How long the change log keeps changes (default 1 day).';
 COMMENT ON FUNCTION place.create_view(text, regclass, text, text, boolean, int, boolean) IS
@@ -187,11 +191,22 @@ ALTER FUNCTION place.view_rows(text, int)
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET standard_conforming_strings = on;
 ALTER FUNCTION place.views_touched(text[], jsonb)
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET standard_conforming_strings = on;
-ALTER FUNCTION place._capture_changes()
-    SECURITY DEFINER SET search_path = pg_catalog, pg_temp
-    SET IntervalStyle = postgres;
-ALTER FUNCTION place._commit_changes()
-    SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+-- The capture trigger runs no SQL: it writes place.changes itself (extension/src/capture.rs)
+-- and sets IntervalStyle itself while it writes rows as JSON, so it has no SET clause (one
+-- would cost every watched statement a fifth of its speed). SECURITY DEFINER all the same:
+-- so that EXECUTE is taken from PUBLIC below, and no role can attach it to a table of its
+-- own to write the log.
+ALTER FUNCTION place._capture_changes() SECURITY DEFINER;
+-- The ticker writes the positions, which no role may write any other way. It and the
+-- readers of the log read a range of its newest transaction ids, which only the index
+-- finds without reading the whole log; the statistics of a log that grows and is pruned
+-- cannot tell the planner that (a generic plan took a sequential scan of 570,000 rows for
+-- each tick), so they plan without sequential scans - and without JIT, which the cost
+-- that marks a sequential scan as disabled would otherwise call for (160 ms a tick).
+ALTER FUNCTION place.tick()
+    SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET enable_seqscan = off SET jit = off;
+ALTER FUNCTION place.change_feed(bigint, int) SET enable_seqscan = off SET jit = off;
+ALTER FUNCTION place.changes_since(bigint, int) SET enable_seqscan = off SET jit = off;
 -- The guard of watched tables runs for whoever altered one, and reads place.watches.
 ALTER FUNCTION place._guard_watched_tables()
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;

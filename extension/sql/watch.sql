@@ -1,18 +1,28 @@
 -- Watching any table: every committed INSERT, UPDATE and DELETE of a watched table is
--- written to a change log and announced on channel 'pgplace' (README, "Watching tables").
+-- written to a change log, and positions in it are given in commit order (README, "The
+-- change feed").
 --
--- Why two steps. A statement-level trigger on the watched table stages the statement's
--- changes (place.changes, one row per statement, keyed by transaction and statement
--- number). At commit, a deferred constraint trigger gives the transaction its position
--- (place.change_commits.pos, from place.change_pos_seq) under an advisory lock held until
--- the commit ends, and sends the notification. Positions therefore grow in commit order
--- (a transaction sees the commits with smaller positions as soon as it sees its own), yet
--- writers of watched tables wait for each other only from their commit's start to its
--- end - the window in which NOTIFY serializes them anyway - not from their first change
--- on. An advisory lock and a sequence, not a counter row: updating one row from every
--- commit would fail concurrent REPEATABLE READ and SERIALIZABLE writers with 40001. A
--- position is skipped only when a transaction fails after taking it (a serialization
--- failure at commit): readers treat a skipped position as "read everything again".
+-- The design is PgQ's (Skytools), made cheaper and trusting nobody:
+-- - Writers only stage. A statement-level trigger on the watched table (place._capture_changes,
+--   extension/src/capture.rs) inserts the statement's rows into place.changes (one row per
+--   statement, or per 1,000 rows of one), stamped with the writer's transaction id and a
+--   number from place.change_n_seq. Nothing
+--   is locked, counted, announced or done at commit: a watched write costs one more row,
+--   and writers never wait for each other because of the feed.
+-- - Positions are ticks. place.tick() (the gateway calls it every few milliseconds; a SQL
+--   user may too) records the snapshot of its statement as the next position when a
+--   transaction that staged changes committed since the last tick. Position p holds the
+--   transactions visible in tick p's snapshot and not in tick p-1's: whole transactions,
+--   and every one of them committed after every transaction of the positions before p
+--   became visible. Within a position, changes are in the order they were staged (their
+--   numbers), so two changes of one row are in the order of their commits (the second writer
+--   waited for the first one's row lock, and staged after it).
+-- - Ticks take turns on a row of place.change_settings (a row lock only pgplace's
+--   functions can take; a ticker that finds it taken leaves the tick to the other one),
+--   and a tick that finds nothing new writes nothing.
+-- Rolled-back work is never in a snapshot; a prepared transaction joins the position of
+-- the tick after its COMMIT PREPARED; deferred constraints and every isolation level work
+-- as on any table, as nothing of the feed runs at commit.
 
 -- Which tables are watched: their key columns and the columns that are announced.
 CREATE TABLE place.watches (
@@ -27,14 +37,14 @@ CREATE TABLE place.watches (
 );
 COMMENT ON TABLE place.watches IS 'Tables whose committed changes pgplace announces (place.watch)';
 
--- The positions handed out (taken only under the commit lock, see above).
-CREATE SEQUENCE place.change_pos_seq;
+-- The order in which changes were staged (a sequence: writers share no row).
+CREATE SEQUENCE place.change_n_seq;
 
 -- The log's settings: one row, made when first needed (not by this script: pg_dump keeps
--- the row, and a restore must not find one there already).
+-- the row, and a restore must not find one there already). Tickers take turns on it.
 CREATE TABLE place.change_settings (
     one boolean PRIMARY KEY DEFAULT true CHECK (one),
-    -- Changes committed longer ago than this are removed from the log.
+    -- Positions made longer ago than this are removed from the log.
     retention interval NOT NULL DEFAULT '1 day' CHECK (retention > interval '0'),
     -- The log holds the positions after this one (older ones were removed).
     kept_after bigint NOT NULL DEFAULT 0 CHECK (kept_after >= 0)
@@ -43,32 +53,58 @@ COMMENT ON TABLE place.change_settings IS 'The change log''s retention, and the 
 
 -- The staged changes: one row per statement (or per 1,000 rows of one) on a watched table.
 -- rows: [[action, key, obj, old], ...] with action insert/update/delete/truncate.
+-- json, not jsonb: written as it is made, parsed only by the readers. lz4: a 1,000-row
+-- statement's chunk is compressed ten times faster than with pglz.
 CREATE TABLE place.changes (
     xid  xid8 NOT NULL,
-    n    int NOT NULL,
+    n    bigint NOT NULL DEFAULT pg_catalog.nextval('place.change_n_seq'),
     tbl  regclass NOT NULL,
-    rows jsonb NOT NULL,
+    rows json COMPRESSION lz4 NOT NULL,
     PRIMARY KEY (xid, n)
 );
-COMMENT ON TABLE place.changes IS 'Changes of watched tables, per statement; place.change_commits says when each committed';
+COMMENT ON TABLE place.changes IS 'Changes of watched tables, per statement, stamped with their transaction; place.change_ticks says at which position each committed';
 
--- One row per commit (or per flush, with SET CONSTRAINTS ALL IMMEDIATE) that changed a
--- watched table: its position and the statements it covers.
-CREATE TABLE place.change_commits (
-    pos          bigint PRIMARY KEY,
-    xid          xid8 NOT NULL,
-    first_n      int NOT NULL,
-    last_n       int NOT NULL,
-    committed_at timestamptz NOT NULL
+-- The positions: position pos holds the transactions visible in snap and not in prev (the
+-- snapshot of the position before, or of none for the first one).
+CREATE TABLE place.change_ticks (
+    pos       bigint PRIMARY KEY CHECK (pos > 0),
+    snap      pg_snapshot NOT NULL,
+    prev      pg_snapshot NOT NULL,
+    ticked_at timestamptz NOT NULL
 );
-CREATE INDEX change_commits_committed_at_idx ON place.change_commits (committed_at);
-COMMENT ON TABLE place.change_commits IS 'The change log''s positions, in commit order';
+CREATE INDEX change_ticks_ticked_at_idx ON place.change_ticks (ticked_at);
+COMMENT ON TABLE place.change_ticks IS 'The change log''s positions: each the transactions that became visible between two snapshots';
 
 SELECT pg_catalog.pg_extension_config_dump('place.watches', '');
 SELECT pg_catalog.pg_extension_config_dump('place.change_settings', '');
-SELECT pg_catalog.pg_extension_config_dump('place.change_pos_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('place.change_n_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('place.changes', '');
-SELECT pg_catalog.pg_extension_config_dump('place.change_commits', '');
+SELECT pg_catalog.pg_extension_config_dump('place.change_ticks', '');
+
+-- Restoring a dump of 0.7.0 or before (pg_dump writes CREATE EXTENSION without a version,
+-- then the old log's rows): the old log's changes land in place.changes (their columns
+-- are these), its commits become positions that hold nothing new - all their transactions
+-- are visible in the snapshot of the restore - and its sequence is set and not used again.
+-- New positions go on after the old ones.
+CREATE SEQUENCE place.change_pos_seq;
+COMMENT ON SEQUENCE place.change_pos_seq IS 'Only what a dump of pgplace 0.7.0 or before sets; unused';
+SELECT pg_catalog.pg_extension_config_dump('place.change_pos_seq', '');
+CREATE VIEW place.change_commits AS
+SELECT NULL::bigint AS pos, NULL::xid8 AS xid, NULL::int AS first_n, NULL::int AS last_n,
+       NULL::timestamptz AS committed_at
+WHERE false;
+COMMENT ON VIEW place.change_commits IS 'Only for restoring a dump of pgplace 0.7.0 or before (its commits become empty positions); always empty';
+CREATE FUNCTION place._restore_old_commit() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO place.change_ticks (pos, snap, prev, ticked_at)
+    VALUES (NEW.pos, pg_catalog.pg_current_snapshot(), pg_catalog.pg_current_snapshot(), NEW.committed_at)
+    ON CONFLICT (pos) DO NOTHING;
+    RETURN NEW;
+END
+$$;
+CREATE TRIGGER restore_old_commit INSTEAD OF INSERT ON place.change_commits
+FOR EACH ROW EXECUTE FUNCTION place._restore_old_commit();
 
 -- A row's columns as an object: all of them (cols NULL) or the named ones.
 CREATE FUNCTION place._pick(r jsonb, cols text[]) RETURNS jsonb
@@ -78,165 +114,163 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
            END
 $$;
 
--- The next statement number of this transaction (set_config with is_local: forgotten at
--- the transaction's end, and taken back with a rolled-back savepoint like the rows).
-CREATE FUNCTION place._next_change_n(count int) RETURNS int
-LANGUAGE plpgsql AS $$
-DECLARE
-    n int := coalesce(nullif(pg_catalog.current_setting('pgplace.change_n', true), '')::int, 0);
-BEGIN
-    PERFORM pg_catalog.set_config('pgplace.change_n', (n + count)::text, true);
-    RETURN n + 1;
-END
-$$;
+-- The snapshot before the first position: no transaction is visible in it.
+CREATE FUNCTION place._no_snapshot() RETURNS pg_snapshot
+LANGUAGE sql IMMUTABLE AS $$ SELECT '3:3:'::pg_catalog.pg_snapshot $$;
 
--- Stages one statement's changes. TG_ARGV: key columns, watched columns ('' = all).
--- The statement's rows go in chunks of 1,000 so that no staged row grows without bound.
-CREATE FUNCTION place._capture_changes() RETURNS trigger
-LANGUAGE plpgsql AS $$
-DECLARE
-    keys text[] := TG_ARGV[0]::text[];
-    cols text[] := nullif(TG_ARGV[1], '')::text[];
-    staged jsonb[];
-    first int;
-BEGIN
-    IF TG_OP = 'INSERT' THEN
-        SELECT array_agg(chunk) INTO staged FROM (
-            SELECT jsonb_agg(jsonb_build_array('insert', place._pick(r, keys), place._pick(r, cols), NULL)) AS chunk
-            FROM (SELECT to_jsonb(t) AS r, row_number() OVER () - 1 AS i FROM pgplace_new t) s
-            GROUP BY i / 1000) c;
-    ELSIF TG_OP = 'DELETE' THEN
-        SELECT array_agg(chunk) INTO staged FROM (
-            SELECT jsonb_agg(jsonb_build_array('delete', place._pick(r, keys), NULL, place._pick(r, cols))) AS chunk
-            FROM (SELECT to_jsonb(t) AS r, row_number() OVER () - 1 AS i FROM pgplace_old t) s
-            GROUP BY i / 1000) c;
-    ELSIF TG_OP = 'UPDATE' THEN
-        -- Old and new rows meet by key; a row whose key changed left under its old key and
-        -- came under its new one. Nothing watched changed: nothing to announce.
-        SELECT array_agg(chunk) INTO staged FROM (
-            SELECT jsonb_agg(jsonb_build_array(
-                       CASE WHEN o.k IS NULL THEN 'insert' WHEN nw.k IS NULL THEN 'delete' ELSE 'update' END,
-                       coalesce(nw.k, o.k), nw.obj, o.obj)) AS chunk
-            FROM (SELECT place._pick(r, keys) AS k, place._pick(r, cols) AS obj,
-                         row_number() OVER () - 1 AS i
-                  FROM (SELECT to_jsonb(t) AS r FROM pgplace_old t) s) o
-            FULL JOIN (SELECT place._pick(r, keys) AS k, place._pick(r, cols) AS obj,
-                              row_number() OVER () - 1 AS i
-                       FROM (SELECT to_jsonb(t) AS r FROM pgplace_new t) s) nw ON o.k = nw.k
-            -- As text: jsonb equality would call 1.0 and 1.000 the same number.
-            WHERE o.obj::text IS DISTINCT FROM nw.obj::text
-            GROUP BY coalesce(nw.i, o.i) / 1000) c;
-    ELSE
-        staged := ARRAY['[["truncate", null, null, null]]'::jsonb];
-    END IF;
-    IF staged IS NULL THEN
-        RETURN NULL;
-    END IF;
-    first := place._next_change_n(pg_catalog.array_length(staged, 1));
-    INSERT INTO place.changes (xid, n, tbl, rows)
-    SELECT pg_catalog.pg_current_xact_id(), first + i - 1, TG_RELID, staged[i]
-    FROM pg_catalog.generate_subscripts(staged, 1) AS i;
-    RETURN NULL;
-END
-$$;
-
--- The body of one commit's notification (what follows its position): the changes
--- themselves when they fit in one payload, else the tables' oids (a reference: the
--- listener reads the changes with place.changes_since). Made before the commit takes its
--- position, so that the part of the commit that writers of watched tables go through one
--- at a time stays short.
-CREATE FUNCTION place._change_payload_body(x xid8, first_n int, last_n int)
-RETURNS text
+-- Whether a transaction not visible in `prev` has staged changes that this statement's
+-- snapshot sees committed (an index range of place.changes: the transactions of `prev`'s
+-- xmin on). Reads only.
+CREATE FUNCTION place._changed_since(prev pg_snapshot) RETURNS boolean
 LANGUAGE sql STABLE AS $$
-    WITH staged AS (
-        SELECT c.n, c.tbl, c.rows FROM place.changes c
-        WHERE c.xid = x AND c.n BETWEEN first_n AND last_n
-    ), small AS (
-        -- Measured before anything is put together: a transaction that changed a million
-        -- rows must not build them into one value to find out that they do not fit.
-        SELECT sum(octet_length(s.rows::text)) < 7000 AS fits FROM staged s
-    ), c AS (
-        SELECT s.n, s.tbl, e.ord, e.change
-        FROM staged s, small, jsonb_array_elements(s.rows) WITH ORDINALITY AS e(change, ord)
-        WHERE small.fits
-    ), inline AS (
-        SELECT ',"changes":' || jsonb_agg(jsonb_build_object(
-                   'table', c.tbl::text, 'relid', c.tbl::oid::bigint, 'action', c.change ->> 0,
-                   'key', c.change -> 1, 'obj', c.change -> 2, 'old', c.change -> 3)
-                   ORDER BY c.n, c.ord)::text AS body
-        FROM c
-    )
-    SELECT CASE WHEN octet_length(i.body) < 7800 THEN i.body
-           ELSE ',"relids":' || (SELECT jsonb_agg(DISTINCT s.tbl::oid::bigint) FROM staged s)::text
-           END
-    FROM inline i
+    SELECT EXISTS (SELECT FROM place.changes c
+                   WHERE c.xid >= pg_catalog.pg_snapshot_xmin(prev)
+                     AND NOT pg_catalog.pg_visible_in_snapshot(c.xid, prev)
+                     -- The caller's own transaction's, not yet committed, wait for it.
+                     AND pg_catalog.pg_visible_in_snapshot(c.xid, pg_catalog.pg_current_snapshot()))
 $$;
 
--- A commit's notification: {"type":"changes","v":1,"pos":…,"at":…} and its body.
-CREATE FUNCTION place._change_payload(p bigint, at timestamptz, body text) RETURNS text
-LANGUAGE sql IMMUTABLE AS $$
-    SELECT '{"type":"changes","v":1,"pos":' || p || ',"at":'
-           || (extract(epoch FROM at) * 1000000)::bigint || body || '}'
+-- The changes of the positions after `after_pos` (at most lim positions), in order.
+CREATE FUNCTION place._ticked_changes(after_pos bigint, lim int)
+RETURNS TABLE (pos bigint, ticked_at timestamptz, n bigint, tbl regclass, rows json)
+LANGUAGE sql STABLE AS $$
+    SELECT t.pos, t.ticked_at, c.n, c.tbl, c.rows
+    FROM (SELECT * FROM place.change_ticks x WHERE x.pos > after_pos ORDER BY x.pos LIMIT lim) t
+    JOIN place.changes c
+      ON c.xid >= pg_catalog.pg_snapshot_xmin(t.prev) AND c.xid < pg_catalog.pg_snapshot_xmax(t.snap)
+     AND pg_catalog.pg_visible_in_snapshot(c.xid, t.snap)
+     AND NOT pg_catalog.pg_visible_in_snapshot(c.xid, t.prev)
 $$;
 
--- Fires at commit, once per staged row; the first one of a transaction does the work.
-CREATE FUNCTION place._commit_changes() RETURNS trigger
+-- Makes the next position if transactions that changed watched tables committed since the
+-- last one; returns the newest position either way. Called by the gateway every few
+-- milliseconds (--change-tick-ms), by anyone else at will: a tick with nothing new reads
+-- two index entries and writes nothing.
+CREATE FUNCTION place.tick() RETURNS bigint
 LANGUAGE plpgsql AS $$
 DECLARE
-    done int := coalesce(nullif(pg_catalog.current_setting('pgplace.change_flushed', true), '')::int, 0);
-    last int;
-    body text;
-    at timestamptz := pg_catalog.clock_timestamp();
-    x xid8 := pg_catalog.pg_current_xact_id();
-    pos bigint;
+    newest place.change_ticks;
+    made bigint;
     retention interval;
 BEGIN
-    -- Rows written by another transaction's capture (pg_restore loading the log) are
-    -- history, not news.
-    IF NEW.n <= done OR NEW.xid <> x THEN
-        RETURN NULL;
+    -- A tick's snapshot must be newer than every tick before it: a statement's own.
+    IF pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
+        RAISE EXCEPTION 'place.tick() must run at READ COMMITTED, not %', pg_catalog.current_setting('transaction_isolation')
+            USING ERRCODE = '25001', HINT = 'Call it outside a REPEATABLE READ or SERIALIZABLE transaction.';
     END IF;
-    last := coalesce(nullif(pg_catalog.current_setting('pgplace.change_n', true), '')::int, NEW.n);
-    PERFORM pg_catalog.set_config('pgplace.change_flushed', last::text, true);
-    body := place._change_payload_body(x, done + 1, last);
-    -- From here to the end of the commit, writers of watched tables go one at a time (the
-    -- key is pgplace's own, beside the one storage.rs takes per board).
-    PERFORM pg_catalog.pg_advisory_xact_lock(1885826147, -1);
-    pos := pg_catalog.nextval('place.change_pos_seq');
-    INSERT INTO place.change_commits (pos, xid, first_n, last_n, committed_at)
-    VALUES (pos, x, done + 1, last, at);
-    PERFORM pg_catalog.pg_notify('pgplace', place._change_payload(pos, at, body));
-    -- Keep the log bounded: every 1,000th commit removes what is past its retention.
-    IF pos % 1000 = 0 THEN
+    SELECT * INTO newest FROM place.change_ticks t ORDER BY t.pos DESC LIMIT 1;
+    IF NOT place._changed_since(coalesce(newest.snap, place._no_snapshot())) THEN
+        RETURN coalesce(newest.pos, (SELECT s.kept_after FROM place.change_settings s), 0);
+    END IF;
+    IF NOT EXISTS (SELECT FROM place.change_settings) THEN
+        INSERT INTO place.change_settings (one) VALUES (true) ON CONFLICT (one) DO NOTHING;
+    END IF;
+    -- One ticker at a time. One that finds the row taken leaves this tick to the other.
+    PERFORM FROM place.change_settings s FOR UPDATE SKIP LOCKED;
+    IF NOT FOUND THEN
+        RETURN coalesce(newest.pos, 0);
+    END IF;
+    -- A new statement, so a new snapshot: it sees any tick committed before the lock came.
+    INSERT INTO place.change_ticks (pos, snap, prev, ticked_at)
+    SELECT coalesce(t.pos, s.kept_after) + 1, pg_catalog.pg_current_snapshot(),
+           coalesce(t.snap, place._no_snapshot()), pg_catalog.clock_timestamp()
+    FROM place.change_settings s
+    LEFT JOIN LATERAL (SELECT * FROM place.change_ticks x ORDER BY x.pos DESC LIMIT 1) t ON true
+    WHERE place._changed_since(coalesce(t.snap, place._no_snapshot()))
+    RETURNING pos INTO made;
+    IF made IS NULL THEN
+        RETURN (SELECT max(t.pos) FROM place.change_ticks t);
+    END IF;
+    -- Keep the log bounded: every 1,000th position removes what is past its retention.
+    IF made % 1000 = 0 THEN
         SELECT s.retention INTO retention FROM place.change_settings s;
-        PERFORM place._prune_changes(at - coalesce(retention, interval '1 day'));
+        PERFORM place._prune_changes(pg_catalog.clock_timestamp() - retention);
     END IF;
-    RETURN NULL;
+    RETURN made;
 END
 $$;
 
-CREATE CONSTRAINT TRIGGER commit_changes
-AFTER INSERT ON place.changes
-DEFERRABLE INITIALLY DEFERRED
-FOR EACH ROW EXECUTE FUNCTION place._commit_changes();
-
--- Removes the commits made before `before` (and their changes); returns how many.
+-- Removes the positions made before `before` (the newest one stays, for the next tick to
+-- follow) and the changes no later position can hold; returns how many positions.
 CREATE FUNCTION place._prune_changes(before timestamptz) RETURNS bigint
 LANGUAGE plpgsql AS $$
 DECLARE
-    newest bigint;
+    last place.change_ticks;
     removed bigint;
 BEGIN
-    SELECT max(pos), count(*) INTO newest, removed FROM place.change_commits WHERE committed_at < before;
-    IF newest IS NULL THEN
+    SELECT * INTO last FROM place.change_ticks t
+    WHERE t.ticked_at < before AND t.pos < (SELECT max(x.pos) FROM place.change_ticks x)
+    ORDER BY t.pos DESC LIMIT 1;
+    IF NOT FOUND THEN
         RETURN 0;
     END IF;
-    DELETE FROM place.changes c USING place.change_commits cc
-    WHERE cc.pos <= newest AND c.xid = cc.xid AND c.n BETWEEN cc.first_n AND cc.last_n;
-    DELETE FROM place.change_commits WHERE pos <= newest;
-    INSERT INTO place.change_settings AS s (one, kept_after) VALUES (true, newest)
+    -- Every transaction older than the xmin of the last removed snapshot has ended: its
+    -- changes are in a removed position, or it rolled back.
+    DELETE FROM place.changes c WHERE c.xid < pg_catalog.pg_snapshot_xmin(last.snap);
+    DELETE FROM place.change_ticks t WHERE t.pos <= last.pos;
+    GET DIAGNOSTICS removed = ROW_COUNT;
+    INSERT INTO place.change_settings AS s (one, kept_after) VALUES (true, last.pos)
     ON CONFLICT (one) DO UPDATE SET kept_after = greatest(s.kept_after, EXCLUDED.kept_after);
     RETURN removed;
+END
+$$;
+
+-- One notification-shaped summary per position after `after_pos` (at most lim), for the
+-- gateway: {"type":"changes","v":1,"pos":…,"at":…} with the changes themselves when they
+-- are small, else the tables' oids (the gateway then reads every view of those tables).
+-- Read by the gateway from the log, never taken from a notification.
+-- Positions older than the log keeps are refused: their changes are gone.
+CREATE FUNCTION place._require_kept(after_pos bigint) RETURNS void
+LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    kept bigint := (SELECT s.kept_after FROM place.change_settings s);
+BEGIN
+    IF after_pos < coalesce(kept, 0) THEN
+        RAISE EXCEPTION 'the change log no longer holds the positions after % (it keeps those after %)', after_pos, kept
+            USING ERRCODE = '55000', HINT = 'Read the tables afresh; place.set_change_retention sets how long changes are kept.';
+    END IF;
+END
+$$;
+
+CREATE FUNCTION place.change_feed(after_pos bigint, lim int DEFAULT 100)
+RETURNS TABLE (pos bigint, payload text)
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    IF after_pos IS NULL OR lim IS NULL THEN
+        RAISE EXCEPTION 'after_pos and lim must not be NULL' USING ERRCODE = '22004';
+    END IF;
+    IF lim < 1 OR lim > 1000 THEN
+        RAISE EXCEPTION 'lim must be between 1 and 1000, not %', lim USING ERRCODE = '22003';
+    END IF;
+    PERFORM place._require_kept(after_pos);
+    RETURN QUERY
+    WITH staged AS (
+        SELECT * FROM place._ticked_changes(after_pos, lim)
+    ), sized AS (
+        -- Measured before anything is put together: a transaction that changed a million
+        -- rows must not be built into one value to find out that it does not fit.
+        SELECT s.pos, sum(octet_length(s.rows::text)) < 60000 AS fits FROM staged s GROUP BY s.pos
+    ), bodies AS (
+        SELECT z.pos,
+               CASE WHEN z.fits THEN
+                   ',"changes":' || (SELECT jsonb_agg(jsonb_build_object(
+                           'table', s.tbl::text, 'relid', s.tbl::oid::bigint, 'action', e.change ->> 0,
+                           'key', e.change -> 1, 'obj', e.change -> 2, 'old', e.change -> 3)
+                           ORDER BY s.n, e.ord)
+                       FROM staged s, jsonb_array_elements(s.rows::jsonb) WITH ORDINALITY AS e(change, ord)
+                       WHERE s.pos = z.pos)::text
+               ELSE ',"relids":' || (SELECT jsonb_agg(DISTINCT s.tbl::oid::bigint) FROM staged s WHERE s.pos = z.pos)::text
+               END AS body
+        FROM sized z
+    )
+    -- A position whose changes were all pruned, or whose tables' rows all rolled back in
+    -- savepoints, still has a summary (an empty one).
+    SELECT t.pos, '{"type":"changes","v":1,"pos":' || t.pos || ',"at":'
+                  || (extract(epoch FROM t.ticked_at) * 1000000)::bigint
+                  || coalesce(b.body, ',"relids":[]') || '}'
+    FROM (SELECT x.pos, x.ticked_at FROM place.change_ticks x WHERE x.pos > after_pos ORDER BY x.pos LIMIT lim) t
+    LEFT JOIN bodies b ON b.pos = t.pos
+    ORDER BY t.pos;
 END
 $$;
 
@@ -388,8 +422,9 @@ CREATE FUNCTION place._guard_watched_tables() RETURNS event_trigger
 LANGUAGE plpgsql AS $$
 DECLARE
     w record;
+    gone text;
 BEGIN
-    FOR w IN SELECT x.tbl, x.all_rows FROM place.watches x
+    FOR w IN SELECT x.tbl, x.all_rows, x.key_columns, x.columns FROM place.watches x
              WHERE x.tbl::oid IN (SELECT d.objid FROM pg_catalog.pg_event_trigger_ddl_commands() d
                                   WHERE d.classid = 'pg_catalog.pg_class'::regclass
                                   UNION ALL
@@ -398,6 +433,17 @@ BEGIN
                                   WHERE d.classid = 'pg_catalog.pg_rewrite'::regclass)
     LOOP
         PERFORM place._check_watchable(w.tbl, w.all_rows);
+        -- A watched column dropped or renamed would leave the capture trigger without it:
+        -- refused, rather than silently logged without it.
+        SELECT string_agg(quote_ident(c), ', ') INTO gone
+        FROM unnest(w.key_columns || coalesce(w.columns, '{}')) AS c
+        WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_attribute a
+                          WHERE a.attrelid = w.tbl AND a.attname = c AND a.attnum > 0 AND NOT a.attisdropped);
+        IF gone IS NOT NULL THEN
+            RAISE EXCEPTION 'table % is watched with column(s) % that this command drops or renames', w.tbl, gone
+                USING ERRCODE = '2BP01',
+                      HINT = 'Watch the table without them first (SELECT place.watch(tbl, columns)), or unwatch it.';
+        END IF;
     END LOOP;
 END
 $$;
@@ -493,18 +539,16 @@ BEGIN
         RAISE EXCEPTION 'table % has no row with key %', tbl, pk USING ERRCODE = 'P0002';
     END IF;
     key := place._pick(row_json, w.key_columns);
-    INSERT INTO place.changes (xid, n, tbl, rows)
-    VALUES (pg_catalog.pg_current_xact_id(), place._next_change_n(1), tbl,
+    INSERT INTO place.changes (xid, tbl, rows)
+    VALUES (pg_catalog.pg_current_xact_id(), tbl,
             jsonb_build_array(jsonb_build_array('update', key, place._pick(row_json, w.columns),
-                                                place._pick(row_json, w.columns))));
+                                                place._pick(row_json, w.columns)))::json);
 END
 $$;
 
 CREATE FUNCTION place.changes_since(after_pos bigint, lim int DEFAULT 1000)
 RETURNS TABLE (pos bigint, committed_at timestamptz, tbl regclass, action text, key jsonb, obj jsonb, old jsonb)
 LANGUAGE plpgsql STABLE AS $$
-DECLARE
-    kept bigint;
 BEGIN
     IF after_pos IS NULL OR lim IS NULL THEN
         RAISE EXCEPTION 'after_pos and lim must not be NULL' USING ERRCODE = '22004';
@@ -512,25 +556,21 @@ BEGIN
     IF lim < 1 OR lim > 100000 THEN
         RAISE EXCEPTION 'lim must be between 1 and 100000, not %', lim USING ERRCODE = '22003';
     END IF;
-    SELECT s.kept_after INTO kept FROM place.change_settings s;
-    IF after_pos < coalesce(kept, 0) THEN
-        RAISE EXCEPTION 'the change log no longer holds the positions after % (it keeps those after %)', after_pos, kept
-            USING ERRCODE = '55000', HINT = 'Read the tables afresh; place.set_change_retention sets how long changes are kept.';
-    END IF;
+    PERFORM place._require_kept(after_pos);
     RETURN QUERY
-    SELECT cc.pos, cc.committed_at, c.tbl, e.change ->> 0, e.change -> 1, e.change -> 2, e.change -> 3
-    FROM (SELECT * FROM place.change_commits x WHERE x.pos > after_pos ORDER BY x.pos LIMIT lim) cc
-    JOIN place.changes c ON c.xid = cc.xid AND c.n BETWEEN cc.first_n AND cc.last_n
-    CROSS JOIN LATERAL jsonb_array_elements(c.rows) WITH ORDINALITY AS e(change, ord)
-    ORDER BY cc.pos, c.n, e.ord;
+    SELECT c.pos, c.ticked_at, c.tbl, e.change ->> 0, e.change -> 1, e.change -> 2, e.change -> 3
+    FROM place._ticked_changes(after_pos, lim) c
+    CROSS JOIN LATERAL jsonb_array_elements(c.rows::jsonb) WITH ORDINALITY AS e(change, ord)
+    ORDER BY c.pos, c.n, e.ord;
 END
 $$;
 
--- The newest position this snapshot sees committed: every commit up to it is visible,
--- none after it (positions are taken and committed one at a time).
+-- The newest position this snapshot sees: every transaction of the positions up to it is
+-- visible to it (they were visible to the tick that made it), maybe more that no position
+-- holds yet.
 CREATE FUNCTION place.change_pos() RETURNS bigint
 LANGUAGE sql STABLE AS $$
-    SELECT coalesce((SELECT max(c.pos) FROM place.change_commits c),
+    SELECT coalesce((SELECT max(t.pos) FROM place.change_ticks t),
                     (SELECT s.kept_after FROM place.change_settings s), 0)
 $$;
 

@@ -41,6 +41,7 @@ use pgrx::prelude::*;
 
 pub mod bitfield;
 pub mod boards;
+pub mod capture;
 pub mod catalog;
 pub mod chunks;
 pub mod cooldowns;

@@ -166,28 +166,51 @@ fn check_open(id: i64, name: &str, state: &str) {
     }
 }
 
+// The board's seq lock is its settings row: only pgplace's functions may lock it (a row lock
+// asks for UPDATE on the table, which no role but the owner has), unlike an advisory lock,
+// which any login can take on any key. NO KEY UPDATE: placements take turns on it, while
+// the foreign-key checks of their rows (KEY SHARE) go on beside it.
 static SEQ_LOCK: Statement = Statement {
-    // Class 0x70677371 ('pgsq'), then the board id's low 31 bits: a collision only makes
-    // two boards take turns.
-    sql: "SELECT pg_advisory_xact_lock(1885828977, ($1 & 2147483647)::int)",
+    sql: "SELECT FROM place.board_settings WHERE id = $1 FOR NO KEY UPDATE",
     params: &[pg_sys::INT8OID],
 };
 
 static SEQ_LOCK_SHARED: Statement = Statement {
-    sql: "SELECT pg_advisory_xact_lock_shared(1885828977, ($1 & 2147483647)::int)",
+    sql: "SELECT FROM place.board_settings WHERE id = $1 FOR SHARE",
+    params: &[pg_sys::INT8OID],
+};
+
+// Before 0.5.0 the board's row was place.boards, a table (updated by every placement).
+static SEQ_LOCK_0_4: Statement = Statement {
+    sql: "SELECT FROM place.boards WHERE id = $1 FOR NO KEY UPDATE",
+    params: &[pg_sys::INT8OID],
+};
+
+static SEQ_LOCK_SHARED_0_4: Statement = Statement {
+    sql: "SELECT FROM place.boards WHERE id = $1 FOR SHARE",
     params: &[pg_sys::INT8OID],
 };
 
 /// Takes the board's seq lock until commit: placements hold it from taking their seqs to
 /// their commit, settings changes while they change the board.
 pub fn lock_seqs(client: &mut SpiClient<'_>, board_id: i64) {
-    run(client, &SEQ_LOCK, &[board_id.into()]);
+    let statement = if crate::catalog::board_settings_exist() {
+        &SEQ_LOCK
+    } else {
+        &SEQ_LOCK_0_4
+    };
+    run(client, statement, &[board_id.into()]);
 }
 
 /// Waits until no placement holds the board's seq lock (it is then held shared until the
 /// transaction ends, keeping new ones out).
 pub fn settle_seqs(client: &mut SpiClient<'_>, board_id: i64) {
-    run(client, &SEQ_LOCK_SHARED, &[board_id.into()]);
+    let statement = if crate::catalog::board_settings_exist() {
+        &SEQ_LOCK_SHARED
+    } else {
+        &SEQ_LOCK_SHARED_0_4
+    };
+    run(client, statement, &[board_id.into()]);
 }
 
 // Read after the seq lock is taken, in a statement of its own: a statement's snapshot is

@@ -186,6 +186,12 @@ pub struct Config {
     /// a burst of commits on its table costs one read.
     #[arg(long, env = "PGPLACE_LIST_REFRESH_MS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(0..=60_000))]
     pub list_refresh_ms: u64,
+
+    /// How often the gateway gives committed changes of watched tables their positions
+    /// (`place.tick()`) and reads them (milliseconds). A round with nothing new reads two
+    /// index entries and writes nothing.
+    #[arg(long, env = "PGPLACE_CHANGE_TICK_MS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    pub change_tick_ms: u64,
 }
 
 impl Config {

@@ -529,3 +529,26 @@ pub async fn views_touched(
         .await?;
     Ok(client.query_one(&statement, &[&views, rows]).await?.get(0))
 }
+
+/// Gives the changes committed since the last position the next one; the newest position.
+pub async fn tick(client: &ClientWrapper) -> Result<i64, tokio_postgres::Error> {
+    let statement = client.prepare_cached("SELECT place.tick()").await?;
+    Ok(client.query_one(&statement, &[]).await?.get(0))
+}
+
+/// The positions after `after` (at most `limit`), each with its summary (`place.change_feed`).
+pub async fn change_feed(
+    client: &ClientWrapper,
+    after: i64,
+    limit: i32,
+) -> Result<Vec<(i64, String)>, tokio_postgres::Error> {
+    let statement = client
+        .prepare_cached("SELECT pos, payload FROM place.change_feed($1, $2)")
+        .await?;
+    Ok(client
+        .query(&statement, &[&after, &limit])
+        .await?
+        .iter()
+        .map(|row| (row.get(0), row.get(1)))
+        .collect())
+}

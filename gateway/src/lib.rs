@@ -20,6 +20,8 @@
 //!   error codes (one list, checked against the page's and the README's).
 //! - `board`: one mirrored board and its event log; `boards`: the mirrored boards;
 //!   `freezing`: which of a board's tiles are frozen, and when the others freeze.
+//! - `change_feed`: ticks the change log (`place.tick`) and reads its new positions, which
+//!   tell `lists` which instances to read again.
 //! - `lists`: the list view instances (`place.create_view`) and when each is read again;
 //!   `view_checks`: what `view` notifications say, checked against `place.views`;
 //!   `list_view`: one instance, its window and event log; `list_diff`: the events between
@@ -54,6 +56,7 @@ pub mod app;
 pub mod assets;
 pub mod board;
 pub mod boards;
+pub mod change_feed;
 pub mod config;
 pub mod cors;
 pub mod cursors;

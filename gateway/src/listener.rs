@@ -38,8 +38,6 @@ pub struct Listener {
     pub pool: deadpool_postgres::Pool,
     pub boards: Arc<Boards>,
     pub lists: Arc<Lists>,
-    /// The newest change log position heard (None: none since LISTEN began).
-    pub change_pos: Option<i64>,
     /// Whether LISTEN is active (for /healthz).
     pub up: Arc<AtomicBool>,
     pub catch_up: mpsc::UnboundedReceiver<Arc<Board>>,
@@ -121,8 +119,8 @@ impl Listener {
         for mirrored in self.boards.all() {
             self.catch_up(&mirrored.board).await?;
         }
-        // List views: the commits missed meanwhile are unknown, so every one reads again.
-        self.change_pos = None;
+        // List views: a view dropped or redefined meanwhile was not heard of, so every one
+        // reads again.
         self.lists.all_stale();
         self.up.store(true, Ordering::SeqCst);
         tracing::info!("listening on channel {CHANNEL}");
@@ -190,17 +188,8 @@ impl Listener {
                 }
                 self.read_placements(&mirrored.board, last).await
             }
-            Notice::Changes(p) => {
-                let (skipped, heard) = change_position(self.change_pos, p.pos);
-                // A skipped position is a commit not heard of: which tables it changed is
-                // unknown, so every list view reads again.
-                if skipped {
-                    self.lists.all_stale();
-                }
-                self.change_pos = Some(heard);
-                self.lists.on_changes(&p);
-                Ok(())
-            }
+            // Not pgplace's (the change feed reads the log): whoever sent it, nothing is done.
+            Notice::Changes(_) => Ok(()),
             Notice::View(p) => {
                 self.lists.heard_of_view(&p.name);
                 Ok(())
@@ -410,13 +399,6 @@ pub fn decode(text: &str) -> Result<Notice, serde_json::Error> {
     })
 }
 
-/// After a `changes` payload at `pos`, given the newest position heard before (None: none
-/// since LISTEN began): whether a position was skipped, and the newest position heard now.
-pub fn change_position(heard: Option<i64>, pos: i64) -> (bool, i64) {
-    let skipped = heard.is_some_and(|last| pos > last.saturating_add(1));
-    (skipped, heard.map_or(pos, |last| last.max(pos)))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -439,23 +421,5 @@ mod tests {
                 last: 9102
             }
         );
-    }
-
-    #[test]
-    fn a_skipped_change_position_is_noticed() {
-        assert_eq!(change_position(None, 17), (false, 17));
-        assert_eq!(change_position(Some(17), 18), (false, 18));
-        assert_eq!(change_position(Some(17), 19), (true, 19));
-        assert_eq!(change_position(Some(17), 3), (false, 17));
-    }
-
-    /// Found by `gateway/fuzz` (notify_payload): a position heard at i64::MAX made the next
-    /// one overflow (a panic in a debug build).
-    #[test]
-    fn change_positions_at_the_largest_do_not_overflow() {
-        for pos in [i64::MIN, 0, i64::MAX] {
-            assert_eq!(change_position(Some(i64::MAX), pos), (false, i64::MAX));
-        }
-        assert_eq!(change_position(Some(i64::MIN), i64::MAX), (true, i64::MAX));
     }
 }

@@ -43,14 +43,6 @@ drop_db
 psql_admin -c "CREATE DATABASE $DB"
 psql_bench -c "CREATE EXTENSION pgplace" \
     -c "CREATE TABLE bench_baseline (id bigserial PRIMARY KEY, x int, y int, c int, at timestamptz DEFAULT now())"
-# What watching costs a writer: the same table, once plain and once watched (place.watch).
-for t in plain watched; do
-    psql_bench -c "CREATE TABLE bench_$t (id bigserial PRIMARY KEY, v int NOT NULL, note text NOT NULL)" \
-        -c "INSERT INTO bench_$t (v, note) SELECT g, 'row ' || g FROM generate_series(1, 100000) g"
-    printf '%s\n' '\set v random(1, 1000000)' "INSERT INTO bench_$t (v, note) VALUES (:v, 'new row');" >"$TMP/insert_$t.sql"
-    printf '%s\n' '\set id random(1, 100000)' "UPDATE bench_$t SET v = v + 1 WHERE id = :id;" >"$TMP/update_$t.sql"
-done
-psql_bench -c "SELECT place.watch('bench_watched')" >/dev/null
 BOARD=$(psql_bench -c "SELECT place.create_board('bench', 1000, 1000, 4, '0')")
 # The same board with freeze_after: what checking each tile's last change costs.
 FREEZING=$(psql_bench -c "SELECT place.create_board('bench-freezing', 1000, 1000, 4, '0')")
@@ -121,17 +113,6 @@ for round in 1 2; do
     bench "baseline_many_$round" -c 2 -j 2 -T "$SECONDS_PER_PHASE" -f "$HERE/baseline_many.sql"
 done
 
-# Plain and watched alternate, twice, so that both see the same machine.
-for round in 1 2; do
-    for t in plain watched; do
-        bench "insert_${t}_$round" -c 8 -j 8 -T "$SECONDS_PER_PHASE" -f "$TMP/insert_$t.sql"
-        bench "update_${t}_$round" -c 8 -j 8 -T "$SECONDS_PER_PHASE" -f "$TMP/update_$t.sql"
-    done
-done
-commits=$(psql_bench -c "SELECT place.change_pos()")
-watched_xacts=$(($(xacts insert_watched_1) + $(xacts insert_watched_2) + $(xacts update_watched_1) + $(xacts update_watched_2)))
-((commits == watched_xacts)) || { echo "expected $watched_xacts announced commits, the change log has $commits" >&2; exit 1; }
-
 # Per-transaction log: the 3rd column is the latency in µs.
 bench board_bits -c 1 -t 300 -D board="$BOARD" -l --log-prefix="$TMP/bits" -f "$HERE/board_bits.sql"
 read -r bits_median bits_p99 < <(cat "$TMP"/bits.* | awk '{print $3}' | sort -n | awk '
@@ -165,11 +146,4 @@ for round in 1 2; do
     row "round $round: place_many(100), 2 clients, random users" "$(printf '%.0f placements/s' "$(awk -v t="$pm" 'BEGIN { print t * 100 }')")" ""
     row "  PL/pgSQL baseline, same workload" "$(printf '%.0f placements/s: pgplace %sx' "$(awk -v t="$nm" 'BEGIN { print t * 100 }')" "$(ratio "$pm" "$nm")")" ""
     row "  100-row INSERT + 1 pg_notify, 2 clients" "$(printf '%.0f rows/s: pgplace %sx' "$(awk -v t="$bm" 'BEGIN { print t * 100 }')" "$(ratio "$pm" "$bm")")" "≥ 0.5x"
-done
-for op in insert update; do
-    for round in 1 2; do
-        p=$(tps "${op}_plain_$round") w=$(tps "${op}_watched_$round")
-        row "$op 1 row/tx, 8 clients, round $round" \
-            "$(awk -v p="$p" -v w="$w" 'BEGIN { printf "%.0f plain, %.0f watched (%.2fx)", p, w, w / p }')" ""
-    done
 done

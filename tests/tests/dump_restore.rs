@@ -73,6 +73,8 @@ async fn pg_dump_and_restore_keep_the_boards_and_their_history() {
         )
         .await
         .unwrap();
+    // A statement of its own: a tick sees only what committed before it.
+    client.execute("SELECT place.tick()", &[]).await.unwrap();
     let before = (
         board_bits(&client, board).await,
         board_bits(&client, other).await,
@@ -135,18 +137,34 @@ async fn pg_dump_and_restore_keep_the_boards_and_their_history() {
         .unwrap()
         .get(0);
     assert_eq!(seq, Some(8));
-    // The watch and the view came back: a change is announced at the next position, and
+    // The watch and the view came back: a change is logged at the next position, and
     // the view reads it.
     restored
         .batch_execute("UPDATE streams SET viewers = 9 WHERE id = 2")
         .await
         .unwrap();
+    restored.execute("SELECT place.tick()", &[]).await.unwrap();
     let (pos, rows): (i64, serde_json::Value) = restored
         .query_one("SELECT pos, rows FROM place.view_rows('top')", &[])
         .await
         .map(|r| (r.get(0), r.get(1)))
         .unwrap();
-    assert_eq!(pos, 2, "one commit before the dump, one after");
+    assert_eq!(pos, 2, "one position before the dump, one after");
+    let logged: Vec<String> = restored
+        .query(
+            "SELECT action || ' ' || (key ->> 'id') FROM place.changes_since(0)",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(
+        logged,
+        ["insert 1", "insert 2", "update 2"],
+        "the log came back whole"
+    );
     assert_eq!(
         rows,
         serde_json::json!([{"id": 2, "title": "b", "viewers": 9}, {"id": 1, "title": "a", "viewers": 5}])
@@ -170,7 +188,7 @@ async fn table_fingerprints(client: &tokio_postgres::Client) -> Vec<(String, Str
         "watches",
         "views",
         "change_settings",
-        "change_commits",
+        "change_ticks",
         "changes",
     ];
     let mut out = Vec::new();

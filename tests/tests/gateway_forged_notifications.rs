@@ -163,7 +163,9 @@ async fn forged_list_notifications_cost_a_read_and_change_nothing() {
     // that owed a read after every read would make a hundred in this second.
     tokio::time::sleep(Duration::from_secs(1)).await;
     let reads = http.view_reads("top_items").await - before;
-    assert!(reads <= 2, "{reads} reads for one forged notification");
+    // None at all: positions are read from the log, never taken from a notification (one
+    // read may still be the first round of the change feed, which reads what it holds).
+    assert!(reads <= 1, "{reads} reads for one forged notification");
     assert_eq!(
         poll(&http, &session, 0.2).await,
         json!([]),

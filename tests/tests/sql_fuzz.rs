@@ -806,6 +806,14 @@ impl Generator {
                 "pg_current_xact_id()",
                 "'-1'",
             ])),
+            (_, "pg_snapshot") => risky(self.pick(&[
+                "'3:3:'",
+                "'1:1:'",
+                "'10:20:12,15'",
+                "pg_current_snapshot()",
+                "'18446744073709551614:18446744073709551615:'",
+                "'5:3:'",
+            ])),
             (_, "bytea") => match self.rng.random_range(0..7) {
                 0 => expr("'\\x'"),
                 1 => expr("'\\x00'"),
@@ -1307,6 +1315,7 @@ async fn superuser_phase(url: &str, seed: u64, calls: usize) -> FirstPhase {
                 "regclass",
                 "boolean",
                 "xid8",
+                "pg_snapshot",
                 "timestamp with time zone[]",
             ]
             .contains(t)

@@ -6,6 +6,7 @@
 //! - [`payload`]: the NOTIFY channel and payload format, encode and decode.
 //! - [`png`]: a packed board rendered to an indexed-colour PNG.
 
+pub mod array_literal;
 pub mod bits;
 pub mod palette;
 pub mod payload;

@@ -1,7 +1,7 @@
 //! What the LISTEN connection hears, read as the listener reads it (without a database):
-//! payloads on channel `pgplace` (`listener::decode`, then for `changes` payloads
-//! `listener::change_position`, `ChangesPayload::tables` and `lists::changed_rows`) and
-//! messages on `pgplace_sessions` (`session_store::Message::parse`).
+//! payloads on channel `pgplace` (`listener::decode`, then for `changes` payloads, which
+//! the change feed reads from the log in the same form, `ChangesPayload::tables` and
+//! `lists::changed_rows`) and messages on `pgplace_sessions` (`session_store::Message::parse`).
 //!
 //! The input is read twice: as text, each line one notification in the order heard (and
 //! the whole text as one too), on both channels; and as the choices that build well-formed
@@ -16,19 +16,18 @@ use pgplace_core::payload::{
     BoardChange, BoardPayload, Change, ChangeAction, ChangesPayload, Payload, Tile,
     TilesPayload, ViewChange, ViewPayload,
 };
-use pgplace_gateway::listener::{change_position, decode, Notice};
+use pgplace_gateway::listener::{decode, Notice};
 use pgplace_gateway::lists::changed_rows;
 use pgplace_gateway::session_store::Message;
 use serde_json::{Map, Value};
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(text) = std::str::from_utf8(data) {
-        let mut heard = None;
         for line in text.split('\n') {
-            hear(line, &mut heard);
+            hear(line);
         }
         if text.contains('\n') {
-            hear(text, &mut None);
+            hear(text);
         }
     }
     let mut u = Unstructured::new(data);
@@ -37,17 +36,14 @@ fuzz_target!(|data: &[u8]| {
     }
 });
 
-/// One notification's text, on either channel; `heard` is the listener's change position.
-fn hear(text: &str, heard: &mut Option<i64>) {
+/// One notification's text, on either channel.
+fn hear(text: &str) {
     if let Some(message) = Message::parse(text) {
         assert_eq!(Message::parse(&sent(&message)), Some(message), "{text:?}");
     }
     let Ok(notice) = decode(text) else { return };
     match notice {
         Notice::Changes(payload) => {
-            let (_skipped, now) = change_position(*heard, payload.pos);
-            assert!(now >= payload.pos && heard.is_none_or(|h| now >= h));
-            *heard = Some(now);
             let tables = payload.tables();
             assert!(tables.windows(2).all(|w| w[0] < w[1]), "{tables:?}");
             for table in tables {
@@ -74,8 +70,7 @@ fn sent(message: &Message) -> String {
 
 #[derive(Debug, Arbitrary)]
 enum Generated {
-    /// A payload, heard after a change position (or none).
-    Payload(GenPayload, Option<i64>),
+    Payload(GenPayload),
     Message(GenMessage),
 }
 
@@ -187,7 +182,7 @@ fn round_trip(generated: Generated) {
             let text = sent(&message);
             assert_eq!(Message::parse(&text), Some(message), "{text:?}");
         }
-        Generated::Payload(p, mut heard) => {
+        Generated::Payload(p) => {
             let payload = payload(p);
             let text = payload.encode();
             assert_eq!(
@@ -197,7 +192,7 @@ fn round_trip(generated: Generated) {
             );
             let notice = decode(&text).unwrap_or_else(|e| panic!("{text}: {e}"));
             assert_eq!(notice, expected(payload), "{text}");
-            hear(&text, &mut heard);
+            hear(&text);
         }
     }
 }

@@ -128,6 +128,10 @@ SELECT expect_error($$SELECT place.create_board('mine', 2, 2)$$);
 SELECT expect_error($$SELECT place.create_user('me')$$);
 SELECT expect_error($$SELECT place._apply_tiles('\x00', 4, '{0}', '{1}')$$);
 SELECT expect_error($$SELECT place._board_payload(1, 1, 'deleted')$$);
+-- It makes the change log's positions (the change feed) and reads them.
+SELECT place.tick() >= 0 AS ticks, count(*) >= 0 AS reads_the_feed FROM place.change_feed(place.change_pos());
+SELECT expect_error($$SELECT * FROM place.change_settings FOR UPDATE$$);
+SELECT expect_error($$INSERT INTO place.change_ticks VALUES (1000000, '3:3:', '3:3:', now())$$);
 SELECT expect_error(format('SELECT place.compact_history(%s, now())', :small));
 SELECT expect_error(format('SELECT place.build_keyframes(%s)', :small));
 -- The writing functions do not depend on the caller's search_path.
@@ -164,6 +168,12 @@ SELECT expect_error(format('DELETE FROM place.boards WHERE id = %s', :small));
 SELECT expect_error(format('DELETE FROM place.board_settings WHERE id = %s', :small));
 SELECT expect_error(format('SELECT place.compact_history(%s, now())', :small));
 SELECT expect_error(format('SELECT place.set_keyframe_every(%s, 2)', :small));
+-- It reads the change log, and may neither make its positions nor lock what they take turns on.
+SELECT count(*) >= 0 AS reads_changes FROM place.changes_since(place.change_pos());
+SELECT count(*) >= 0 AS reads_the_feed FROM place.change_feed(place.change_pos());
+SELECT expect_error('SELECT place.tick()');
+SELECT expect_error($$SELECT * FROM place.change_settings FOR UPDATE$$);
+SELECT expect_error(format('SELECT FROM place.board_settings WHERE id = %s FOR NO KEY UPDATE', :small));
 RESET ROLE;
 
 -- The DBA (an admin) turns the knobs and reads, but neither places nor writes tables.

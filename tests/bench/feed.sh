@@ -1,0 +1,168 @@
+#!/usr/bin/env bash
+# What watching a table costs its writers, beside the change queues DBAs already run, in one
+# cluster and one run (`./pgplace.sh bench-feed`, and the end of `./pgplace.sh bench`); not
+# part of the test suite. Needs PGPLACE_ADMIN_URL (a superuser URL ending in /<database>)
+# and PG_BIN. Four copies of one table (100,000 rows): plain; watched (place.watch, with a
+# ticker-consumer calling place.tick() and reading place.change_feed 100 times a second,
+# as the gateway does); PgQ 3.5 (pgq.logutriga into a queue, with pgq.ticker() and a
+# consumer reading batches 100 times a second); and, when the cluster has
+# wal_level = logical, a wal2json slot decoded live by pg_recvlogical. Workloads (pgbench
+# -M prepared): UPDATE of one row per transaction and INSERT of one row, 8 clients; one
+# INSERT of 1,000 rows per transaction, 2 clients. The cells alternate, round after round
+# (PGPLACE_FEED_ROUNDS, default 3; PGPLACE_FEED_SECONDS per cell, default 10), and each
+# ratio is against the plain cell of the same round.
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ADMIN_URL=${PGPLACE_ADMIN_URL:?set PGPLACE_ADMIN_URL}
+PG_BIN=${PG_BIN:?set PG_BIN}
+DB=pgplace_bench_feed
+DB_URL=${ADMIN_URL%/*}/$DB
+ROUNDS=${PGPLACE_FEED_ROUNDS:-3}
+CELL=${PGPLACE_FEED_SECONDS:-10}
+TMP=$(mktemp -d)
+export LC_ALL=C.UTF-8
+source "$HERE/lib.sh"
+
+consumer_pid=""
+stop_consumer() {
+    if [[ -n $consumer_pid ]]; then
+        kill "$consumer_pid" 2>/dev/null || true
+        wait "$consumer_pid" 2>/dev/null || true
+        consumer_pid=""
+    fi
+}
+cleanup() {
+    stop_consumer
+    psql_bench -c "SELECT pg_drop_replication_slot('pgplace_bench_feed')" >/dev/null 2>&1 || true
+    drop_db || true
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+have_pgq=false
+[[ -f $("$PG_BIN/pg_config" --sharedir)/extension/pgq.control ]] && have_pgq=true
+have_wal2json=false
+[[ -f $("$PG_BIN/pg_config" --pkglibdir)/wal2json.so ]] && have_wal2json=true
+
+drop_db
+psql_admin -c "CREATE DATABASE $DB"
+psql_bench -c "CREATE EXTENSION pgplace"
+kinds=(plain watched)
+if $have_pgq; then
+    psql_bench -c "CREATE EXTENSION pgq" -c "SELECT pgq.create_queue('bench')" \
+        -c "SELECT pgq.register_consumer('bench', 'bench')" >/dev/null
+    kinds+=(pgq)
+else
+    echo "PgQ is not installed (Debian: postgresql-15-pgq3): its column is left out"
+fi
+if $have_wal2json && [[ $(psql_bench -c "SHOW wal_level") == logical ]]; then
+    kinds+=(wal2json)
+else
+    echo "wal2json needs the package postgresql-15-wal2json and wal_level = logical: its column is left out"
+fi
+for t in "${kinds[@]}"; do
+    psql_bench -c "CREATE TABLE bench_$t (id bigserial PRIMARY KEY, v int NOT NULL, note text NOT NULL)" \
+        -c "INSERT INTO bench_$t (v, note) SELECT g, 'row ' || g FROM generate_series(1, 100000) g" \
+        -c "VACUUM ANALYZE bench_$t"
+    printf '%s\n' '\set id random(1, 100000)' "UPDATE bench_$t SET v = v + 1 WHERE id = :id;" >"$TMP/update_$t.sql"
+    printf '%s\n' '\set v random(1, 1000000)' "INSERT INTO bench_$t (v, note) VALUES (:v, 'new row');" >"$TMP/insert_$t.sql"
+    printf '%s\n' "INSERT INTO bench_$t (v, note) SELECT g, 'new row' FROM generate_series(1, 1000) g;" >"$TMP/rows1000_$t.sql"
+done
+psql_bench -c "SELECT place.watch('bench_watched')" >/dev/null
+$have_pgq && psql_bench -c "CREATE TRIGGER bench_pgq AFTER INSERT OR UPDATE OR DELETE ON bench_pgq
+                            FOR EACH ROW EXECUTE FUNCTION pgq.logutriga('bench')"
+# The consumers: what reads the feed while the writers write, on the same machine.
+psql_bench -c "CREATE TABLE bench_cursor (pos bigint NOT NULL)" -c "INSERT INTO bench_cursor VALUES (0)"
+cat >"$TMP/consume_watched.sql" <<'SQL'
+DO $$
+DECLARE
+    newest bigint := place.tick();
+    at bigint := (SELECT pos FROM bench_cursor);
+BEGIN
+    IF newest > at THEN
+        PERFORM count(*) FROM place.change_feed(at, 1000);
+        UPDATE bench_cursor SET pos = least(newest, at + 1000);
+    END IF;
+END
+$$;
+SQL
+cat >"$TMP/consume_pgq.sql" <<'SQL'
+DO $$
+DECLARE
+    batch bigint;
+BEGIN
+    PERFORM pgq.ticker();
+    batch := pgq.next_batch('bench', 'bench');
+    IF batch IS NOT NULL THEN
+        PERFORM count(*) FROM pgq.get_batch_events(batch);
+        PERFORM pgq.finish_batch(batch);
+    END IF;
+END
+$$;
+SQL
+start_consumer() {
+    case $1 in
+        watched | pgq)
+            "$PG_BIN/pgbench" -n -c 1 -R 100 -T $((CELL + 5)) -f "$TMP/consume_$1.sql" "$DB_URL" \
+                >"$TMP/consumer_$1.out" 2>&1 &
+            consumer_pid=$! ;;
+        wal2json)
+            psql_bench -c "SELECT pg_drop_replication_slot('pgplace_bench_feed')" >/dev/null 2>&1 || true
+            "$PG_BIN/pg_recvlogical" -d "$DB_URL" --slot pgplace_bench_feed --create-slot -P wal2json >/dev/null
+            "$PG_BIN/pg_recvlogical" -d "$DB_URL" --slot pgplace_bench_feed --start -f /dev/null \
+                -o include-xids=1 &
+            consumer_pid=$! ;;
+    esac
+    sleep 1
+}
+cell() {
+    local name=$1 clients=$2; shift 2
+    if ! "$PG_BIN/pgbench" -n -M prepared -c "$clients" -j "$clients" -T "$CELL" "$@" "$DB_URL" \
+        >"$TMP/$name.out" 2>&1; then
+        cat "$TMP/$name.out" >&2
+        echo "pgbench cell '$name' failed" >&2
+        exit 1
+    fi
+}
+tps() { grep -oP '^tps = \K[0-9.]+' "$TMP/$1.out"; }
+
+for round in $(seq "$ROUNDS"); do
+    for t in "${kinds[@]}"; do
+        echo "round $round: $t"
+        start_consumer "$t"
+        cell "update_${t}_$round" 8 -f "$TMP/update_$t.sql"
+        cell "insert_${t}_$round" 8 -f "$TMP/insert_$t.sql"
+        cell "rows1000_${t}_$round" 2 -f "$TMP/rows1000_$t.sql"
+        stop_consumer
+        [[ $t == wal2json ]] && psql_bench -c "SELECT pg_drop_replication_slot('pgplace_bench_feed')" >/dev/null
+        psql_bench -c "VACUUM bench_$t" -c "CHECKPOINT" >/dev/null
+    done
+done
+
+# Nothing was lost: every watched transaction is in a position (each UPDATE changed a row).
+psql_bench -c "SELECT place.tick()" >/dev/null
+logged=$(psql_bench -c "SELECT count(*) FROM place.changes")
+echo "place.changes holds $logged staged statements of bench_watched"
+
+pad() { local s=$1; while ((${#s} < $2)); do s+=" "; done; printf '%s' "$s"; }
+header="| $(pad workload 34) | $(pad plain 12) |"
+for t in "${kinds[@]:1}"; do header+=" $(pad "$t" 18) |"; done
+echo
+echo "$header"
+for w in update insert rows1000; do
+    case $w in
+        update) label="UPDATE 1 row/tx, 8 clients" unit=1 ;;
+        insert) label="INSERT 1 row/tx, 8 clients" unit=1 ;;
+        rows1000) label="INSERT 1,000 rows/tx, 2 clients" unit=1000 ;;
+    esac
+    for round in $(seq "$ROUNDS"); do
+        p=$(tps "${w}_plain_$round")
+        line="| $(pad "$label, round $round" 34) | $(pad "$(awk -v p="$p" -v u="$unit" 'BEGIN { printf "%.0f %s", p * u, (u > 1 ? "rows/s" : "tx/s") }')" 12) |"
+        for t in "${kinds[@]:1}"; do
+            x=$(tps "${w}_${t}_$round")
+            line+=" $(pad "$(awk -v p="$p" -v x="$x" -v u="$unit" 'BEGIN { printf "%.0f (%.2fx)", x * u, x / p }')" 18) |"
+        done
+        echo "$line"
+    done
+done
