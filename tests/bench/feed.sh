@@ -8,9 +8,10 @@
 # consumer reading batches 100 times a second); and, when the cluster has
 # wal_level = logical, a wal2json slot decoded live by pg_recvlogical. Workloads (pgbench
 # -M prepared): UPDATE of one row per transaction and INSERT of one row, 8 clients; one
-# INSERT of 1,000 rows per transaction, 2 clients. The cells alternate, round after round
-# (PGPLACE_FEED_ROUNDS, default 3; PGPLACE_FEED_SECONDS per cell, default 10), and each
-# ratio is against the plain cell of the same round.
+# INSERT of 1,000 rows per transaction, 2 clients. Each round runs every workload as
+# plain, the peers, then plain again (PGPLACE_FEED_ROUNDS, default 3; PGPLACE_FEED_SECONDS
+# per cell, default 10), each cell after a CHECKPOINT; a ratio is against the mean of the
+# two plain cells around it, and the last rows give each column's median over the rounds.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -127,16 +128,21 @@ cell() {
 }
 tps() { grep -oP '^tps = \K[0-9.]+' "$TMP/$1.out"; }
 
+workloads=(update insert rows1000)
+clients() { [[ $1 == rows1000 ]] && echo 2 || echo 8; }
 for round in $(seq "$ROUNDS"); do
-    for t in "${kinds[@]}"; do
-        echo "round $round: $t"
-        start_consumer "$t"
-        cell "update_${t}_$round" 8 -f "$TMP/update_$t.sql"
-        cell "insert_${t}_$round" 8 -f "$TMP/insert_$t.sql"
-        cell "rows1000_${t}_$round" 2 -f "$TMP/rows1000_$t.sql"
-        stop_consumer
-        [[ $t == wal2json ]] && psql_bench -c "SELECT pg_drop_replication_slot('pgplace_bench_feed')" >/dev/null
-        psql_bench -c "VACUUM bench_$t" -c "CHECKPOINT" >/dev/null
+    for w in "${workloads[@]}"; do
+        for t in "${kinds[@]}" plain_after; do
+            table=${t%_after}
+            echo "round $round: $w, $t"
+            psql_bench -c "VACUUM bench_$table" -c "CHECKPOINT" >/dev/null
+            start_consumer "$table"
+            cell "${w}_${t}_$round" "$(clients "$w")" -f "$TMP/${w}_$table.sql"
+            stop_consumer
+            if [[ $table == wal2json ]]; then
+                psql_bench -c "SELECT pg_drop_replication_slot('pgplace_bench_feed')" >/dev/null
+            fi
+        done
     done
 done
 
@@ -146,23 +152,34 @@ logged=$(psql_bench -c "SELECT count(*) FROM place.changes")
 echo "place.changes holds $logged staged statements of bench_watched"
 
 pad() { local s=$1; while ((${#s} < $2)); do s+=" "; done; printf '%s' "$s"; }
-header="| $(pad workload 34) | $(pad plain 12) |"
+median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+header="| $(pad workload 40) | $(pad plain 15) |"
 for t in "${kinds[@]:1}"; do header+=" $(pad "$t" 18) |"; done
 echo
 echo "$header"
-for w in update insert rows1000; do
+declare -A ratios
+for w in "${workloads[@]}"; do
     case $w in
         update) label="UPDATE 1 row/tx, 8 clients" unit=1 ;;
         insert) label="INSERT 1 row/tx, 8 clients" unit=1 ;;
         rows1000) label="INSERT 1,000 rows/tx, 2 clients" unit=1000 ;;
     esac
     for round in $(seq "$ROUNDS"); do
-        p=$(tps "${w}_plain_$round")
-        line="| $(pad "$label, round $round" 34) | $(pad "$(awk -v p="$p" -v u="$unit" 'BEGIN { printf "%.0f %s", p * u, (u > 1 ? "rows/s" : "tx/s") }')" 12) |"
+        p=$(awk -v a="$(tps "${w}_plain_$round")" -v b="$(tps "${w}_plain_after_$round")" 'BEGIN { print (a + b) / 2 }')
+        line="| $(pad "$label, round $round" 40) | $(pad "$(awk -v p="$p" -v u="$unit" 'BEGIN { printf "%.0f %s", p * u, (u > 1 ? "rows/s" : "tx/s") }')" 15) |"
         for t in "${kinds[@]:1}"; do
             x=$(tps "${w}_${t}_$round")
-            line+=" $(pad "$(awk -v p="$p" -v x="$x" -v u="$unit" 'BEGIN { printf "%.0f (%.2fx)", x * u, x / p }')" 18) |"
+            r=$(awk -v p="$p" -v x="$x" 'BEGIN { printf "%.2f", x / p }')
+            ratios[$w,$t]+="$r "
+            line+=" $(pad "$(awk -v x="$x" -v u="$unit" -v r="$r" 'BEGIN { printf "%.0f (%sx)", x * u, r }')" 18) |"
         done
         echo "$line"
     done
+done
+for w in "${workloads[@]}"; do
+    line="| $(pad "$w: median of the rounds" 40) | $(pad "1.00x" 15) |"
+    for t in "${kinds[@]:1}"; do
+        line+=" $(pad "$(printf '%s\n' ${ratios[$w,$t]} | median)x" 18) |"
+    done
+    echo "$line"
 done

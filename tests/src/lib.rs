@@ -10,6 +10,8 @@
 //! - `tests/randomized.rs`: many users, `place` and `place_many` mixed, invariants at the end.
 //! - `tests/notifications.rs`: what a LISTENer receives, and when.
 //! - `tests/dump_restore.rs`: pg_dump keeps every board, placement, token, watch and view.
+//! - `tests/watch_concurrency.rs`: the change log under writers at every isolation level
+//!   and two tickers: positions a prefix, each transaction once, the replay the table.
 //! - `tests/gateway_protocol.rs`: the Qik transcript, JSON-RPC envelopes and errors, `/bits`.
 //! - `tests/gateway_stream.rs`, `gateway_pg_restart.rs`: board sessions exact while LISTEN
 //!   is killed or PostgreSQL restarts.
