@@ -8,6 +8,8 @@
 --   before restore (their commits become empty positions).
 -- - The capture trigger (place._capture_changes) is Rust, with the same arguments.
 -- - Dropping or renaming a watched column is refused (it was logged without it).
+-- - A board's whole-board maintenance takes turns on its row of place.board_maintenance,
+--   no longer on an advisory lock.
 -- - The board's seq lock is a row lock on its place.board_settings row (only pgplace's
 --   functions can take it), no longer an advisory lock any login could hold.
 -- The log of 0.7.0 is not carried over: positions go on after its newest one, and
@@ -29,6 +31,15 @@ ALTER EXTENSION pgplace DROP TABLE place.change_commits;
 DROP TABLE place.change_commits;
 ALTER EXTENSION pgplace DROP TABLE place.changes;
 DROP TABLE place.changes;
+
+-- What the whole-board maintenance of a board (resize, compaction, keyframes, freeze_after)
+-- takes turns on: the board's row here, made when first needed and locked FOR UPDATE,
+-- which only pgplace's functions can do (an advisory lock on a guessable key, as before
+-- 0.8.0, any login could hold). Placements never lock it. Not dumped: rows are remade.
+CREATE TABLE place.board_maintenance (
+    board_id bigint PRIMARY KEY REFERENCES place.board_settings (id) ON DELETE CASCADE
+);
+COMMENT ON TABLE place.board_maintenance IS 'A row per board whose maintenance ran: what maintenance takes turns on';
 
 -- The order in which changes were staged (a sequence: writers share no row).
 CREATE SEQUENCE place.change_n_seq;

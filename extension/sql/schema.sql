@@ -30,6 +30,15 @@ CREATE TABLE place.board_settings (
 ALTER SEQUENCE place.boards_id_seq OWNED BY place.board_settings.id;
 COMMENT ON TABLE place.board_settings IS 'pgplace boards'' settings (read place.boards, which adds seq and last_placed_at)';
 
+-- What the whole-board maintenance of a board (resize, compaction, keyframes, freeze_after)
+-- takes turns on: the board's row here, made when first needed and locked FOR UPDATE,
+-- which only pgplace's functions can do (an advisory lock on a guessable key, as before
+-- 0.8.0, any login could hold). Placements never lock it. Not dumped: rows are remade.
+CREATE TABLE place.board_maintenance (
+    board_id bigint PRIMARY KEY REFERENCES place.board_settings (id) ON DELETE CASCADE
+);
+COMMENT ON TABLE place.board_maintenance IS 'A row per board whose maintenance ran: what maintenance takes turns on';
+
 -- The packed board, cut into fixed-size chunks so that a placement writes one small row,
 -- not the whole board (500,000 bytes for 1000x1000x4). Chunk k holds bytes
 -- [k*512, (k+1)*512) of the packed board; place.board_bits() glues them back together.

@@ -363,9 +363,23 @@ pub fn changed_size(board_id: i64) -> ! {
     )
 }
 
+// The whole-board maintenance of one board takes turns on the board's row of
+// place.board_maintenance (made when first needed), which only pgplace's functions can lock;
+// placements never touch it. Before 0.8.0 there is no such table: an advisory lock, class
+// 0x70676c63 ('pglc') and the board id's low 31 bits.
+static MAINTENANCE_ROW: Statement = Statement {
+    // A board that does not exist gets no row (the load that follows says so).
+    sql: "INSERT INTO place.board_maintenance (board_id) \
+          SELECT s.id FROM place.board_settings s WHERE s.id = $1 ON CONFLICT (board_id) DO NOTHING",
+    params: &[pg_sys::INT8OID],
+};
+
 static MAINTENANCE_LOCK: Statement = Statement {
-    // Class 0x70676c63 ('pglc'), then the board id's low 32 bits: a collision only
-    // serializes two boards' maintenance.
+    sql: "SELECT FROM place.board_maintenance WHERE board_id = $1 FOR UPDATE",
+    params: &[pg_sys::INT8OID],
+};
+
+static MAINTENANCE_LOCK_0_7: Statement = Statement {
     sql: "SELECT pg_advisory_xact_lock(1885826147, ($1 & 2147483647)::int)",
     params: &[pg_sys::INT8OID],
 };
@@ -373,6 +387,11 @@ static MAINTENANCE_LOCK: Statement = Statement {
 /// Serializes the whole-board maintenance of one board (resize, compaction, keyframe
 /// building) until commit: they lock keyframes and chunks in different orders.
 pub fn lock_maintenance(client: &mut SpiClient<'_>, board_id: i64) {
+    if crate::catalog::place_relation(c"board_maintenance").is_none() {
+        run(client, &MAINTENANCE_LOCK_0_7, &[board_id.into()]);
+        return;
+    }
+    run(client, &MAINTENANCE_ROW, &[board_id.into()]);
     run(client, &MAINTENANCE_LOCK, &[board_id.into()]);
 }
 

@@ -174,6 +174,7 @@ SELECT count(*) >= 0 AS reads_the_feed FROM place.change_feed(place.change_pos()
 SELECT expect_error('SELECT place.tick()');
 SELECT expect_error($$SELECT * FROM place.change_settings FOR UPDATE$$);
 SELECT expect_error(format('SELECT FROM place.board_settings WHERE id = %s FOR NO KEY UPDATE', :small));
+SELECT expect_error('SELECT FROM place.board_maintenance FOR UPDATE');
 RESET ROLE;
 
 -- The DBA (an admin) turns the knobs and reads, but neither places nor writes tables.
