@@ -369,7 +369,8 @@ pub fn changed_size(board_id: i64) -> ! {
 // 0x70676c63 ('pglc') and the board id's low 31 bits.
 static MAINTENANCE_ROW: Statement = Statement {
     // A board that does not exist gets no row (the load that follows says so).
-    sql: "INSERT INTO place.board_maintenance (board_id) \
+    sql:
+        "INSERT INTO place.board_maintenance (board_id) \
           SELECT s.id FROM place.board_settings s WHERE s.id = $1 ON CONFLICT (board_id) DO NOTHING",
     params: &[pg_sys::INT8OID],
 };
