@@ -42,7 +42,15 @@ pub async fn run(pool: Pool, lists: Arc<Lists>, every: Duration) {
 /// One round: tick, then tell the list views of every position after `heard`.
 async fn follow(pool: &Pool, lists: &Arc<Lists>, heard: &mut Option<i64>) -> Result<(), String> {
     let client = pool.get().await.map_err(|e| e.to_string())?;
-    let newest = db::tick(&client).await.map_err(|e| e.to_string())?;
+    let newest = db::tick(&client).await.map_err(|e| {
+        let said = e.as_db_error().map_or(e.to_string(), |d| d.message().to_string());
+        if e.code() == Some(&tokio_postgres::error::SqlState::UNDEFINED_FUNCTION) {
+            // A schema from before 0.8.0: list views stay as first read until the update.
+            format!("{said} (the database's pgplace is older than this gateway: run ALTER EXTENSION pgplace UPDATE)")
+        } else {
+            said
+        }
+    })?;
     let mut at = match *heard {
         // Instances read before the feed knew where the log stood read again.
         None => return Ok(start_over(lists, heard, newest)),
@@ -60,7 +68,11 @@ async fn follow(pool: &Pool, lists: &Arc<Lists>, heard: &mut Option<i64>) -> Res
             {
                 return Ok(start_over(lists, heard, newest));
             }
-            Err(e) => return Err(e.to_string()),
+            Err(e) => {
+                return Err(e
+                    .as_db_error()
+                    .map_or(e.to_string(), |d| d.message().to_string()))
+            }
         };
         let Some(&(last, _)) = page.last() else {
             return Ok(start_over(lists, heard, newest));
