@@ -7,7 +7,7 @@
 --                   get_tile, bitfield_get/set, tile_history, user_history, tiles,
 --                   board_at, board_at_seq, render_png, frozen_tiles, watched, views,
 --                   changes_since, change_pos, change_feed, view_rows, views_touched,
---                   and the helpers _newest_bits, _ticked_changes and _require_kept).
+--                   and the helpers _newest_bits, _ticked_changes and _check_log_read).
 --   pgplace_player  what pgplace_reader may, plus placing: place, place_many,
 --                   user_for_token and settled_seq (it holds off writers while it
 --                   runs), the gateway's session_* functions, and tick (which
@@ -85,7 +85,7 @@ SELECT :'pgplace_reader', unnest(ARRAY[
     'frozen_tiles', 'watched', 'views', 'changes_since', 'change_pos', 'change_feed', 'view_rows', 'views_touched',
     -- board_bits reads the chunks through it (as its caller: the check is SELECT on the table),
     -- changes_since and change_feed the log through these two.
-    '_newest_bits', '_ticked_changes', '_require_kept']), false
+    '_newest_bits', '_ticked_changes', '_check_log_read']), false
 UNION ALL
 SELECT :'pgplace_player', unnest(ARRAY[
     'place', 'place_many', 'user_for_token', 'settled_seq', 'session_create', 'session_load',

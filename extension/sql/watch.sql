@@ -215,16 +215,19 @@ BEGIN
 END
 $$;
 
--- One notification-shaped summary per position after `after_pos` (at most lim), for the
--- gateway: {"type":"changes","v":1,"pos":…,"at":…} with the changes themselves when they
--- are small, else the tables' oids (the gateway then reads every view of those tables).
--- Read by the gateway from the log, never taken from a notification.
--- Positions older than the log keeps are refused: their changes are gone.
-CREATE FUNCTION place._require_kept(after_pos bigint) RETURNS void
+-- What both readers of the log (changes_since, change_feed) ask of their arguments: set,
+-- at most `most` positions, and positions the log still holds (older ones' changes are gone).
+CREATE FUNCTION place._check_log_read(after_pos bigint, lim int, most int) RETURNS void
 LANGUAGE plpgsql STABLE AS $$
 DECLARE
     kept bigint := (SELECT s.kept_after FROM place.change_settings s);
 BEGIN
+    IF after_pos IS NULL OR lim IS NULL THEN
+        RAISE EXCEPTION 'after_pos and lim must not be NULL' USING ERRCODE = '22004';
+    END IF;
+    IF lim < 1 OR lim > most THEN
+        RAISE EXCEPTION 'lim must be between 1 and %, not %', most, lim USING ERRCODE = '22003';
+    END IF;
     IF after_pos < coalesce(kept, 0) THEN
         RAISE EXCEPTION 'the change log no longer holds the positions after % (it keeps those after %)', after_pos, kept
             USING ERRCODE = '55000', HINT = 'Read the tables afresh; place.set_change_retention sets how long changes are kept.';
@@ -232,17 +235,15 @@ BEGIN
 END
 $$;
 
+-- One notification-shaped summary per position after `after_pos` (at most lim), for the
+-- gateway: {"type":"changes","v":1,"pos":…,"at":…} with the changes themselves when they
+-- are small, else the tables' oids (the gateway then reads every view of those tables).
+-- Read by the gateway from the log, never taken from a notification.
 CREATE FUNCTION place.change_feed(after_pos bigint, lim int DEFAULT 100)
 RETURNS TABLE (pos bigint, payload text)
 LANGUAGE plpgsql STABLE AS $$
 BEGIN
-    IF after_pos IS NULL OR lim IS NULL THEN
-        RAISE EXCEPTION 'after_pos and lim must not be NULL' USING ERRCODE = '22004';
-    END IF;
-    IF lim < 1 OR lim > 1000 THEN
-        RAISE EXCEPTION 'lim must be between 1 and 1000, not %', lim USING ERRCODE = '22003';
-    END IF;
-    PERFORM place._require_kept(after_pos);
+    PERFORM place._check_log_read(after_pos, lim, 1000);
     RETURN QUERY
     WITH staged AS (
         SELECT * FROM place._ticked_changes(after_pos, lim)
@@ -550,13 +551,7 @@ CREATE FUNCTION place.changes_since(after_pos bigint, lim int DEFAULT 1000)
 RETURNS TABLE (pos bigint, committed_at timestamptz, tbl regclass, action text, key jsonb, obj jsonb, old jsonb)
 LANGUAGE plpgsql STABLE AS $$
 BEGIN
-    IF after_pos IS NULL OR lim IS NULL THEN
-        RAISE EXCEPTION 'after_pos and lim must not be NULL' USING ERRCODE = '22004';
-    END IF;
-    IF lim < 1 OR lim > 100000 THEN
-        RAISE EXCEPTION 'lim must be between 1 and 100000, not %', lim USING ERRCODE = '22003';
-    END IF;
-    PERFORM place._require_kept(after_pos);
+    PERFORM place._check_log_read(after_pos, lim, 100000);
     RETURN QUERY
     SELECT c.pos, c.ticked_at, c.tbl, e.change ->> 0, e.change -> 1, e.change -> 2, e.change -> 3
     FROM place._ticked_changes(after_pos, lim) c

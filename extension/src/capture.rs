@@ -74,24 +74,25 @@ fn _capture_changes<'a>(
         let _style = IntervalStylePostgres::set();
         let mut memory = PgMemoryContexts::new("pgplace change capture");
         match trigger.op()? {
-            PgTriggerOperation::Insert => {
-                let mut rows = TransitionRows::open(data.tg_newtable, desc);
+            // An inserted row is the change's new row, a deleted one its old row.
+            op @ (PgTriggerOperation::Insert | PgTriggerOperation::Delete) => {
+                let inserted = matches!(op, PgTriggerOperation::Insert);
+                let store = if inserted {
+                    data.tg_newtable
+                } else {
+                    data.tg_oldtable
+                };
+                let mut rows = TransitionRows::open(store, desc);
                 while rows.next() {
-                    let (key, obj) = memory.switch_to(|_| {
+                    let (key, row) = memory.switch_to(|_| {
                         (columns.key.json(rows.slot), columns.watched.json(rows.slot))
                     });
                     memory.reset();
-                    staged.push("insert", &key, &obj, "null");
-                }
-            }
-            PgTriggerOperation::Delete => {
-                let mut rows = TransitionRows::open(data.tg_oldtable, desc);
-                while rows.next() {
-                    let (key, old) = memory.switch_to(|_| {
-                        (columns.key.json(rows.slot), columns.watched.json(rows.slot))
-                    });
-                    memory.reset();
-                    staged.push("delete", &key, "null", &old);
+                    if inserted {
+                        staged.push("insert", &key, &row, "null");
+                    } else {
+                        staged.push("delete", &key, "null", &row);
+                    }
                 }
             }
             PgTriggerOperation::Update => {

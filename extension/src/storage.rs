@@ -292,7 +292,9 @@ pub fn bump_seq(
     require_open: bool,
 ) -> Bumped {
     let statement = if board.seqs_from_history {
-        lock_seqs(client, board.id);
+        // Seqs from the history came with place.board_settings (0.5.0): its row is the lock,
+        // without asking the catalog again as lock_seqs does.
+        run(client, &SEQ_LOCK, &[board.id.into()]);
         if repeatable_read() {
             &HEAD_REPEATABLE
         } else {
