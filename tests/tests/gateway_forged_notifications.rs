@@ -10,28 +10,27 @@ use pgplace_tests::{connect, create_board, create_users_with_tokens, fresh_datab
 use serde_json::{json, Value};
 use std::time::Duration;
 
-const FORGER: &str = "gw_forged_stranger";
-
-/// A login that was granted nothing (roles belong to the cluster: an interrupted run's is
-/// dropped first), connected to `url`'s database.
-async fn stranger(sql: &tokio_postgres::Client, url: &str) -> tokio_postgres::Client {
+/// A login named `name` that was granted nothing, connected to `url`'s database. Roles
+/// belong to the cluster: an interrupted run's is kept, and each test has its own name,
+/// because this file's tests run at once and two CREATE ROLEs of one name race.
+async fn stranger(sql: &tokio_postgres::Client, url: &str, name: &str) -> tokio_postgres::Client {
     sql.batch_execute(&format!(
         "DO $$ BEGIN
-             IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{FORGER}') THEN
-                 EXECUTE 'CREATE ROLE {FORGER} LOGIN';
+             IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{name}') THEN
+                 EXECUTE 'CREATE ROLE {name} LOGIN';
              END IF;
          END $$;"
     ))
     .await
     .unwrap();
-    connect(&url.replace("postgres@", &format!("{FORGER}@"))).await
+    connect(&url.replace("postgres@", &format!("{name}@"))).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn forged_notifications_change_nothing_a_client_sees() {
     let url = fresh_database("gw_forged").await;
     let sql = connect(&url).await;
-    let forger = stranger(&sql, &url).await;
+    let forger = stranger(&sql, &url, "gw_forged_stranger").await;
     let board = create_board(&sql, "forged", (8, 8), 4, "0").await;
     let users = create_users_with_tokens(&sql, "forged", 1).await;
     let gw = start_gateway(&url, |_| {}).await;
@@ -134,7 +133,7 @@ async fn forged_notifications_change_nothing_a_client_sees() {
 async fn forged_list_notifications_cost_a_read_and_change_nothing() {
     let url = fresh_database("gw_forged_changes").await;
     let sql = connect(&url).await;
-    let forger = stranger(&sql, &url).await;
+    let forger = stranger(&sql, &url, "gw_forged_list_stranger").await;
     sql.batch_execute(
         "CREATE TABLE items (id int PRIMARY KEY, score int NOT NULL, note text);
          INSERT INTO items VALUES (1, 10, 'a'), (2, 20, 'b');
