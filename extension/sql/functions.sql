@@ -180,7 +180,7 @@ ALTER FUNCTION place.watch(regclass, text[], boolean)
 ALTER FUNCTION place.unwatch(regclass)
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION place.kick(regclass, jsonb)
-    SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+    SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET pgplace.log_writer = on;
 ALTER FUNCTION place.set_change_retention(interval)
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION place.create_view(text, regclass, text, text, boolean, int, boolean)
@@ -204,7 +204,8 @@ ALTER FUNCTION place._capture_changes() SECURITY DEFINER;
 -- each tick), so they plan without sequential scans - and without JIT, which the cost
 -- that marks a sequential scan as disabled would otherwise call for (160 ms a tick).
 ALTER FUNCTION place.tick()
-    SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET enable_seqscan = off SET jit = off;
+    SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET enable_seqscan = off SET jit = off
+    SET pgplace.log_writer = on;
 ALTER FUNCTION place.change_feed(bigint, int) SET enable_seqscan = off SET jit = off;
 ALTER FUNCTION place.changes_since(bigint, int) SET enable_seqscan = off SET jit = off;
 -- The guard of watched tables runs for whoever altered one, and reads place.watches.

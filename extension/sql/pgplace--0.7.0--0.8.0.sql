@@ -5,7 +5,9 @@
 -- - Positions are ticks (place.tick(), which the gateway calls): the transactions that
 --   became visible between two snapshots, in place.change_ticks. place.change_commits is
 --   now an empty view and place.change_pos_seq unused, kept so that dumps of 0.7.0 and
---   before restore (their commits become empty positions).
+--   before restore (their commits become positions whose changes were not kept).
+-- - A restore keeps the log's positions but not their changes (their transaction ids are
+--   the old cluster's): place._restore_tick and place._restore_change.
 -- - The capture trigger (place._capture_changes) is Rust, with the same arguments.
 -- - Dropping or renaming a watched column is refused (it was logged without it).
 -- - A board's whole-board maintenance takes turns on its row of place.board_maintenance,
@@ -68,21 +70,55 @@ CREATE TABLE place.change_ticks (
 CREATE INDEX change_ticks_ticked_at_idx ON place.change_ticks (ticked_at);
 COMMENT ON TABLE place.change_ticks IS 'The change log''s positions: each the transactions that became visible between two snapshots';
 
+-- What a restore brings: pg_dump keeps the log's rows, but their transaction ids and
+-- snapshots belong to the cluster they were made in, and another cluster's ids may be
+-- behind them (its new changes would then look older than the log's newest position, and
+-- never be given one). So a restored position stays a position - new ones go on after it
+-- - with the snapshot of none (place._no_snapshot()): its changes were not kept, and a
+-- reader asking for it is told to read the tables afresh (55000, place._check_log_read).
+-- Restored changes are dropped. Writers never fire these triggers (capture.rs writes
+-- place.changes below SQL); place.tick() and place.kick() say that they are pgplace
+-- writing its log (pgplace.log_writer, set on those functions: setting it elsewhere
+-- changes nothing, as only the log's owner may insert at all).
+CREATE FUNCTION place._restore_tick() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF pg_catalog.current_setting('pgplace.log_writer', true) IS DISTINCT FROM 'on' THEN
+        NEW.snap := place._no_snapshot();
+        NEW.prev := place._no_snapshot();
+    END IF;
+    RETURN NEW;
+END
+$$;
+CREATE TRIGGER restore_tick BEFORE INSERT ON place.change_ticks
+FOR EACH ROW EXECUTE FUNCTION place._restore_tick();
+CREATE FUNCTION place._restore_change() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF pg_catalog.current_setting('pgplace.log_writer', true) IS DISTINCT FROM 'on' THEN
+        RETURN NULL;
+    END IF;
+    RETURN NEW;
+END
+$$;
+CREATE TRIGGER restore_change BEFORE INSERT ON place.changes
+FOR EACH ROW EXECUTE FUNCTION place._restore_change();
+
 SELECT pg_catalog.pg_extension_config_dump('place.change_n_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('place.changes', '');
 SELECT pg_catalog.pg_extension_config_dump('place.change_ticks', '');
 
 -- Restoring a dump of 0.7.0 or before (pg_dump writes CREATE EXTENSION without a version,
--- then the old log's rows): the old log's changes land in place.changes (their columns
--- are these), its commits become positions that hold nothing new - all their transactions
--- are visible in the snapshot of the restore - and its sequence is set and not used again.
--- New positions go on after the old ones.
+-- then the old log's rows): the old log's changes come to place.changes (their columns
+-- are these) and are dropped there, its commits become positions whose changes were not
+-- kept (as every restored position: place._restore_tick), and its sequence is set and not
+-- used again. New positions go on after the old ones.
 COMMENT ON SEQUENCE place.change_pos_seq IS 'Only what a dump of pgplace 0.7.0 or before sets; unused';
 CREATE VIEW place.change_commits AS
 SELECT NULL::bigint AS pos, NULL::xid8 AS xid, NULL::int AS first_n, NULL::int AS last_n,
        NULL::timestamptz AS committed_at
 WHERE false;
-COMMENT ON VIEW place.change_commits IS 'Only for restoring a dump of pgplace 0.7.0 or before (its commits become empty positions); always empty';
+COMMENT ON VIEW place.change_commits IS 'Only for restoring a dump of pgplace 0.7.0 or before (its commits become positions whose changes were not kept); always empty';
 CREATE FUNCTION place._restore_old_commit() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
@@ -204,11 +240,14 @@ END
 $$;
 
 -- What both readers of the log (changes_since, change_feed) ask of their arguments: set,
--- at most `most` positions, and positions the log still holds (older ones' changes are gone).
+-- at most `most` positions, and positions the log still holds the changes of (older ones
+-- were pruned; restored ones never came). Restored positions are the oldest ones, so the
+-- first position after after_pos says whether any is.
 CREATE FUNCTION place._check_log_read(after_pos bigint, lim int, most int) RETURNS void
 LANGUAGE plpgsql STABLE AS $$
 DECLARE
     kept bigint := (SELECT s.kept_after FROM place.change_settings s);
+    restored bigint;
 BEGIN
     IF after_pos IS NULL OR lim IS NULL THEN
         RAISE EXCEPTION 'after_pos and lim must not be NULL' USING ERRCODE = '22004';
@@ -219,6 +258,13 @@ BEGIN
     IF after_pos < coalesce(kept, 0) THEN
         RAISE EXCEPTION 'the change log no longer holds the positions after % (it keeps those after %)', after_pos, kept
             USING ERRCODE = '55000', HINT = 'Read the tables afresh; place.set_change_retention sets how long changes are kept.';
+    END IF;
+    SELECT f.pos INTO restored
+    FROM (SELECT t.pos, t.snap FROM place.change_ticks t WHERE t.pos > after_pos ORDER BY t.pos LIMIT 1) f
+    WHERE pg_catalog.pg_snapshot_xmax(f.snap) = '3'::xid8; -- place._no_snapshot()'s
+    IF restored IS NOT NULL THEN
+        RAISE EXCEPTION 'the change log does not hold the changes of position % (it was restored from a dump, which keeps positions but not their changes)', restored
+            USING ERRCODE = '55000', HINT = 'Read the tables afresh, then read the positions after place.change_pos().';
     END IF;
 END
 $$;
@@ -375,12 +421,13 @@ COMMENT ON FUNCTION place.change_feed(bigint, int) IS
 
 -- CREATE OR REPLACE reset what these run as.
 ALTER FUNCTION place.kick(regclass, jsonb)
-    SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+    SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET pgplace.log_writer = on;
 ALTER FUNCTION place._guard_watched_tables()
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION place._capture_changes() SECURITY DEFINER;
 ALTER FUNCTION place.tick()
-    SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET enable_seqscan = off SET jit = off;
+    SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET enable_seqscan = off SET jit = off
+    SET pgplace.log_writer = on;
 ALTER FUNCTION place.change_feed(bigint, int) SET enable_seqscan = off SET jit = off;
 ALTER FUNCTION place.changes_since(bigint, int) SET enable_seqscan = off SET jit = off;
 REVOKE EXECUTE ON FUNCTION place.tick() FROM PUBLIC;

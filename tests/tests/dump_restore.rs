@@ -1,5 +1,7 @@
 //! A DBA's pg_dump keeps every board, chunk, placement, user and token: restored into a
-//! fresh database, the boards read the same and placing goes on from the same seq.
+//! fresh database, the boards read the same and placing goes on from the same seq. The
+//! change log's positions are kept, not their changes (their transaction ids belong to
+//! the cluster that made them), and new changes get the next positions.
 
 use pgplace_tests::{
     admin_url, board_bits, connect, create_board, create_users, fresh_database, history_rows,
@@ -96,6 +98,11 @@ async fn pg_dump_and_restore_keep_the_boards_and_their_history() {
     );
     assert_eq!(after, before);
     assert_eq!(table_fingerprints(&restored).await, tables_before);
+    assert_eq!(
+        restored_log(&restored).await,
+        (vec![1], 0),
+        "positions are restored, changes are not"
+    );
     let history = history_rows(&restored).await;
     // 4 + 3 on `board` with its first 4 compacted away, 1 on `other`.
     assert_eq!(history, 4);
@@ -150,20 +157,16 @@ async fn pg_dump_and_restore_keep_the_boards_and_their_history() {
         .map(|r| (r.get(0), r.get(1)))
         .unwrap();
     assert_eq!(pos, 2, "one position before the dump, one after");
-    let logged: Vec<String> = restored
-        .query(
-            "SELECT action || ' ' || (key ->> 'id') FROM place.changes_since(0)",
-            &[],
-        )
+    assert_eq!(logged_after(&restored, 1).await, ["update 2"]);
+    // The restored position is kept without its changes: its readers read afresh.
+    let refused = restored
+        .query("SELECT * FROM place.changes_since(0)", &[])
         .await
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
+        .unwrap_err();
     assert_eq!(
-        logged,
-        ["insert 1", "insert 2", "update 2"],
-        "the log came back whole"
+        refused.code(),
+        Some(&tokio_postgres::error::SqlState::OBJECT_NOT_IN_PREREQUISITE_STATE),
+        "{refused:?}"
     );
     assert_eq!(
         rows,
@@ -172,6 +175,151 @@ async fn pg_dump_and_restore_keep_the_boards_and_their_history() {
     let new_board = create_board(&restored, "new", (2, 2), 1, "0").await;
     assert!(new_board > other);
     std::fs::remove_file(dump).ok();
+}
+
+/// Another cluster's transaction ids may be behind the dumped log's: a dump whose ids are
+/// far ahead of this cluster's (shifted by a billion) restores, and the next change is
+/// still given the next position, with no restored change in it or after it.
+#[tokio::test]
+async fn a_log_from_a_cluster_ahead_does_not_hide_new_changes() {
+    let source = fresh_database("pgplace_test_dump_ahead_src").await;
+    let client = connect(&source).await;
+    client
+        .batch_execute(
+            "CREATE TABLE streams (id int PRIMARY KEY, viewers int NOT NULL); \
+             SELECT place.watch('streams'); \
+             INSERT INTO streams VALUES (1, 5), (2, 0);",
+        )
+        .await
+        .unwrap();
+    client.execute("SELECT place.tick()", &[]).await.unwrap();
+    // Staged and committed, but not yet given a position when the dump is taken.
+    client
+        .batch_execute("UPDATE streams SET viewers = 6 WHERE id = 1")
+        .await
+        .unwrap();
+    let out = Command::new(pg_bin("pg_dump"))
+        .args(["-Fp", "-d", &source])
+        .output()
+        .expect("pg_dump");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dump = shift_log_xids(&String::from_utf8(out.stdout).unwrap(), 1_000_000_000);
+    let admin = connect(&admin_url()).await;
+    recreate_database(&admin, "pgplace_test_dump_ahead_dst").await;
+    let target = url_of("pgplace_test_dump_ahead_dst");
+    let mut psql = Command::new(pg_bin("psql"))
+        .args(["-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", &target])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("psql");
+    std::io::Write::write_all(psql.stdin.as_mut().unwrap(), dump.as_bytes()).unwrap();
+    drop(psql.stdin.take());
+    assert!(psql.wait().unwrap().success(), "the shifted dump restores");
+
+    let restored = connect(&target).await;
+    assert_eq!(restored_log(&restored).await, (vec![1], 0));
+    restored
+        .batch_execute("UPDATE streams SET viewers = 9 WHERE id = 2")
+        .await
+        .unwrap();
+    let made: i64 = restored
+        .query_one("SELECT place.tick()", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(
+        made, 2,
+        "the change after the restore has the next position"
+    );
+    assert_eq!(logged_after(&restored, 1).await, ["update 2"]);
+}
+
+/// The dump's text with every transaction id of the change log (place.changes' xid,
+/// place.change_ticks' snapshots) moved `by` ahead, as another cluster's would be.
+fn shift_log_xids(dump: &str, by: u64) -> String {
+    let shift = |n: &str| (n.parse::<u64>().unwrap() + by).to_string();
+    let mut out = String::new();
+    let mut copying: Option<&str> = None;
+    for line in dump.lines() {
+        let line_out = match copying {
+            _ if line == "\\." => {
+                copying = None;
+                line.to_string()
+            }
+            Some("changes") => {
+                let (xid, rest) = line.split_once('\t').unwrap();
+                format!("{}\t{rest}", shift(xid))
+            }
+            Some("ticks") => {
+                let cols: Vec<&str> = line.split('\t').collect();
+                let snap = |s: &str| {
+                    s.split(':')
+                        .map(|part| {
+                            part.split(',')
+                                .filter(|x| !x.is_empty())
+                                .map(shift)
+                                .collect::<Vec<_>>()
+                                .join(",")
+                        })
+                        .collect::<Vec<_>>()
+                        .join(":")
+                };
+                format!(
+                    "{}\t{}\t{}\t{}",
+                    cols[0],
+                    snap(cols[1]),
+                    snap(cols[2]),
+                    cols[3]
+                )
+            }
+            _ => {
+                if line.starts_with("COPY place.changes ") {
+                    copying = Some("changes");
+                } else if line.starts_with("COPY place.change_ticks ") {
+                    copying = Some("ticks");
+                } else if line.starts_with("COPY ") {
+                    copying = Some("other");
+                }
+                line.to_string()
+            }
+        };
+        out.push_str(&line_out);
+        out.push('\n');
+    }
+    assert!(out.contains("\t1000000"), "the dump has a log to shift");
+    out
+}
+
+/// The restored database's log: its positions, and how many changes it holds.
+async fn restored_log(client: &tokio_postgres::Client) -> (Vec<i64>, i64) {
+    let row = client
+        .query_one(
+            "SELECT (SELECT coalesce(array_agg(pos ORDER BY pos), '{}') FROM place.change_ticks), \
+                    (SELECT count(*) FROM place.changes)",
+            &[],
+        )
+        .await
+        .unwrap();
+    (row.get(0), row.get(1))
+}
+
+/// The changes logged after position `after`, as "action key".
+async fn logged_after(client: &tokio_postgres::Client, after: i64) -> Vec<String> {
+    client
+        .query(
+            "SELECT action || ' ' || (key ->> 'id') FROM place.changes_since($1)",
+            &[&after],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect()
 }
 
 /// An md5 of every row of every pgplace table, by table.
@@ -188,8 +336,6 @@ async fn table_fingerprints(client: &tokio_postgres::Client) -> Vec<(String, Str
         "watches",
         "views",
         "change_settings",
-        "change_ticks",
-        "changes",
     ];
     let mut out = Vec::new();
     for table in tables {
