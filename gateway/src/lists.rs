@@ -524,9 +524,8 @@ fn count_read(view: &str) {
 /// key, as a JSON array; None when the payload does not carry them (a reference) or the
 /// table was truncated (every view of it changed).
 pub fn changed_rows(payload: &ChangesPayload, table: u32) -> Option<Value> {
-    let changes = payload.changes.as_ref()?;
     let mut rows = Vec::new();
-    for change in changes.iter().filter(|c| c.relid == table) {
+    for change in payload.changes_of(table)? {
         if change.action == ChangeAction::Truncate {
             return None;
         }

@@ -371,6 +371,59 @@ async fn every_limit_of_a_view_is_served_from_one_read() {
     );
 }
 
+/// The feed carries each position's changed rows, so a filtered view is read again only
+/// when a row it matches (before or after) changed: commits that touch only rows outside
+/// its filter cost it no read, while a view of the same table without a filter reads.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_outside_a_views_filter_does_not_read_it() {
+    let url = fresh_database("gw_lists_filtered").await;
+    let sql = connect(&url).await;
+    sql.batch_execute(
+        "CREATE TABLE items (id int PRIMARY KEY, score int NOT NULL, live boolean NOT NULL);
+         INSERT INTO items SELECT g, g, g % 2 = 0 FROM generate_series(1, 10) g;
+         SELECT place.watch('items');
+         SELECT place.create_view('live_top', 'items', 'score', 'live', max_limit => 5);
+         SELECT place.create_view('all_top', 'items', 'score', max_limit => 5);",
+    )
+    .await
+    .unwrap();
+    let gw = start_gateway(&url, |_| {}).await;
+    let http = Http::new(gw.addr);
+    let mut subs = Vec::new();
+    for view in ["live_top", "all_top"] {
+        let session = http.ok("session.create", json!([])).await;
+        let reply = http
+            .ok("session.subscribe", json!([session, view, {"limit": 5}]))
+            .await;
+        let key = reply[0].as_str().unwrap().to_string();
+        subs.push((session, key, ListModel::new(&reply[1]), view));
+    }
+    let live_before = http.view_reads("live_top").await;
+    let all_before = http.view_reads("all_top").await;
+    for id in [1, 3, 5] {
+        sql.execute("UPDATE items SET score = score + 100 WHERE id = $1", &[&id])
+            .await
+            .unwrap();
+    }
+    let (session, key, model, view) = &mut subs[1];
+    settle(&http, &sql, session, key, model, view, 5).await;
+    // The unfiltered view has read those positions; a read of the other one would have
+    // been started with it.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(http.view_reads("all_top").await > all_before);
+    assert_eq!(
+        http.view_reads("live_top").await,
+        live_before,
+        "three changes of rows outside live_top's filter read it"
+    );
+    sql.execute("UPDATE items SET score = score + 100 WHERE id = 2", &[])
+        .await
+        .unwrap();
+    let (session, key, model, view) = &mut subs[0];
+    settle(&http, &sql, session, key, model, view, 5).await;
+    assert!(http.view_reads("live_top").await > live_before);
+}
+
 /// A view made for signed-in sessions refuses anonymous ones (−32002, nothing subscribed)
 /// and serves a session bound to a user, at every limit.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

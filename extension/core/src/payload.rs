@@ -4,7 +4,7 @@
 //! {"type":"tiles","v":1,"board":1,"first":101,"last":102,"at":1764437000123456,"tiles":[[3,4,5,42],[0,0,15,7]]}
 //! {"type":"tiles","v":1,"board":1,"first":103,"last":9102}
 //! {"type":"board","v":1,"board":1,"seq":9102,"change":"settings"}
-//! {"type":"changes","v":1,"pos":17,"at":1764437000123456,"changes":[{"table":"streams","relid":16390,"action":"update","key":{"id":1},"obj":{"viewers":11},"old":{"viewers":10}}]}
+//! {"type":"changes","v":1,"pos":17,"at":1764437000123456,"staged":[{"relid":16390,"table":"streams","rows":[["update",{"id":1},{"viewers":11},{"viewers":10}]]}]}
 //! {"type":"changes","v":1,"pos":18,"at":1764437000123999,"relids":[16390]}
 //! {"type":"view","v":1,"name":"top_live","change":"delete"}
 //! ```
@@ -18,12 +18,13 @@
 //! was created or deleted) when its seq was `seq`. Every payload is shorter than the
 //! 8,000 bytes that NOTIFY accepts.
 //!
-//! A `changes` payload is one commit that changed watched tables (`place.watch`), at its
-//! position `pos` in the change log (in commit order). It carries the changes
-//! when they fit; otherwise only the tables' oids (`relids`), and the changes are read
-//! with `place.changes_since`. A `view` payload says a list view was created (`insert`),
-//! defined anew (`update`) or dropped (`delete`). Both are written by SQL
-//! (`extension/sql/watch.sql`, `views.sql`); this crate only reads them.
+//! A `changes` payload is not a notification: it is what `place.change_feed` reads of one
+//! position of the change log (the transactions of watched tables that committed between
+//! two ticks). It carries the changes when they fit, as the log staged them (`staged`: per
+//! statement and table, rows of `[action, key, obj, old]`); otherwise only the tables' oids
+//! (`relids`), and the changes are read with `place.changes_since`. A `view` payload says a
+//! list view was created (`insert`), defined anew (`update`) or dropped (`delete`). Both
+//! are written by SQL (`extension/sql/watch.sql`, `views.sql`); this crate only reads them.
 
 use serde::{Deserialize, Serialize};
 
@@ -59,7 +60,7 @@ pub struct ChangesPayload {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub at: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub changes: Option<Vec<Change>>,
+    pub staged: Option<Vec<Staged>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub relids: Option<Vec<u32>>,
 }
@@ -67,8 +68,8 @@ pub struct ChangesPayload {
 impl ChangesPayload {
     /// The tables the commit changed (each once).
     pub fn tables(&self) -> Vec<u32> {
-        let mut tables: Vec<u32> = match (&self.changes, &self.relids) {
-            (Some(changes), _) => changes.iter().map(|c| c.relid).collect(),
+        let mut tables: Vec<u32> = match (&self.staged, &self.relids) {
+            (Some(staged), _) => staged.iter().map(|s| s.relid).collect(),
             (None, Some(relids)) => relids.clone(),
             (None, None) => Vec::new(),
         };
@@ -76,19 +77,45 @@ impl ChangesPayload {
         tables.dedup();
         tables
     }
+
+    /// The changes of `table`, in the order they were made; None when the payload names
+    /// the tables only.
+    pub fn changes_of(&self, table: u32) -> Option<impl Iterator<Item = &Change>> {
+        let staged = self.staged.as_ref()?;
+        Some(
+            staged
+                .iter()
+                .filter(move |s| s.relid == table)
+                .flat_map(|s| &s.rows),
+        )
+    }
 }
 
-/// One row's change: its key, and the watched columns after (`obj`) and before (`old`).
+/// Some of one statement's changes to one table, as pgplace staged them in its log.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Change {
-    pub table: String,
+pub struct Staged {
     pub relid: u32,
+    pub table: String,
+    pub rows: Vec<Change>,
+}
+
+/// One row's change: its key, and the watched columns after (`obj`) and before (`old`),
+/// written as the array `[action, key, obj, old]` (one change is four values, not an
+/// object that repeats their names).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Change {
     pub action: ChangeAction,
     pub key: serde_json::Value,
     #[serde(default)]
     pub obj: serde_json::Value,
     #[serde(default)]
     pub old: serde_json::Value,
+}
+
+impl Serialize for Change {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        (&self.action, &self.key, &self.obj, &self.old).serialize(serializer)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -264,23 +291,33 @@ mod tests {
 
     #[test]
     fn changes_payloads_decode_in_both_forms() {
-        // As place._change_payload writes them (tests/regress/expected/watching.out).
-        let inline = r#"{"v": 1, "at": 1764437000123456, "pos": 17, "type": "changes", "changes": [{"key": {"id": 1}, "obj": {"viewers": 11}, "old": {"viewers": 10}, "relid": 16390, "table": "streams", "action": "update"}, {"key": {"id": 2}, "obj": null, "old": {"viewers": 3}, "relid": 16399, "table": "s2", "action": "delete"}]}"#;
+        // As place.change_feed writes them (tests/regress/expected/watching.out): two
+        // statements, the second's rows in two chunks.
+        let inline = r#"{"type":"changes","v":1,"pos":17,"at":1764437000123456,"staged":[{"relid":16390,"table":"streams","rows":[["update",{"id":1},{"viewers":11},{"viewers":10}]]},{"relid":16399,"table":"s2","rows":[["delete",{"id":2},null,{"viewers":3}]]},{"relid":16390,"table":"streams","rows":[["insert",{"id":3},{"viewers":0},null]]}]}"#;
         let Payload::Changes(p) = Payload::decode(inline).unwrap() else {
             panic!("a changes payload")
         };
         assert_eq!(p.pos, 17);
         assert_eq!(p.tables(), [16390, 16399]);
-        let changes = p.changes.unwrap();
-        assert_eq!(changes[0].action, ChangeAction::Update);
-        assert_eq!(changes[0].old, serde_json::json!({"viewers": 10}));
-        assert_eq!(changes[1].obj, serde_json::Value::Null);
+        let streams: Vec<&Change> = p.changes_of(16390).unwrap().collect();
+        assert_eq!(streams.len(), 2);
+        assert_eq!(streams[0].action, ChangeAction::Update);
+        assert_eq!(streams[0].old, serde_json::json!({"viewers": 10}));
+        assert_eq!(streams[1].key, serde_json::json!({"id": 3}));
+        let s2: Vec<&Change> = p.changes_of(16399).unwrap().collect();
+        assert_eq!(s2[0].obj, serde_json::Value::Null);
+        assert_eq!(p.changes_of(1).unwrap().count(), 0);
+        assert_eq!(
+            Payload::decode(&Payload::Changes(p.clone()).encode()).unwrap(),
+            Payload::Changes(p)
+        );
         let reference =
             r#"{"v": 1, "at": 1, "pos": 18, "type": "changes", "relids": [16390, 16390]}"#;
         let Payload::Changes(p) = Payload::decode(reference).unwrap() else {
             panic!("a changes payload")
         };
         assert_eq!((p.pos, p.tables()), (18, vec![16390]));
+        assert!(p.changes_of(16390).is_none());
         let view = r#"{"v": 1, "name": "top", "type": "view", "change": "delete"}"#;
         assert_eq!(
             Payload::decode(view).unwrap(),

@@ -13,7 +13,7 @@
 use arbitrary::{Arbitrary, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use pgplace_core::payload::{
-    BoardChange, BoardPayload, Change, ChangeAction, ChangesPayload, Payload, Tile,
+    BoardChange, BoardPayload, Change, ChangeAction, ChangesPayload, Payload, Staged, Tile,
     TilesPayload, ViewChange, ViewPayload,
 };
 use pgplace_gateway::listener::{decode, Notice};
@@ -50,8 +50,8 @@ fn hear(text: &str) {
                 let Some(rows) = changed_rows(&payload, table) else {
                     continue;
                 };
-                let changes = payload.changes.as_ref().expect("rows come from changes");
-                let most = 2 * changes.iter().filter(|c| c.relid == table).count();
+                let changes = payload.changes_of(table).expect("rows come from changes");
+                let most = 2 * changes.count();
                 let rows = rows.as_array().expect("rows are an array");
                 assert!(rows.len() <= most && rows.iter().all(Value::is_object));
             }
@@ -102,7 +102,7 @@ enum GenPayload {
         v: u32,
         pos: i64,
         at: Option<i64>,
-        changes: Option<Vec<GenChange>>,
+        staged: Option<Vec<GenStaged>>,
         relids: Option<Vec<u32>>,
     },
     View {
@@ -113,9 +113,14 @@ enum GenPayload {
 }
 
 #[derive(Debug, Arbitrary)]
-struct GenChange {
+struct GenStaged {
     table: String,
     relid: u32,
+    rows: Vec<GenChange>,
+}
+
+#[derive(Debug, Arbitrary)]
+struct GenChange {
     action: u8,
     key: GenValue,
     obj: GenValue,
@@ -243,26 +248,33 @@ fn payload(p: GenPayload) -> Payload {
             v,
             pos,
             at,
-            changes,
+            staged,
             relids,
         } => Payload::Changes(ChangesPayload {
             v,
             pos,
             at,
-            changes: changes.map(|c| {
-                c.into_iter()
-                    .map(|c| Change {
-                        table: c.table,
-                        relid: c.relid,
-                        action: [
-                            ChangeAction::Insert,
-                            ChangeAction::Update,
-                            ChangeAction::Delete,
-                            ChangeAction::Truncate,
-                        ][c.action as usize % 4],
-                        key: c.key.json(),
-                        obj: c.obj.json(),
-                        old: c.old.json(),
+            staged: staged.map(|staged| {
+                staged
+                    .into_iter()
+                    .map(|s| Staged {
+                        table: s.table,
+                        relid: s.relid,
+                        rows: s
+                            .rows
+                            .into_iter()
+                            .map(|c| Change {
+                                action: [
+                                    ChangeAction::Insert,
+                                    ChangeAction::Update,
+                                    ChangeAction::Delete,
+                                    ChangeAction::Truncate,
+                                ][c.action as usize % 4],
+                                key: c.key.json(),
+                                obj: c.obj.json(),
+                                old: c.old.json(),
+                            })
+                            .collect(),
                     })
                     .collect()
             }),

@@ -97,7 +97,7 @@ SELECT length(obj ->> 'title') AS title_length FROM place.changes_since(:p0 + 6)
 SELECT payload::jsonb - 'at' - 'pos' - 'relids' AS reference,
        jsonb_array_length(payload::jsonb -> 'relids') AS tables
 FROM place.change_feed(:p0 + 6, 1);
-SELECT (payload::jsonb #> '{changes,0}') - 'relid' AS inline, (payload::jsonb ->> 'pos')::bigint - :p0 AS pos
+SELECT (payload::jsonb #> '{staged,0}') - 'relid' AS inline, (payload::jsonb ->> 'pos')::bigint - :p0 AS pos
 FROM place.change_feed(:p0 + 5, 1);
 SELECT count(*) AS two_positions FROM place.change_feed(:p0 + 5);
 SELECT expect_error('SELECT * FROM place.change_feed(0, 0)');
