@@ -102,17 +102,67 @@ BEGIN
 END
 $$;
 SQL
+# The latency cells' consumers: the same reads, and each probe found in them timed.
+psql_bench -c "CREATE TABLE bench_latency (kind text NOT NULL, ms float8 NOT NULL)"
+cat >"$TMP/consume_watched_timed.sql" <<'SQL'
+DO $$
+DECLARE
+    newest bigint := place.tick();
+    at bigint := (SELECT pos FROM bench_cursor);
+BEGIN
+    IF newest > at THEN
+        INSERT INTO bench_latency
+        SELECT 'watched', extract(epoch FROM clock_timestamp()) * 1000 - m[1]::float8 / 1000
+        FROM place.change_feed(at, 1000) f, regexp_matches(f.payload, 'probe (\d+)', 'g') m;
+        UPDATE bench_cursor SET pos = least(newest, at + 1000);
+    END IF;
+END
+$$;
+SQL
+cat >"$TMP/consume_pgq_timed.sql" <<'SQL'
+DO $$
+DECLARE
+    batch bigint;
+BEGIN
+    PERFORM pgq.ticker();
+    batch := pgq.next_batch('bench', 'bench');
+    IF batch IS NOT NULL THEN
+        INSERT INTO bench_latency
+        SELECT 'pgq', extract(epoch FROM clock_timestamp()) * 1000 - m[1]::float8 / 1000
+        FROM pgq.get_batch_events(batch) e, regexp_matches(e.ev_data, 'probe[+ ](\d+)') m;
+        PERFORM pgq.finish_batch(batch);
+    END IF;
+END
+$$;
+SQL
+# The slot's reader: each probe timed as pg_recvlogical hands it over.
+cat >"$TMP/stamp.py" <<'PYTHON'
+import re, sys, time
+probe = re.compile(r"probe (\d+)")
+for line in sys.stdin:
+    now = time.time() * 1000
+    for m in probe.finditer(line):
+        print(now - int(m.group(1)) / 1000, flush=True)
+PYTHON
+# $1: the peer; $2: "timed" for a latency cell.
 start_consumer() {
+    local timed=${2:-}
     case $1 in
         watched | pgq)
-            "$PG_BIN/pgbench" -n -c 1 -R 100 -T $((CELL + 5)) -f "$TMP/consume_$1.sql" "$DB_URL" \
+            "$PG_BIN/pgbench" -n -c 1 -R 100 -T $((CELL + 5)) -f "$TMP/consume_$1${timed:+_timed}.sql" "$DB_URL" \
                 >"$TMP/consumer_$1.out" 2>&1 &
             consumer_pid=$! ;;
         wal2json)
             psql_bench -c "SELECT pg_drop_replication_slot('pgplace_bench_feed')" >/dev/null 2>&1 || true
             "$PG_BIN/pg_recvlogical" -d "$DB_URL" --slot pgplace_bench_feed --create-slot -P wal2json >/dev/null
-            "$PG_BIN/pg_recvlogical" -d "$DB_URL" --slot pgplace_bench_feed --start -f /dev/null \
-                -o include-xids=1 &
+            if [[ -z $timed ]]; then
+                "$PG_BIN/pg_recvlogical" -d "$DB_URL" --slot pgplace_bench_feed --start -f /dev/null \
+                    -o include-xids=1 &
+            else
+                # $! is pg_recvlogical itself (stop_consumer stops it); the reader ends with it.
+                "$PG_BIN/pg_recvlogical" -d "$DB_URL" --slot pgplace_bench_feed --start -f - \
+                    -o include-xids=1 > >(python3 -u "$TMP/stamp.py" >"$TMP/latency_wal2json.txt") &
+            fi
             consumer_pid=$! ;;
     esac
     sleep 1
@@ -144,6 +194,31 @@ for round in $(seq "$ROUNDS"); do
             fi
         done
     done
+done
+
+# Commit -> consumer, once per peer: the UPDATE workload with a probe writer beside it.
+latency_kinds=()
+for t in "${kinds[@]:1}"; do
+    if [[ $t == wal2json ]] && ! command -v python3 >/dev/null; then
+        echo "the slot's latency needs python3 (its reader): left out"
+        continue
+    fi
+    latency_kinds+=("$t")
+    echo "latency: update, $t"
+    printf '%s\n' "INSERT INTO bench_$t (v, note) VALUES (-1, 'probe ' || (extract(epoch FROM clock_timestamp()) * 1000000)::bigint);" \
+        >"$TMP/probe_$t.sql"
+    psql_bench -c "VACUUM bench_$t" -c "CHECKPOINT" >/dev/null
+    start_consumer "$t" timed
+    "$PG_BIN/pgbench" -n -c 1 -R 50 -T "$CELL" -f "$TMP/probe_$t.sql" "$DB_URL" >"$TMP/probe_$t.out" 2>&1 &
+    probe_pid=$!
+    cell "latency_$t" 8 -f "$TMP/update_$t.sql"
+    wait "$probe_pid"
+    # The consumers run on past the writers: what was committed last is read too.
+    sleep 1
+    stop_consumer
+    if [[ $t == wal2json ]]; then
+        psql_bench -c "SELECT pg_drop_replication_slot('pgplace_bench_feed')" >/dev/null
+    fi
 done
 
 # Nothing was lost: every watched transaction is in a position (each UPDATE changed a row).
@@ -183,3 +258,24 @@ for w in "${workloads[@]}"; do
     done
     echo "$line"
 done
+
+if ((${#latency_kinds[@]})); then
+    echo
+    echo "| commit -> consumer (UPDATE, 8 clients, 50 probes/s) | probes read | p50 | p99 | max |"
+    echo "|---|---|---|---|---|"
+    for t in "${latency_kinds[@]}"; do
+        if [[ $t == wal2json ]]; then
+            values=$(cat "$TMP/latency_wal2json.txt")
+        else
+            values=$(psql_bench -c "SELECT ms FROM bench_latency WHERE kind = '$t'")
+        fi
+        written=$(psql_bench -c "SELECT count(*) FROM bench_$t WHERE v = -1")
+        printf '%s\n' "$values" | sort -g | awk -v t="$t" -v w="$written" '
+            NF { v[++n] = $1 }
+            END {
+                if (!n) { printf "| %s | 0 of %d | | | |\n", t, w; exit }
+                p99 = int(n * 0.99); if (p99 < 1) p99 = 1
+                printf "| %s | %d of %d | %.1f ms | %.1f ms | %.1f ms |\n", t, n, w, v[int((n + 1) / 2)], v[p99], v[n]
+            }'
+    done
+fi
