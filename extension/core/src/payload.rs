@@ -61,6 +61,10 @@ pub struct ChangesPayload {
     pub at: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub staged: Option<Vec<Staged>>,
+    /// The changes as 0.8.0's `change_feed` wrote them, an object each: read, so that a
+    /// gateway of this version follows a database not yet updated. Never written.
+    #[serde(default, skip_serializing)]
+    pub changes: Option<Vec<NamedChange>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub relids: Option<Vec<u32>>,
 }
@@ -68,10 +72,14 @@ pub struct ChangesPayload {
 impl ChangesPayload {
     /// The tables the commit changed (each once).
     pub fn tables(&self) -> Vec<u32> {
-        let mut tables: Vec<u32> = match (&self.staged, &self.relids) {
-            (Some(staged), _) => staged.iter().map(|s| s.relid).collect(),
-            (None, Some(relids)) => relids.clone(),
-            (None, None) => Vec::new(),
+        let mut tables: Vec<u32> = match (&self.staged, &self.changes, &self.relids) {
+            (None, None, Some(relids)) => relids.clone(),
+            (staged, changes, _) => staged
+                .iter()
+                .flatten()
+                .map(|s| s.relid)
+                .chain(changes.iter().flatten().map(|c| c.relid))
+                .collect(),
         };
         tables.sort_unstable();
         tables.dedup();
@@ -81,12 +89,16 @@ impl ChangesPayload {
     /// The changes of `table`, in the order they were made; None when the payload names
     /// the tables only.
     pub fn changes_of(&self, table: u32) -> Option<impl Iterator<Item = &Change>> {
-        let staged = self.staged.as_ref()?;
+        if self.staged.is_none() && self.changes.is_none() {
+            return None;
+        }
+        let staged = self.staged.iter().flatten();
+        let named = self.changes.iter().flatten();
         Some(
             staged
-                .iter()
                 .filter(move |s| s.relid == table)
-                .flat_map(|s| &s.rows),
+                .flat_map(|s| &s.rows)
+                .chain(named.filter(move |c| c.relid == table).map(|c| &c.change)),
         )
     }
 }
@@ -97,6 +109,15 @@ pub struct Staged {
     pub relid: u32,
     pub table: String,
     pub rows: Vec<Change>,
+}
+
+/// One change as 0.8.0 wrote it: `{"table":…,"relid":…,"action":…,"key":…,"obj":…,"old":…}`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct NamedChange {
+    pub table: String,
+    pub relid: u32,
+    #[serde(flatten)]
+    pub change: Change,
 }
 
 /// One row's change: its key, and the watched columns after (`obj`) and before (`old`),
@@ -310,6 +331,22 @@ mod tests {
         assert_eq!(
             Payload::decode(&Payload::Changes(p.clone()).encode()).unwrap(),
             Payload::Changes(p)
+        );
+        // As 0.8.0's change_feed wrote them, for a database not yet updated.
+        let named = r#"{"v": 1, "at": 1764437000123456, "pos": 17, "type": "changes", "changes": [{"key": {"id": 1}, "obj": {"viewers": 11}, "old": {"viewers": 10}, "relid": 16390, "table": "streams", "action": "update"}, {"key": {"id": 2}, "obj": null, "old": {"viewers": 3}, "relid": 16399, "table": "s2", "action": "delete"}]}"#;
+        let Payload::Changes(p) = Payload::decode(named).unwrap() else {
+            panic!("a changes payload")
+        };
+        assert_eq!(p.tables(), [16390, 16399]);
+        let streams: Vec<&Change> = p.changes_of(16390).unwrap().collect();
+        assert_eq!(streams.len(), 1);
+        assert_eq!(
+            (streams[0].action, &streams[0].old),
+            (ChangeAction::Update, &serde_json::json!({"viewers": 10}))
+        );
+        assert_eq!(
+            p.changes_of(16399).unwrap().next().unwrap().obj,
+            serde_json::Value::Null
         );
         let reference =
             r#"{"v": 1, "at": 1, "pos": 18, "type": "changes", "relids": [16390, 16390]}"#;

@@ -278,6 +278,7 @@ fn payload(p: GenPayload) -> Payload {
                     })
                     .collect()
             }),
+            changes: None,
             relids,
         }),
         GenPayload::View { v, name, change } => Payload::View(ViewPayload {
