@@ -7,7 +7,7 @@ use crate::freezing::{Freezing, FrozenRow};
 use deadpool_postgres::{ClientWrapper, Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use pgplace_core::payload::Placement;
 use std::time::Duration;
-use tokio_postgres::{NoTls, Row, Statement};
+use tokio_postgres::{NoTls, Row};
 
 /// The primary's pool: up to 10 s for a connection (a restart), 5 s to make one.
 pub fn pool(config: &tokio_postgres::Config, size: u32) -> Pool {
@@ -276,12 +276,7 @@ pub async fn placements_after(
 }
 
 /// Board `board`'s placements after seq `after` up to seq `last`, in seq order (at most
-/// `limit`): $1 board, $2 after, $3 last, $4 limit.
-pub const PLACEMENTS_BETWEEN: &str =
-    "SELECT seq, x, y, color, user_id, placed_at FROM place.placements \
-     WHERE board_id = $1 AND seq > $2 AND seq <= $3 ORDER BY seq LIMIT $4";
-
-/// [`PLACEMENTS_BETWEEN`] on a pooled connection.
+/// `limit`).
 pub async fn placements_between(
     client: &ClientWrapper,
     board: i64,
@@ -289,22 +284,13 @@ pub async fn placements_between(
     last: i64,
     limit: i64,
 ) -> Result<Vec<Placement>, tokio_postgres::Error> {
-    let statement = client.prepare_cached(PLACEMENTS_BETWEEN).await?;
-    placements_prepared(client, &statement, board, after, last, limit).await
-}
-
-/// [`PLACEMENTS_BETWEEN`], prepared as `statement` on `client` (the listener's own
-/// connection, which has no statement cache).
-pub async fn placements_prepared(
-    client: &tokio_postgres::Client,
-    statement: &Statement,
-    board: i64,
-    after: i64,
-    last: i64,
-    limit: i64,
-) -> Result<Vec<Placement>, tokio_postgres::Error> {
+    let sql = "SELECT seq, x, y, color, user_id, placed_at FROM place.placements \
+               WHERE board_id = $1 AND seq > $2 AND seq <= $3 ORDER BY seq LIMIT $4";
     let rows = client
-        .query(statement, &[&board, &after, &last, &limit])
+        .query(
+            &client.prepare_cached(sql).await?,
+            &[&board, &after, &last, &limit],
+        )
         .await?;
     Ok(rows.iter().map(|row| placement(board, row)).collect())
 }

@@ -1,17 +1,16 @@
 //! The one LISTEN connection of the gateway. A notification only wakes it: any database
-//! login may send one on any channel, so what a board's clients get is never what a payload
-//! says. A `tiles` notification newer than a mirror makes the listener read the placements
-//! after the mirror's seq, up to the seq it names, from `place.placements`, on its own
-//! connection (the notifications heard together: one read per board); a board said to be
-//! deleted is looked up before its clients are told; a session said to be gone or taken by
-//! another gateway is compared with its row before its copy is dropped (`SessionChecks`). A
-//! forged notification costs one read and changes nothing a client sees. The same reads
-//! cover what the stream never says (the time the connection was down, a board loaded after
-//! its notifications went by), so every mirror stays exact.
+//! login may send one on any channel, so what a board's clients get is never what a
+//! payload says. A `tiles` notification newer than a mirror makes the listener read the
+//! placements after the mirror's seq, up to the seq it names, from `place.placements`; a board said to be deleted
+//! is looked up before its clients are told; a session said to be gone or taken by another
+//! gateway is compared with its row before its copy is dropped (`SessionChecks`). A forged
+//! notification costs one read and changes nothing a client sees. The same reads cover
+//! what the stream never says (the time the connection was down, a board loaded after its
+//! notifications went by), so every mirror stays exact.
 //!
-//! List views follow the change log, not notifications (`change_feed.rs`); a `view`
-//! notification (a view created, defined anew or dropped) is checked against `place.views`
-//! before anything is done (`ViewChecks`).
+//! For list views, a `view` notification is checked against `place.views` (`ViewChecks`),
+//! and a forged position costs a view one read (`ListView::begin_read`); not yet so: a
+//! `changes` payload's changed rows decide which views read again.
 
 use crate::board::{Board, Discontinuity};
 use crate::boards::Boards;
@@ -113,12 +112,6 @@ impl Listener {
                 session_store::CHANNEL
             ))
             .await?;
-        // A notification's read goes on this connection: no wait for the pool, which
-        // placements and polls may have taken.
-        let reads = Reads {
-            between: client.prepare(db::PLACEMENTS_BETWEEN).await?,
-            client: &client,
-        };
         // What other gateways said about sessions meanwhile was not heard: the copies that
         // no longer match the database are read from it again when next used.
         self.reconcile_sessions().await?;
@@ -134,13 +127,7 @@ impl Listener {
         loop {
             tokio::select! {
                 notification = notifications.recv() => match notification {
-                    Some(n) => {
-                        let mut heard = vec![n];
-                        while let Ok(more) = notifications.try_recv() {
-                            heard.push(more);
-                        }
-                        self.on_notifications(&reads, heard).await?
-                    }
+                    Some(n) => self.on_notification(&n).await?,
                     None => break,
                 },
                 Some(board) = self.catch_up.recv() => self.catch_up(&board).await?,
@@ -152,11 +139,9 @@ impl Listener {
                     // The answer comes after every notification the server sent before it,
                     // and the driver queued those before it read the answer.
                     client.simple_query("").await?;
-                    let mut heard = Vec::new();
                     while let Ok(n) = notifications.try_recv() {
-                        heard.push(n);
+                        self.on_notification(&n).await?;
                     }
-                    self.on_notifications(&reads, heard).await?;
                     for done in waiting {
                         let _ = done.send(());
                     }
@@ -167,76 +152,42 @@ impl Listener {
         Ok(())
     }
 
-    /// Notifications heard together, in order. The `tiles` ones of a board make one read,
-    /// up to the newest seq they name (a burst of placements costs one read, not one
-    /// each), done before any other notice that came after them, so that a settings change
-    /// still comes between the placements before it and those after.
-    async fn on_notifications(
-        &mut self,
-        reads: &Reads<'_>,
-        heard: Vec<Notification>,
-    ) -> Result<(), tokio_postgres::Error> {
-        let mut behind: Vec<(Arc<Board>, i64)> = Vec::new();
-        for n in heard {
-            if n.channel() == session_store::CHANNEL {
-                self.on_session_message(n.payload());
-                continue;
-            }
-            let notice = match decode(n.payload()) {
-                Ok(notice) => notice,
-                Err(error) => {
-                    tracing::warn!(
-                        "ignoring a notification that is not a pgplace payload ({error}): {}",
-                        n.payload()
-                    );
-                    continue;
+    async fn on_notification(&mut self, n: &Notification) -> Result<(), tokio_postgres::Error> {
+        if n.channel() == session_store::CHANNEL {
+            let checks = &self.session_checks;
+            match Message::parse(n.payload()) {
+                Some(Message::Gone { public_id }) => checks.said_gone(&self.sessions, public_id),
+                Some(Message::Drop { public_id, gateway }) if gateway != self.gateway_id => {
+                    checks.said_taken(&self.sessions, public_id)
                 }
-            };
-            if let Notice::Tiles { board, last } = notice {
-                if let Some(mirrored) = self.boards.loaded(board) {
-                    match behind.iter_mut().find(|(b, _)| b.id == board) {
-                        Some((_, newest)) => *newest = (*newest).max(last),
-                        None => behind.push((mirrored.board.clone(), last)),
-                    }
-                }
-                continue;
+                Some(Message::Drop { .. }) => {}
+                None => tracing::warn!("ignoring a session notification: {}", n.payload()),
             }
-            self.read_behind(reads, std::mem::take(&mut behind)).await?;
-            self.on_notice(notice).await?;
+            return Ok(());
         }
-        self.read_behind(reads, behind).await
+        self.on_payload(n.payload()).await
     }
 
-    fn on_session_message(&self, text: &str) {
-        let checks = &self.session_checks;
-        match Message::parse(text) {
-            Some(Message::Gone { public_id }) => checks.said_gone(&self.sessions, public_id),
-            Some(Message::Drop { public_id, gateway }) if gateway != self.gateway_id => {
-                checks.said_taken(&self.sessions, public_id)
+    async fn on_payload(&mut self, text: &str) -> Result<(), tokio_postgres::Error> {
+        let notice = match decode(text) {
+            Ok(notice) => notice,
+            Err(error) => {
+                tracing::warn!(
+                    "ignoring a notification that is not a pgplace payload ({error}): {text}"
+                );
+                return Ok(());
             }
-            Some(Message::Drop { .. }) => {}
-            None => tracing::warn!("ignoring a session notification: {text}"),
-        }
-    }
-
-    /// The boards whose mirrors were told of placements up to a seq they do not have.
-    async fn read_behind(
-        &mut self,
-        reads: &Reads<'_>,
-        behind: Vec<(Arc<Board>, i64)>,
-    ) -> Result<(), tokio_postgres::Error> {
-        for (board, last) in behind {
-            if last > board.seq() {
-                self.read_placements(reads, &board, last).await?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Every notice but `tiles` (which `on_notifications` gathers).
-    async fn on_notice(&mut self, notice: Notice) -> Result<(), tokio_postgres::Error> {
+        };
         match notice {
-            Notice::Tiles { .. } => Ok(()),
+            Notice::Tiles { board, last } => {
+                let Some(mirrored) = self.boards.loaded(board) else {
+                    return Ok(());
+                };
+                if last <= mirrored.board.seq() {
+                    return Ok(());
+                }
+                self.read_placements(&mirrored.board, last).await
+            }
             // Not pgplace's (the change feed reads the log): whoever sent it, nothing is done.
             Notice::Changes(_) => Ok(()),
             Notice::View(p) => {
@@ -311,24 +262,18 @@ impl Listener {
     /// it did in the database.
     async fn read_placements(
         &mut self,
-        reads: &Reads<'_>,
         board: &Arc<Board>,
         last: i64,
     ) -> Result<(), tokio_postgres::Error> {
+        let client = self.client().await?;
         while board.seq() < last {
-            let placements = db::placements_prepared(
-                reads.client,
-                &reads.between,
-                board.id,
-                board.seq(),
-                last,
-                CATCH_UP_PAGE,
-            )
-            .await?;
+            let placements =
+                db::placements_between(&client, board.id, board.seq(), last, CATCH_UP_PAGE).await?;
             if placements.is_empty() {
                 return Ok(());
             }
             if board.apply(&placements).is_err() {
+                drop(client);
                 return self.catch_up(board).await;
             }
             if (placements.len() as i64) < CATCH_UP_PAGE {
@@ -426,14 +371,8 @@ impl Listener {
     }
 }
 
-/// The LISTEN connection, and the one query a notification makes on it.
-struct Reads<'a> {
-    client: &'a tokio_postgres::Client,
-    between: tokio_postgres::Statement,
-}
-
 /// What a notification on channel `pgplace` tells the listener, read without the database
-/// (`Listener::on_notifications` acts on it).
+/// (`Listener::on_payload` acts on it).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Notice {
     /// Board `board` is said to have placements up to seq `last`: worth a read of its
