@@ -664,3 +664,27 @@ test('zoomed in on a large board, the page follows only the region around the vi
   assert.equal(shown, painted, 'the whole board, as the database has it');
   assertNoPageErrors();
 });
+
+test('a view chosen while the page paces its next poll is followed at once, not after that poll', async () => {
+  const LARGE = fixture.boards.large;
+  const page = await open('board=large&x=700.0&y=300.0&zoom=8');
+  await waitBoard(page, LARGE);
+  await page.waitForFunction(() => window.pgplace.live.key?.includes('/region/'), null, { timeout: 10000 });
+  await waitLive(page);
+  // Zoom out inside the pause between two polls (no poll is open to abort then), the one
+  // moment a busy machine made the page miss: the next poll must not wait on the region.
+  await page.evaluate(() => {
+    const { live, view } = window.pgplace;
+    const pace = live.pace.bind(live);
+    live.pace = async () => {
+      live.pace = pace;
+      view.set(512, 512, 0.5);
+      view.onMove();
+      await pace();
+    };
+    live.poll?.abort();
+  });
+  await page.waitForFunction((id) => window.pgplace.live.key === `board/${id}/compact`, LARGE, { timeout: 5000 });
+  await waitBoard(page, LARGE);
+  assertNoPageErrors();
+});

@@ -89,6 +89,9 @@ export class Live {
         for (const resolve of this.liveWaiters.splice(0)) resolve();
         failures = 0;
         await this.pace();
+        // Another board or region chosen while paced (which only woke the pause): subscribe
+        // to it first, or this poll would wait on the old one with nobody to abort it.
+        if (this.subscribed !== this.board || !sameRect(this.subscribedRegion, this.region)) continue;
         this.poll = new AbortController();
         this.pollStarted = performance.now();
         const answer = await api.getEvents(this.session, POLL_SECONDS, this.cursor, this.poll.signal);
