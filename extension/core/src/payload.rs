@@ -312,8 +312,8 @@ mod tests {
 
     #[test]
     fn changes_payloads_decode_in_both_forms() {
-        // As place.change_feed writes them (tests/regress/expected/watching.out): two
-        // statements, the second's rows in two chunks.
+        // As place.change_feed writes them (tests/regress/expected/watching.out): three
+        // staged rows of two tables, the first table's in two of them.
         let inline = r#"{"type":"changes","v":1,"pos":17,"at":1764437000123456,"staged":[{"relid":16390,"table":"streams","rows":[["update",{"id":1},{"viewers":11},{"viewers":10}]]},{"relid":16399,"table":"s2","rows":[["delete",{"id":2},null,{"viewers":3}]]},{"relid":16390,"table":"streams","rows":[["insert",{"id":3},{"viewers":0},null]]}]}"#;
         let Payload::Changes(p) = Payload::decode(inline).unwrap() else {
             panic!("a changes payload")
