@@ -1,20 +1,20 @@
 //! Starting the gateway: the pool, the LISTEN connection, sessions, the background tasks
 //! and the HTTP server (which hands requests to `http`, with the state in `state`).
 
-use crate::board::Board;
-use crate::boards::Boards;
 use crate::config::Config;
-use crate::cors::Cors;
-use crate::cursors::TELL_CURSORS_EVERY;
 use crate::db;
-use crate::delivery::ConnectionDeliveries;
-use crate::http;
+use crate::http::cors::Cors;
+use crate::http::routes;
 use crate::limits::{ConnectionRefused, ConnectionSlot, Limits};
 use crate::listener::Listener;
-use crate::lists::Lists;
-use crate::sessions::Sessions;
+use crate::mirror::board::Board;
+use crate::mirror::boards::Boards;
+use crate::mirror::cursors::TELL_CURSORS_EVERY;
+use crate::sessions::legacy::ConnectionDeliveries;
+use crate::sessions::session::Sessions;
 pub use crate::state::App;
 use crate::unknown::Unknown;
+use crate::views::lists::Lists;
 use deadpool_postgres::Pool;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
@@ -150,7 +150,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         .map(TcpListener::local_addr)
         .transpose()
         .map_err(|e| StartError(e.to_string()))?;
-    let gateway_id = crate::sessions::random_u64();
+    let gateway_id = crate::sessions::session::random_u64();
     let (listener_sync, sync_requests) = tokio::sync::mpsc::unbounded_channel();
     let listener = Listener {
         sessions: sessions.clone(),
@@ -191,7 +191,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     let mut tasks = vec![
         tokio::spawn(listener.run()),
         tokio::spawn(sessions.clone().run_expiry()),
-        tokio::spawn(crate::session_upkeep::run(
+        tokio::spawn(crate::sessions::upkeep::run(
             app.pool.clone(),
             sessions,
             app.boards.clone(),
@@ -373,7 +373,7 @@ async fn accept(
 async fn refuse(mut stream: TcpStream, refused: ConnectionRefused) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let (status, body) = refused.answer();
-    let security: String = crate::responses::SECURITY_HEADERS
+    let security: String = crate::http::responses::SECURITY_HEADERS
         .iter()
         .map(|(name, value)| format!("{name}: {value}\r\n"))
         .collect();
@@ -412,7 +412,7 @@ async fn serve(
     let service = service_fn(move |req| {
         // A request on the connection: its client may have read the earlier answers.
         requests.request_arrived();
-        Box::pin(requests.scope(http::handle(app.clone(), req, peer)))
+        Box::pin(requests.scope(routes::handle(app.clone(), req, peer)))
     });
     let mut connection = http1::Builder::new()
         .timer(TokioTimer::new())
@@ -449,7 +449,7 @@ async fn serve_metrics(
 ) {
     let header_timeout = Duration::from_secs(app.config.header_timeout_secs);
     let service = service_fn(move |req| {
-        std::future::ready(Ok::<_, std::convert::Infallible>(http::metrics_listener(
+        std::future::ready(Ok::<_, std::convert::Infallible>(routes::metrics_listener(
             &app, &req,
         )))
     });

@@ -2,8 +2,8 @@
 //! opens a transaction, so a request dropped at any point cannot leave a pooled
 //! connection inside one.
 
-use crate::board::{Settings, Snapshot};
-use crate::freezing::{Freezing, FrozenRow};
+use crate::mirror::board::{Settings, Snapshot};
+use crate::mirror::freezing::{Freezing, FrozenRow};
 use deadpool_postgres::{ClientWrapper, Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use pgplace_core::payload::Placement;
 use std::time::Duration;
@@ -187,7 +187,7 @@ pub async fn snapshot(
         }
     };
     // The history up to seq never changes (but for compaction, which only shortens it).
-    let recent = placements_up_to(client, id, seq, crate::recent::MAX_RECENT as i64).await?;
+    let recent = placements_up_to(client, id, seq, crate::views::recent::MAX_RECENT as i64).await?;
     Ok(Some(Snapshot {
         settings,
         seq,
@@ -353,7 +353,7 @@ pub async fn tile_history(
                 "color": row.get::<_, i32>(1),
                 "user": row.get::<_, i64>(2),
                 "user_name": row.get::<_, String>(3),
-                "placed_at": crate::board::timestamp(at.timestamp_micros()),
+                "placed_at": crate::mirror::board::timestamp(at.timestamp_micros()),
             })
         })
         .collect())

@@ -53,44 +53,23 @@
 //!   responses made of shared buffers.
 
 pub mod app;
-pub mod assets;
-pub mod board;
-pub mod boards;
 pub mod change_feed;
 pub mod config;
-pub mod cors;
-pub mod cursors;
 pub mod db;
-pub mod delivery;
 pub mod errors;
-pub mod events;
 pub mod fragments;
-pub mod freezing;
 pub mod http;
-pub mod jsonrpc;
 pub mod limits;
-pub mod list_diff;
-pub mod list_view;
 pub mod listener;
-pub mod lists;
-pub mod methods;
 pub mod metrics;
-pub mod params;
+pub mod mirror;
 pub mod placer;
-pub mod png_route;
-pub mod poll_cursor;
-pub mod recent;
-pub mod region;
-pub mod responses;
-pub mod session_access;
-pub mod session_checks;
-pub mod session_store;
-pub mod session_upkeep;
+pub mod rpc;
 pub mod sessions;
 pub mod shared_log;
 pub mod state;
 pub mod unknown;
-pub mod view_checks;
+pub mod views;
 
 pub use app::{start, Running};
 pub use config::Config;

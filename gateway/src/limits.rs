@@ -14,8 +14,8 @@
 use crate::config::Config;
 use crate::errors::{RpcError, TOO_FAST, TOO_MANY};
 use crate::metrics::metrics;
-use crate::region::Region;
-use crate::sessions::Session;
+use crate::sessions::session::Session;
+use crate::views::region::Region;
 use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota};
 use hyper::header::HeaderMap;

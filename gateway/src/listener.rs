@@ -12,13 +12,13 @@
 //! and a forged position costs a view one read (`ListView::begin_read`); not yet so: a
 //! `changes` payload's changed rows decide which views read again.
 
-use crate::board::{Board, Discontinuity};
-use crate::boards::Boards;
 use crate::db;
-use crate::lists::Lists;
-use crate::session_checks::SessionChecks;
-use crate::session_store::{self, Message};
-use crate::sessions::Sessions;
+use crate::mirror::board::{Board, Discontinuity};
+use crate::mirror::boards::Boards;
+use crate::sessions::checks::SessionChecks;
+use crate::sessions::session::Sessions;
+use crate::sessions::store::{self, Message};
+use crate::views::lists::Lists;
 use futures_util::StreamExt;
 use pgplace_core::payload::{
     BoardChange, BoardPayload, ChangesPayload, Payload, ViewPayload, CHANNEL,
@@ -107,10 +107,7 @@ impl Listener {
             }
         });
         client
-            .batch_execute(&format!(
-                "LISTEN {CHANNEL}; LISTEN {}",
-                session_store::CHANNEL
-            ))
+            .batch_execute(&format!("LISTEN {CHANNEL}; LISTEN {}", store::CHANNEL))
             .await?;
         // What other gateways said about sessions meanwhile was not heard: the copies that
         // no longer match the database are read from it again when next used.
@@ -153,7 +150,7 @@ impl Listener {
     }
 
     async fn on_notification(&mut self, n: &Notification) -> Result<(), tokio_postgres::Error> {
-        if n.channel() == session_store::CHANNEL {
+        if n.channel() == store::CHANNEL {
             let checks = &self.session_checks;
             match Message::parse(n.payload()) {
                 Some(Message::Gone { public_id }) => checks.said_gone(&self.sessions, public_id),
@@ -225,7 +222,7 @@ impl Listener {
             let client = &client;
             async move {
                 Ok::<HashMap<i64, (i64, Option<u64>)>, tokio_postgres::Error>(
-                    session_store::states(client, &ids)
+                    store::states(client, &ids)
                         .await?
                         .into_iter()
                         .map(|(id, version, holder)| (id, (version, holder)))

@@ -3,10 +3,10 @@
 //! fills; each caller gets its own outcome, and a failed transaction fails all of its
 //! callers with the error and applies nothing.
 
-use crate::board::Board;
 use crate::db::{self, Outcome, PlaceItem};
 use crate::errors::{from_db, from_pool, RpcError, INVALID_PARAMS, NOT_AUTHORIZED, RETRY};
 use crate::metrics::OutcomeLabel;
+use crate::mirror::board::Board;
 use deadpool_postgres::Pool;
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};

@@ -17,8 +17,8 @@ use pgplace_core::payload::{
     TilesPayload, ViewChange, ViewPayload,
 };
 use pgplace_gateway::listener::{decode, Notice};
-use pgplace_gateway::lists::changed_rows;
-use pgplace_gateway::session_store::Message;
+use pgplace_gateway::sessions::store::Message;
+use pgplace_gateway::views::lists::changed_rows;
 use serde_json::{Map, Value};
 
 fuzz_target!(|data: &[u8]| {

@@ -11,11 +11,11 @@
 //! (`fill_band`), each band under the board's lock and no more: a 4096x4096 rectangle does
 //! not stop the board's placements while it is copied.
 
-use crate::board::{timestamp, Delivery, Settings};
 use crate::errors::{RpcError, TOO_MANY};
-use crate::events::{FrozenTiles, NewTile, OldTile, RegionEvent};
 use crate::fragments::{ArrayBuilder, Fragments};
+use crate::mirror::board::{timestamp, Delivery, Settings};
 use crate::shared_log::{LogCursor, SharedLog};
+use crate::views::events::{FrozenTiles, NewTile, OldTile, RegionEvent};
 use base64::Engine;
 use bytes::Bytes;
 use pgplace_core::bits::TileWidth;
@@ -377,7 +377,7 @@ impl Region {
         if !s.log.read(cursor, out) {
             s.catch_up(self.fed.load(Ordering::SeqCst));
             let mut event = Fragments::new();
-            event.push(crate::events::ClientEvent::reset_prefix(&self.key));
+            event.push(crate::views::events::ClientEvent::reset_prefix(&self.key));
             event.push(s.state_json());
             event.push_static("}");
             out.push(event);

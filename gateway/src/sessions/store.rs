@@ -8,7 +8,7 @@
 //!   that gateway: every other gateway forgets its copy (and answers a poll waiting on it),
 //!   so that its copy's cursors never answer a legacy client again.
 
-use crate::sessions::User;
+use crate::sessions::session::User;
 use deadpool_postgres::ClientWrapper;
 use serde::Deserialize;
 use serde_json::{Map, Value};

@@ -1,16 +1,16 @@
 //! HTTP routes: POST /jsonrpc, GET /boards/{id}/bits, GET /healthz, /readyz, /metrics (the
 //! picture, /boards/{id}.png, is `png_route`).
 
-use crate::assets;
 use crate::db::BoardRef;
 use crate::errors::RpcError;
 use crate::fragments::Fragments;
-use crate::jsonrpc::Reply;
-use crate::jsonrpc::{self, Body};
-use crate::methods;
+use crate::http::assets;
+use crate::http::png;
+use crate::http::responses::{self, not_modified};
 use crate::metrics::{method_label, metrics, MethodLabel, RouteLabel};
-use crate::png_route;
-use crate::responses::{self, not_modified};
+use crate::rpc::jsonrpc::Reply;
+use crate::rpc::jsonrpc::{self, Body};
+use crate::rpc::methods;
 use crate::state::App;
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
@@ -81,7 +81,7 @@ fn request_id(headers: &hyper::HeaderMap) -> String {
                     .all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b))
         })
         .map(str::to_string)
-        .unwrap_or_else(|| format!("{:016x}", crate::sessions::random_u64()))
+        .unwrap_or_else(|| format!("{:016x}", crate::sessions::session::random_u64()))
 }
 
 /// What a route answers with.
@@ -136,9 +136,9 @@ fn route(app: &Arc<App>, req: Request<Incoming>, path: &str, peer: IpAddr) -> An
             metered(&limits, client, async move { bits(&app, &req, &id).await })
         }
         (_, path) if bits_path(path).is_some() => now(method_not_allowed("GET, HEAD")),
-        (_, path) if png_route::png_path(path).is_some() => metered(&limits, client, async move {
-            png_route::serve(&app, &req).await
-        }),
+        (_, path) if png::png_path(path).is_some() => {
+            metered(&limits, client, async move { png::serve(&app, &req).await })
+        }
         (&Method::GET | &Method::HEAD, path) if assets::find(path).is_some() => {
             now(asset(path, req.method()))
         }
@@ -528,7 +528,7 @@ fn route_label(path: &str) -> &'static str {
         "/readyz" => "/readyz",
         "/metrics" => "/metrics",
         path if bits_path(path).is_some() => "/boards/{id}/bits",
-        path if png_route::png_path(path).is_some() => "/boards/{id}.png",
+        path if png::png_path(path).is_some() => "/boards/{id}.png",
         path if assets::find(path).is_some() => "page",
         _ => "other",
     }

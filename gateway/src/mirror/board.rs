@@ -8,13 +8,13 @@
 //! stopped polling while more than `session_buffer` tiles arrived) or whose board was
 //! reloaded from the database (`epoch` changed) gets a `reset` with a fresh initial state.
 
-use crate::cursors::Cursors;
 use crate::errors::RpcError;
 use crate::fragments::{ArrayBuilder, Fragments};
-use crate::freezing::Freezing;
-use crate::list_view::ListView;
-use crate::recent::{Recent, RecentViews};
-use crate::region::{Rect, Region, RegionBudget, Regions};
+use crate::mirror::cursors::Cursors;
+use crate::mirror::freezing::Freezing;
+use crate::views::list::ListView;
+use crate::views::recent::{Recent, RecentViews};
+use crate::views::region::{Rect, Region, RegionBudget, Regions};
 use base64::Engine;
 use bytes::Bytes;
 use pgplace_core::bits::TileWidth;

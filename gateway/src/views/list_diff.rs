@@ -1,6 +1,6 @@
 //! The events that turn one window of a list view into the next.
 
-use crate::events::{ClientEvent, Row};
+use crate::views::events::{ClientEvent, Row};
 use std::collections::{HashMap, HashSet};
 
 /// Events that, applied in order to `old`, give `new`, naming only rows that changed,

@@ -13,12 +13,12 @@
 //! log back to where the cursor stands when it no longer reaches there
 //! ([`reach_back`]).
 
-use crate::board::Board;
 use crate::db;
 use crate::errors::{from_db, RpcError, INVALID_PARAMS, RETRY, UNKNOWN_BOARD, UNKNOWN_VIEW};
-use crate::methods::build_subscription;
-use crate::session_store;
-use crate::sessions::{AckPositions, Session};
+use crate::mirror::board::Board;
+use crate::rpc::methods::build_subscription;
+use crate::sessions::session::{AckPositions, Session};
+use crate::sessions::store;
 use crate::state::App;
 use crate::unknown::Name;
 use std::sync::Arc;
@@ -60,10 +60,7 @@ async fn read(app: &App, id: &str) -> Result<Option<Arc<Session>>, RpcError> {
         return Err(RpcError::unknown_session());
     }
     let client = db::checkout(&app.pool).await?;
-    let Some(stored) = session_store::load(&client, id)
-        .await
-        .map_err(|e| from_db(&e))?
-    else {
+    let Some(stored) = store::load(&client, id).await.map_err(|e| from_db(&e))? else {
         app.unknown.missing(missing);
         return Err(RpcError::unknown_session());
     };
@@ -141,7 +138,7 @@ pub async fn for_legacy_poll(
             return Ok(Some(session));
         }
         let client = db::checkout(&app.pool).await?;
-        let version = session_store::hold(&client, id, app.gateway_id)
+        let version = store::hold(&client, id, app.gateway_id)
             .await
             .map_err(|e| from_db(&e))?
             .ok_or_else(RpcError::unknown_session)?;

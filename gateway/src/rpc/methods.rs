@@ -1,20 +1,20 @@
 //! The JSON-RPC methods (names, params and results are documented in the README).
 
-use crate::board::{timestamp, Settings};
-use crate::boards::Mirrored;
 use crate::db::{self, BoardRef, PlaceItem};
 use crate::errors::{from_db, RpcError, BOARD_NOT_OPEN, COOLDOWN, NOT_AUTHORIZED};
 use crate::fragments::Fragments;
-use crate::jsonrpc::Reply;
-use crate::list_view::ListView;
-use crate::params::{Params, Seconds};
-use crate::poll_cursor::PollCursor;
-use crate::recent::MAX_RECENT;
-use crate::region::Rect;
-use crate::session_access;
-use crate::session_store;
-use crate::sessions::{new_session_id, Session, Subscription, User};
+use crate::mirror::board::{timestamp, Settings};
+use crate::mirror::boards::Mirrored;
+use crate::rpc::jsonrpc::Reply;
+use crate::rpc::params::{Params, Seconds};
+use crate::sessions::access;
+use crate::sessions::poll_cursor::PollCursor;
+use crate::sessions::session::{new_session_id, Session, Subscription, User};
+use crate::sessions::store;
 use crate::state::App;
+use crate::views::list::ListView;
+use crate::views::recent::MAX_RECENT;
+use crate::views::region::Rect;
 use bytes::Bytes;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
@@ -115,7 +115,7 @@ async fn create(app: &App) -> Result<Reply, RpcError> {
     app.sessions.check_room()?;
     let id = new_session_id();
     let client = db::checkout(&app.pool).await?;
-    let public_id = session_store::create(&client, &id, app.gateway_id)
+    let public_id = store::create(&client, &id, app.gateway_id)
         .await
         .map_err(|e| from_db(&e))?;
     // Nobody else has it: this copy's positions hold for legacy polls.
@@ -128,7 +128,7 @@ async fn create(app: &App) -> Result<Reply, RpcError> {
 async fn destroy(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
     let id = p.required::<String>("session")?;
     let client = db::checkout(&app.pool).await?;
-    let existed = session_store::destroy(&client, &id)
+    let existed = store::destroy(&client, &id)
         .await
         .map_err(|e| from_db(&e))?;
     if let Some(session) = app.sessions.get(&id) {
@@ -143,10 +143,10 @@ async fn destroy(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
 async fn unsubscribe(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
     let id = p.required::<String>("session")?;
     let key = p.required::<String>("key")?;
-    let session = session_access::session(app, &id).await?;
+    let session = access::session(app, &id).await?;
     session.require_subscription(&key)?;
     let client = db::checkout(&app.pool).await?;
-    let version = session_store::unsubscribe(&client, &id, &key, app.gateway_id)
+    let version = store::unsubscribe(&client, &id, &key, app.gateway_id)
         .await
         .map_err(|e| from_db(&e))?;
     drop(client);
@@ -160,14 +160,14 @@ async fn unsubscribe(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
 
 async fn authorize(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
     let id = p.required::<String>("session")?;
-    let session = session_access::session(app, &id).await?;
+    let session = access::session(app, &id).await?;
     let token = p.required::<String>("token")?;
     let client = db::checkout(&app.pool).await?;
     let (user_id, name) = db::user_for_token(&client, &token)
         .await
         .map_err(|e| from_db(&e))?
         .ok_or_else(|| RpcError::new(NOT_AUTHORIZED, "the token is not valid"))?;
-    let version = session_store::set_user(&client, &id, Some(user_id), app.gateway_id)
+    let version = store::set_user(&client, &id, Some(user_id), app.gateway_id)
         .await
         .map_err(|e| from_db(&e))?;
     drop(client);
@@ -181,7 +181,7 @@ async fn authorize(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
 
 async fn subscribe(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
     let id = p.required::<String>("session")?;
-    let session = session_access::session(app, &id).await?;
+    let session = access::session(app, &id).await?;
     let view = p.required::<String>("view")?;
     let view_params: Map<String, Value> = p.optional("params")?.unwrap_or_default();
     let built = Box::pin(build_subscription(app, &view, &view_params)).await?;
@@ -195,7 +195,7 @@ async fn subscribe(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
     session.check_room(&key, app.config.max_subscriptions)?;
     // Stored first: a subscription that another gateway could not make again is none.
     let client = db::checkout(&app.pool).await?;
-    let stored = session_store::NewView {
+    let stored = store::NewView {
         key: &key,
         view: &view,
         params: &built.params,
@@ -203,7 +203,7 @@ async fn subscribe(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
         seq: built.seq,
         sub_id: built.sub.sub_id,
     };
-    let version = session_store::subscribe(&client, &id, &stored, app.gateway_id)
+    let version = store::subscribe(&client, &id, &stored, app.gateway_id)
         .await
         .map_err(|e| from_db(&e))?;
     drop(client);
@@ -274,7 +274,7 @@ async fn build_board(app: &App, view_params: &Map<String, Value>) -> Result<Buil
         }
         let cursor = board.cursor_at(since);
         if board.is_behind(&cursor) {
-            session_access::backfill(app, &board, since).await?;
+            access::backfill(app, &board, since).await?;
         }
         if !board.is_behind(&cursor) {
             let sub =
@@ -422,9 +422,7 @@ async fn get_events(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
     let hear_within = timeout.max(HEAR_AT_LEAST);
     let Some(ack) = ack else {
         let started = tokio::time::Instant::now();
-        let Some(session) =
-            Box::pin(session_access::for_legacy_poll(app, &id, hear_within)).await?
-        else {
+        let Some(session) = Box::pin(access::for_legacy_poll(app, &id, hear_within)).await? else {
             return Ok(Reply::Value(json!([])));
         };
         let left = timeout.saturating_sub(started.elapsed());
@@ -436,7 +434,7 @@ async fn get_events(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
         text => Some(PollCursor::decode(text).map_err(RpcError::invalid_params)?),
     };
     let started = tokio::time::Instant::now();
-    let Some(session) = Box::pin(session_access::current(app, &id, hear_within)).await? else {
+    let Some(session) = Box::pin(access::current(app, &id, hear_within)).await? else {
         // This gateway could not hear the others in time: nothing now, same cursor.
         return Ok(Reply::Value(json!({"events": [], "cursor": ack_text})));
     };
@@ -447,7 +445,7 @@ async fn get_events(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
     }
     let timeout = timeout.saturating_sub(started.elapsed());
     let mut positions = session.ack_positions(ack.as_ref(), app.gateway_id);
-    Box::pin(session_access::reach_back(app, &session, &positions)).await?;
+    Box::pin(access::reach_back(app, &session, &positions)).await?;
     let events = session.get_events(timeout, Some(&mut positions)).await;
     let cursor = positions.cursor(&session).encode();
     let mut out = Fragments::new();
@@ -458,7 +456,7 @@ async fn get_events(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
 }
 
 async fn set_presence(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
-    let session = session_access::session(app, &p.required::<String>("session")?).await?;
+    let session = access::session(app, &p.required::<String>("session")?).await?;
     let board: BoardRef = p.required("board")?;
     let position: Map<String, Value> = p.required("position")?;
     let pp = Params::new_from_map(&position, POSITION_PARAMS)?;
@@ -505,7 +503,7 @@ fn check_inside(settings: &Settings, x: i32, y: i32) -> Result<(), RpcError> {
 }
 
 async fn place(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
-    let session = session_access::session(app, &p.required::<String>("session")?).await?;
+    let session = access::session(app, &p.required::<String>("session")?).await?;
     let board: BoardRef = p.required("board")?;
     let (x, y, color): (i32, i32, i32) = (p.required("x")?, p.required("y")?, p.required("color")?);
     let user = session.user().ok_or_else(|| {

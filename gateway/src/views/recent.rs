@@ -3,8 +3,8 @@
 //! mirror keeps the newest [`MAX_RECENT`] placements, loaded with its snapshot — so it
 //! costs the database nothing after the board's load. One instance per (board, limit).
 
-use crate::board::timestamp;
-use crate::list_view::ListView;
+use crate::mirror::board::timestamp;
+use crate::views::list::ListView;
 use pgplace_core::payload::Placement;
 use serde_json::{json, Value};
 use std::collections::{HashMap, VecDeque};

@@ -10,15 +10,15 @@
 //! starts when its cursor does not name the subscription yet. An acking client's position
 //! travels in its cursor (`poll_cursor`): the gateway keeps nothing of it between polls.
 
-use crate::board::{Board, Cursor, Delivery};
-use crate::cursors::MIN_PRESENCE_INTERVAL;
-use crate::delivery::ConnectionDeliveries;
 use crate::errors::{RpcError, TOO_FAST, TOO_MANY, UNKNOWN_VIEW};
 use crate::fragments::{ArrayBuilder, Fragments};
-use crate::list_view::ListView;
-use crate::poll_cursor::{self, PollCursor};
-use crate::region::Region;
+use crate::mirror::board::{Board, Cursor, Delivery};
+use crate::mirror::cursors::MIN_PRESENCE_INTERVAL;
+use crate::sessions::legacy::ConnectionDeliveries;
+use crate::sessions::poll_cursor::{self, PollCursor};
 use crate::shared_log::LogCursor;
+use crate::views::list::ListView;
+use crate::views::region::Region;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -433,7 +433,7 @@ impl Session {
         board
             .cursors
             .set(self.cursor_id, x, y, name, std::time::Instant::now());
-        Ok(crate::cursors::public_id(self.cursor_id))
+        Ok(crate::mirror::cursors::public_id(self.cursor_id))
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -542,7 +542,7 @@ impl Session {
         let mut state = self.lock();
         let connection = acked
             .is_none()
-            .then(crate::delivery::current_connection)
+            .then(crate::sessions::legacy::current_connection)
             .flatten();
         let earlier = match acked {
             None => self.settle_earlier_answer(&mut state, connection.as_ref()),
@@ -608,7 +608,7 @@ impl Session {
     /// stack may hold it back up to 200 ms, and the client may have read the answer and
     /// polled again meanwhile). A connection gone silent does not acknowledge within it.
     async fn await_earlier_answer(&self) {
-        let current = crate::delivery::current_connection();
+        let current = crate::sessions::legacy::current_connection();
         let deadline = Instant::now() + EARLIER_ANSWER_ACKNOWLEDGED_WITHIN;
         loop {
             let waiting = {
@@ -722,7 +722,7 @@ impl Session {
     pub async fn legacy_poll(self: &Arc<Self>, timeout: Duration) -> Fragments {
         let (events, token) = self.poll(timeout, None).await;
         if let Some(token) = token {
-            crate::delivery::register(self, token);
+            crate::sessions::legacy::register(self, token);
         }
         events
     }
@@ -1068,7 +1068,7 @@ pub fn new_session_id() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::board::{Settings, Snapshot};
+    use crate::mirror::board::{Settings, Snapshot};
     use pgplace_core::payload::Placement;
     use serde_json::Value;
 
@@ -1383,7 +1383,7 @@ mod tests {
         let mut elsewhere = cursor.clone();
         elsewhere.gateway = 8;
         for entry in elsewhere.views.values_mut() {
-            if let crate::poll_cursor::Position::Board(epoch, _, notices) = &mut entry.1 {
+            if let crate::sessions::poll_cursor::Position::Board(epoch, _, notices) = &mut entry.1 {
                 *epoch = 77;
                 *notices = 1234;
             }

@@ -11,9 +11,9 @@
 
 use crate::db;
 use crate::errors::{from_db, RpcError, RETRY, UNKNOWN_VIEW};
-use crate::list_view::ListView;
 use crate::unknown::{Name, Unknown};
-use crate::view_checks::ViewChecks;
+use crate::views::list::ListView;
+use crate::views::view_checks::ViewChecks;
 use deadpool_postgres::Pool;
 use pgplace_core::payload::{ChangeAction, ChangesPayload, ViewChange};
 use serde_json::{Map, Value};

@@ -3,49 +3,53 @@
 
 /// (path, content type, content) of every file served.
 pub const FILES: &[(&str, &str, &[u8])] = &[
-    ("/", HTML, include_bytes!("../assets/index.html")),
-    ("/index.html", HTML, include_bytes!("../assets/index.html")),
-    ("/style.css", CSS, include_bytes!("../assets/style.css")),
-    ("/js/api.js", JS, include_bytes!("../assets/js/api.js")),
-    ("/js/app.js", JS, include_bytes!("../assets/js/app.js")),
+    ("/", HTML, include_bytes!("../../assets/index.html")),
+    (
+        "/index.html",
+        HTML,
+        include_bytes!("../../assets/index.html"),
+    ),
+    ("/style.css", CSS, include_bytes!("../../assets/style.css")),
+    ("/js/api.js", JS, include_bytes!("../../assets/js/api.js")),
+    ("/js/app.js", JS, include_bytes!("../../assets/js/app.js")),
     (
         "/js/board-image.js",
         JS,
-        include_bytes!("../assets/js/board-image.js"),
+        include_bytes!("../../assets/js/board-image.js"),
     ),
     (
         "/js/cooldown.js",
         JS,
-        include_bytes!("../assets/js/cooldown.js"),
+        include_bytes!("../../assets/js/cooldown.js"),
     ),
     (
         "/js/cursors.js",
         JS,
-        include_bytes!("../assets/js/cursors.js"),
+        include_bytes!("../../assets/js/cursors.js"),
     ),
     (
         "/js/frozen.js",
         JS,
-        include_bytes!("../assets/js/frozen.js"),
+        include_bytes!("../../assets/js/frozen.js"),
     ),
-    ("/js/hash.js", JS, include_bytes!("../assets/js/hash.js")),
+    ("/js/hash.js", JS, include_bytes!("../../assets/js/hash.js")),
     (
         "/js/history.js",
         JS,
-        include_bytes!("../assets/js/history.js"),
+        include_bytes!("../../assets/js/history.js"),
     ),
-    ("/js/live.js", JS, include_bytes!("../assets/js/live.js")),
+    ("/js/live.js", JS, include_bytes!("../../assets/js/live.js")),
     (
         "/js/packed.js",
         JS,
-        include_bytes!("../assets/js/packed.js"),
+        include_bytes!("../../assets/js/packed.js"),
     ),
     (
         "/js/resume.js",
         JS,
-        include_bytes!("../assets/js/resume.js"),
+        include_bytes!("../../assets/js/resume.js"),
     ),
-    ("/js/view.js", JS, include_bytes!("../assets/js/view.js")),
+    ("/js/view.js", JS, include_bytes!("../../assets/js/view.js")),
 ];
 
 const HTML: &str = "text/html; charset=utf-8";

@@ -6,8 +6,8 @@
 //! its row is gone, or, for `drop`, when the row says that another gateway holds the
 //! session or changed it since this copy.
 
-use crate::session_store;
-use crate::sessions::Sessions;
+use crate::sessions::session::Sessions;
+use crate::sessions::store;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -83,7 +83,7 @@ async fn read(
     ids: &[i64],
 ) -> Result<HashMap<i64, (i64, Option<u64>)>, String> {
     let client = pool.get().await.map_err(|e| e.to_string())?;
-    Ok(session_store::states(&client, ids)
+    Ok(store::states(&client, ids)
         .await
         .map_err(|e| e.to_string())?
         .into_iter()

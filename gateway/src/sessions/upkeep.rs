@@ -3,9 +3,9 @@
 //! no gateway has seen for the idle time (`session_expire` tells every gateway), and reads
 //! how many subscriptions watch each board over all gateways (the `watching` count).
 
-use crate::boards::Boards;
-use crate::session_store;
-use crate::sessions::Sessions;
+use crate::mirror::boards::Boards;
+use crate::sessions::session::Sessions;
+use crate::sessions::store;
 use deadpool_postgres::Pool;
 use std::sync::Arc;
 use std::time::Duration;
@@ -41,10 +41,10 @@ pub async fn run(pool: Pool, sessions: Arc<Sessions>, boards: Arc<Boards>, idle:
             let expire_after = idle + seen_every * 2;
             let marked = async {
                 if !in_use.is_empty() {
-                    session_store::seen(&client, &in_use).await?;
+                    store::seen(&client, &in_use).await?;
                 }
                 if may_expire {
-                    session_store::expire(&client, expire_after.as_secs_f64()).await
+                    store::expire(&client, expire_after.as_secs_f64()).await
                 } else {
                     Ok(0)
                 }
@@ -58,7 +58,7 @@ pub async fn run(pool: Pool, sessions: Arc<Sessions>, boards: Arc<Boards>, idle:
                 }
             }
         }
-        match session_store::watchers(&client).await {
+        match store::watchers(&client).await {
             Ok(counts) => {
                 let counts: std::collections::HashMap<i64, i64> = counts.into_iter().collect();
                 for mirrored in boards.all() {

@@ -5,7 +5,7 @@
 //! definitions, many at once, one read at a time; `Lists::settle_view` then compares each
 //! with the definition its instances were read with.
 
-use crate::lists::Lists;
+use crate::views::lists::Lists;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -14,7 +14,7 @@
 
 use crate::db::{self, BoardRef};
 use crate::fragments::Fragments;
-use crate::responses::{self, not_modified};
+use crate::http::responses::{self, not_modified};
 use crate::state::App;
 use bytes::Bytes;
 use hyper::body::Incoming;

@@ -15,7 +15,7 @@
 //! connection's socket (`acknowledged_now`): not all acknowledged (a connection gone
 //! silent), the new answer carries the earlier one's events too (`Session::take_events`).
 
-use crate::sessions::Session;
+use crate::sessions::session::Session;
 use std::future::Future;
 use std::os::fd::{AsRawFd, FromRawFd, RawFd};
 use std::pin::Pin;

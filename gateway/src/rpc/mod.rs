@@ -1,0 +1,5 @@
+//! JSON-RPC: envelopes, params and the methods.
+
+pub mod jsonrpc;
+pub mod methods;
+pub mod params;
