@@ -195,14 +195,6 @@ pub struct Config {
 }
 
 impl Config {
-    /// What one board's regions may hold together.
-    pub fn region_budget(&self) -> crate::views::region::RegionBudget {
-        crate::views::region::RegionBudget {
-            regions: self.max_regions_per_board as usize,
-            tiles: self.max_region_tiles_per_board.min(i64::MAX as u64) as i64,
-        }
-    }
-
     pub fn session_idle(&self) -> Duration {
         Duration::from_secs(self.session_idle_secs)
     }

@@ -14,13 +14,12 @@
 use crate::config::Config;
 use crate::errors::{RpcError, TOO_FAST, TOO_MANY};
 use crate::metrics::metrics;
-use crate::sessions::session::Session;
-use crate::views::region::Region;
 use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota};
 use hyper::header::HeaderMap;
 use ipnet::IpNet;
 use serde_json::json;
+use std::any::Any;
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::num::NonZeroU32;
@@ -36,7 +35,7 @@ pub struct Limits {
     max_connections_per_address: usize,
     max_sessions_per_address: usize,
     connections: Mutex<HashMap<LimitKey, usize>>,
-    sessions: HeldBy<Session>,
+    sessions: HeldBy,
     creates: DefaultKeyedRateLimiter<LimitKey>,
     places_by_address: DefaultKeyedRateLimiter<LimitKey>,
     places_by_session: DefaultKeyedRateLimiter<Arc<str>>,
@@ -48,7 +47,7 @@ pub struct Limits {
     database_connections_per_address: usize,
     database_connections: Mutex<HashMap<LimitKey, Arc<tokio::sync::Semaphore>>>,
     max_regions_per_address: usize,
-    regions: HeldBy<Region>,
+    regions: HeldBy,
 }
 
 tokio::task_local! {
@@ -204,15 +203,16 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 /// What each address holds that lives on without it (sessions, regions it made): counted
 /// while something else still holds them.
-struct HeldBy<T>(Mutex<HashMap<LimitKey, Vec<Weak<T>>>>);
+/// Kept as `dyn Any`: the limits need only whether each is alive, not what it is.
+struct HeldBy(Mutex<HashMap<LimitKey, Vec<Weak<dyn Any + Send + Sync>>>>);
 
-impl<T> Default for HeldBy<T> {
+impl Default for HeldBy {
     fn default() -> Self {
         HeldBy(Mutex::default())
     }
 }
 
-impl<T> HeldBy<T> {
+impl HeldBy {
     /// How many of `address`'s are still alive.
     fn live(&self, address: LimitKey) -> usize {
         let mut held = lock(&self.0);
@@ -221,11 +221,11 @@ impl<T> HeldBy<T> {
         list.len()
     }
 
-    fn add(&self, address: LimitKey, thing: &Arc<T>) {
+    fn add(&self, address: LimitKey, thing: Arc<dyn Any + Send + Sync>) {
         lock(&self.0)
             .entry(address)
             .or_default()
-            .push(Arc::downgrade(thing));
+            .push(Arc::downgrade(&thing));
     }
 
     /// Forgets what is gone, and the addresses left with nothing.
@@ -365,7 +365,7 @@ impl Limits {
     }
 
     /// After a `session.create` from `address` made `session`.
-    pub fn created(&self, address: Option<IpAddr>, session: &Arc<Session>) {
+    pub fn created(&self, address: Option<IpAddr>, session: Arc<dyn Any + Send + Sync>) {
         let Some(address) = address.map(limit_key) else {
             return;
         };
@@ -416,7 +416,7 @@ impl Limits {
     }
 
     /// After `address` made `region`.
-    pub fn made_region(&self, address: Option<IpAddr>, region: &Arc<Region>) {
+    pub fn made_region(&self, address: Option<IpAddr>, region: Arc<dyn Any + Send + Sync>) {
         let Some(address) = address.map(limit_key) else {
             return;
         };
@@ -706,9 +706,10 @@ mod tests {
         let limits = Limits::new(&config, Vec::new());
         let a = Some("2001:db8:1:2::1".parse().unwrap());
         let b = Some("2001:db8:1:2::2".parse().unwrap());
-        let session = Arc::new(Session::new("s".into(), 1, 1, None, false));
+        // What a session is does not matter here: only that it is alive.
+        let session: Arc<dyn Any + Send + Sync> = Arc::new(());
         limits.check_create(a).unwrap();
-        limits.created(a, &session);
+        limits.created(a, session.clone());
         let refused = limits.check_create(b).unwrap_err();
         assert_eq!(refused.code, TOO_MANY);
         assert!(

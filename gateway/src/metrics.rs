@@ -3,7 +3,6 @@
 //! Counters and histograms are the process's (one registry, as a scrape sees one process);
 //! the gauges of the state (sessions, waiting polls, the pool) are read when scraped.
 
-use crate::state::App;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -184,11 +183,11 @@ impl Metrics {
         self.waited.get_or_create(&LimitLabel { limit }).inc();
     }
 
-    /// The text a scrape gets: the gauges read from `app` now, then every metric.
-    pub fn encode(&self, app: &App) -> String {
-        self.sessions.set(app.sessions.len() as i64);
-        self.waiting_polls.set(app.sessions.waiting_polls() as i64);
-        let pool = app.pool.status();
+    /// The text a scrape gets: the gauges as read now, then every metric.
+    pub fn encode(&self, gauges: Gauges) -> String {
+        self.sessions.set(gauges.sessions as i64);
+        self.waiting_polls.set(gauges.waiting_polls as i64);
+        let pool = gauges.pool;
         for (state, value) in [
             ("size", pool.size),
             ("available", pool.available),
@@ -204,6 +203,13 @@ impl Metrics {
             .expect("writing to a String cannot fail");
         text
     }
+}
+
+/// What a scrape reads of the gateway's state at the moment.
+pub struct Gauges {
+    pub sessions: usize,
+    pub waiting_polls: usize,
+    pub pool: deadpool_postgres::Status,
 }
 
 /// A method's name as a label: one of the known methods, else "other" (a client must not

@@ -429,7 +429,7 @@ async fn answer(app: &App, request: jsonrpc::Parsed, client: Option<IpAddr>) -> 
                 (&outcome, request.method.as_str())
             {
                 if let Some(session) = app.sessions.get(id) {
-                    app.limits.created(client, &session);
+                    app.limits.created(client, session.clone());
                 }
             }
             metrics()
@@ -509,7 +509,15 @@ async fn readyz(app: &App) -> Response<Fragments> {
 }
 
 fn metrics_text(app: &App) -> Response<Fragments> {
-    let mut response = Response::new(Fragments::from(metrics().encode(app).into_bytes()));
+    let mut response = Response::new(Fragments::from(
+        metrics()
+            .encode(crate::metrics::Gauges {
+                sessions: app.sessions.len(),
+                waiting_polls: app.sessions.waiting_polls(),
+                pool: app.pool.status(),
+            })
+            .into_bytes(),
+    ));
     response.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8"),

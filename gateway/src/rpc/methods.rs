@@ -314,14 +314,14 @@ async fn build_region(app: &App, view_params: &Map<String, Value>) -> Result<Bui
     let presence = vp.optional::<bool>("presence")?.unwrap_or(false);
     let mirrored = app.boards.get(&board).await?;
     let client = crate::limits::requester();
-    let (region, made) =
-        mirrored
-            .board
-            .region_view(rect, compact, app.config.region_budget(), || {
-                app.limits.check_new_region(client)
-            })?;
+    let (region, made) = mirrored.board.region_view(
+        rect,
+        compact,
+        crate::views::region::RegionBudget::of(&app.config),
+        || app.limits.check_new_region(client),
+    )?;
     if made {
-        app.limits.made_region(client, &region);
+        app.limits.made_region(client, region.clone());
     }
     let (cursor, state) = region.initial_state();
     Ok(Built {

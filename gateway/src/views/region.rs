@@ -427,6 +427,16 @@ pub struct RegionBudget {
     pub tiles: i64,
 }
 
+impl RegionBudget {
+    /// What one board's regions may hold together, as configured.
+    pub fn of(config: &crate::config::Config) -> Self {
+        RegionBudget {
+            regions: config.max_regions_per_board as usize,
+            tiles: config.max_region_tiles_per_board.min(i64::MAX as u64) as i64,
+        }
+    }
+}
+
 /// A board's regions, found by the grid cells they overlap.
 #[derive(Default)]
 pub struct Regions {
