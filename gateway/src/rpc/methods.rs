@@ -7,7 +7,7 @@ use crate::mirror::board::{timestamp, Settings};
 use crate::mirror::boards::Mirrored;
 use crate::rpc::jsonrpc::Reply;
 use crate::rpc::params::{Params, Seconds};
-use crate::sessions::access;
+use crate::rpc::session_access;
 use crate::sessions::poll_cursor::PollCursor;
 use crate::sessions::session::{new_session_id, Session, Subscription, User};
 use crate::sessions::store;
@@ -143,7 +143,7 @@ async fn destroy(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
 async fn unsubscribe(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
     let id = p.required::<String>("session")?;
     let key = p.required::<String>("key")?;
-    let session = access::session(app, &id).await?;
+    let session = session_access::session(app, &id).await?;
     session.require_subscription(&key)?;
     let client = db::checkout(&app.pool).await?;
     let version = store::unsubscribe(&client, &id, &key, app.gateway_id)
@@ -160,7 +160,7 @@ async fn unsubscribe(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
 
 async fn authorize(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
     let id = p.required::<String>("session")?;
-    let session = access::session(app, &id).await?;
+    let session = session_access::session(app, &id).await?;
     let token = p.required::<String>("token")?;
     let client = db::checkout(&app.pool).await?;
     let (user_id, name) = db::user_for_token(&client, &token)
@@ -181,7 +181,7 @@ async fn authorize(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
 
 async fn subscribe(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
     let id = p.required::<String>("session")?;
-    let session = access::session(app, &id).await?;
+    let session = session_access::session(app, &id).await?;
     let view = p.required::<String>("view")?;
     let view_params: Map<String, Value> = p.optional("params")?.unwrap_or_default();
     let built = Box::pin(build_subscription(app, &view, &view_params)).await?;
@@ -274,7 +274,7 @@ async fn build_board(app: &App, view_params: &Map<String, Value>) -> Result<Buil
         }
         let cursor = board.cursor_at(since);
         if board.is_behind(&cursor) {
-            access::backfill(app, &board, since).await?;
+            session_access::backfill(app, &board, since).await?;
         }
         if !board.is_behind(&cursor) {
             let sub =
@@ -422,7 +422,9 @@ async fn get_events(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
     let hear_within = timeout.max(HEAR_AT_LEAST);
     let Some(ack) = ack else {
         let started = tokio::time::Instant::now();
-        let Some(session) = Box::pin(access::for_legacy_poll(app, &id, hear_within)).await? else {
+        let Some(session) =
+            Box::pin(session_access::for_legacy_poll(app, &id, hear_within)).await?
+        else {
             return Ok(Reply::Value(json!([])));
         };
         let left = timeout.saturating_sub(started.elapsed());
@@ -434,7 +436,7 @@ async fn get_events(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
         text => Some(PollCursor::decode(text).map_err(RpcError::invalid_params)?),
     };
     let started = tokio::time::Instant::now();
-    let Some(session) = Box::pin(access::current(app, &id, hear_within)).await? else {
+    let Some(session) = Box::pin(session_access::current(app, &id, hear_within)).await? else {
         // This gateway could not hear the others in time: nothing now, same cursor.
         return Ok(Reply::Value(json!({"events": [], "cursor": ack_text})));
     };
@@ -445,7 +447,7 @@ async fn get_events(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
     }
     let timeout = timeout.saturating_sub(started.elapsed());
     let mut positions = session.ack_positions(ack.as_ref(), app.gateway_id);
-    Box::pin(access::reach_back(app, &session, &positions)).await?;
+    Box::pin(session_access::reach_back(app, &session, &positions)).await?;
     let events = session.get_events(timeout, Some(&mut positions)).await;
     let cursor = positions.cursor(&session).encode();
     let mut out = Fragments::new();
@@ -456,7 +458,7 @@ async fn get_events(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
 }
 
 async fn set_presence(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
-    let session = access::session(app, &p.required::<String>("session")?).await?;
+    let session = session_access::session(app, &p.required::<String>("session")?).await?;
     let board: BoardRef = p.required("board")?;
     let position: Map<String, Value> = p.required("position")?;
     let pp = Params::new_from_map(&position, POSITION_PARAMS)?;
@@ -503,7 +505,7 @@ fn check_inside(settings: &Settings, x: i32, y: i32) -> Result<(), RpcError> {
 }
 
 async fn place(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
-    let session = access::session(app, &p.required::<String>("session")?).await?;
+    let session = session_access::session(app, &p.required::<String>("session")?).await?;
     let board: BoardRef = p.required("board")?;
     let (x, y, color): (i32, i32, i32) = (p.required("x")?, p.required("y")?, p.required("color")?);
     let user = session.user().ok_or_else(|| {

@@ -1,6 +1,5 @@
 //! Sessions: their copies on this gateway, their rows in the database, their long polls.
 
-pub mod access;
 pub mod checks;
 pub mod legacy;
 pub mod poll_cursor;

@@ -345,7 +345,11 @@ impl Lists {
 
     /// Checks the views `heard_of_view` noted, for as long as the gateway runs.
     pub async fn run_view_checks(self: Arc<Self>) {
-        self.checks.run(self.clone(), self.pool.clone()).await
+        self.checks
+            .run(self.pool.clone(), |name, definition| {
+                self.settle_view(name, definition)
+            })
+            .await
     }
 
     /// What the database says of view `name` now (`definition`: None when it has no such

@@ -5,7 +5,6 @@
 //! definitions, many at once, one read at a time; `Lists::settle_view` then compares each
 //! with the definition its instances were read with.
 
-use crate::views::lists::Lists;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -24,8 +23,9 @@ impl ViewChecks {
         self.wake.notify_one();
     }
 
-    /// Checks what was noted, for as long as the gateway runs.
-    pub async fn run(&self, lists: Arc<Lists>, pool: deadpool_postgres::Pool) {
+    /// Checks what was noted, for as long as the gateway runs: `settle` gets each name
+    /// with its definition (None: the view is gone).
+    pub async fn run(&self, pool: deadpool_postgres::Pool, settle: impl Fn(&str, Option<&str>)) {
         loop {
             self.wake.notified().await;
             let names: Vec<String> = std::mem::take(&mut *lock(&self.pending))
@@ -51,7 +51,7 @@ impl ViewChecks {
                 }
             };
             for name in &names {
-                lists.settle_view(name, definitions.get(name).map(String::as_str));
+                settle(name, definitions.get(name).map(String::as_str));
             }
         }
     }
