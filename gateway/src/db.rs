@@ -2,8 +2,8 @@
 //! opens a transaction, so a request dropped at any point cannot leave a pooled
 //! connection inside one.
 
-use crate::mirror::board::{Settings, Snapshot};
 use crate::mirror::freezing::{Freezing, FrozenRow};
+use crate::mirror::snapshot::{Past, Settings, Snapshot};
 use deadpool_postgres::{ClientWrapper, Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use pgplace_core::payload::Placement;
 use std::time::Duration;
@@ -187,7 +187,8 @@ pub async fn snapshot(
         }
     };
     // The history up to seq never changes (but for compaction, which only shortens it).
-    let recent = placements_up_to(client, id, seq, crate::views::recent::MAX_RECENT as i64).await?;
+    let recent =
+        placements_up_to(client, id, seq, crate::mirror::recent::MAX_RECENT as i64).await?;
     Ok(Some(Snapshot {
         settings,
         seq,
@@ -353,7 +354,7 @@ pub async fn tile_history(
                 "color": row.get::<_, i32>(1),
                 "user": row.get::<_, i64>(2),
                 "user_name": row.get::<_, String>(3),
-                "placed_at": crate::mirror::board::timestamp(at.timestamp_micros()),
+                "placed_at": crate::json::timestamp(at.timestamp_micros()),
             })
         })
         .collect())
@@ -453,14 +454,6 @@ pub async fn board_at_seq(
         height: row.get(2),
         bits: row.get(3),
     }))
-}
-
-/// A board as it was.
-pub struct Past {
-    pub seq: i64,
-    pub width: i32,
-    pub height: i32,
-    pub bits: Vec<u8>,
 }
 
 /// One read of a list view (`place.view_rows`).

@@ -59,6 +59,7 @@ pub mod db;
 pub mod errors;
 pub mod fragments;
 pub mod http;
+pub mod json;
 pub mod limits;
 pub mod listener;
 pub mod metrics;

@@ -15,6 +15,14 @@ pub fn new_epoch() -> u64 {
     NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
+/// How a view goes on after `collect`.
+#[derive(Debug, PartialEq)]
+pub enum Delivery {
+    Continues,
+    /// The board was deleted; the subscription ends with the `deleted` event.
+    Ended,
+}
+
 /// Where a reader stands in a [`SharedLog`].
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct LogCursor {

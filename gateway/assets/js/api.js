@@ -87,7 +87,7 @@ export function describe(error) {
   }
 }
 
-// The methods the page uses (README: "The JSON-RPC API").
+// The methods the page uses (gateway/README.md, "JSON-RPC").
 export const api = {
   createSession: () => call('session.create', []),
   authorize: (session, token) => call('session.authorize', { session, token }),

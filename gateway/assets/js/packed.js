@@ -1,4 +1,4 @@
-// The packed board layout (README, "The packed layout"; extension/core/src/bits.rs):
+// The packed board layout (extension/README.md, "The packed layout"; extension/core/src/bits.rs):
 // tile n = x + width*y occupies bits [n*k, (n+1)*k) counted from the most significant bit
 // of byte 0, like Redis BITFIELD u<k>; with k in {1, 2, 4, 8} a tile never spans two bytes.
 

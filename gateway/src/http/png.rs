@@ -284,7 +284,11 @@ fn set_headers(response: &mut Response<Fragments>, etag: &str, cache: &str, seq:
 }
 
 /// The board at `at` from `place.board_at`, or the response that explains why not.
-async fn board_at(app: &App, id: i64, at: &str) -> Result<db::Past, Response<Fragments>> {
+async fn board_at(
+    app: &App,
+    id: i64,
+    at: &str,
+) -> Result<crate::mirror::snapshot::Past, Response<Fragments>> {
     let client = app
         .lagging_read_client()
         .await

@@ -8,13 +8,14 @@
 //! stopped polling while more than `session_buffer` tiles arrived) or whose board was
 //! reloaded from the database (`epoch` changed) gets a `reset` with a fresh initial state.
 
-use crate::errors::RpcError;
 use crate::fragments::{ArrayBuilder, Fragments};
+use crate::json::{json_str, timestamp};
 use crate::mirror::cursors::Cursors;
+use crate::mirror::feed::Feeds;
 use crate::mirror::freezing::Freezing;
-use crate::views::list::ListView;
-use crate::views::recent::{Recent, RecentViews};
-use crate::views::region::{Rect, Region, RegionBudget, Regions};
+use crate::mirror::recent::Recent;
+use crate::mirror::snapshot::{Past, Settings, Snapshot};
+use crate::shared_log::Delivery;
 use base64::Engine;
 use bytes::Bytes;
 use pgplace_core::bits::TileWidth;
@@ -26,34 +27,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::Notify;
-
-/// A board's settings as clients see them.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Settings {
-    pub id: i64,
-    pub name: String,
-    pub width: i32,
-    pub height: i32,
-    pub bits_per_tile: i32,
-    pub palette: Vec<String>,
-    /// Seconds between two placements of one user.
-    pub cooldown: f64,
-    pub state: String,
-    /// Seconds a non-zero tile rests unchanged before it freezes (None: never).
-    pub freeze_after: Option<f64>,
-}
-
-/// A board as read from the database in one snapshot.
-#[derive(Debug, Clone)]
-pub struct Snapshot {
-    pub settings: Settings,
-    pub seq: i64,
-    pub bits: Vec<u8>,
-    /// Present when the board has freeze_after.
-    pub freezing: Option<Freezing>,
-    /// The newest placements up to `seq` (at most `recent::MAX_RECENT`), oldest first.
-    pub recent: Vec<Placement>,
-}
 
 /// Why placements could not be applied in order: the caller must read them from the
 /// database (`from` is the first seq missing) or reload the board.
@@ -88,14 +61,6 @@ impl Cursor {
     };
 }
 
-/// How a view goes on after `collect`.
-#[derive(Debug, PartialEq)]
-pub enum Delivery {
-    Continues,
-    /// The board was deleted; the subscription ends with the `deleted` event.
-    Ended,
-}
-
 pub struct Board {
     pub id: i64,
     pub qik_key: Arc<str>,
@@ -107,15 +72,22 @@ pub struct Board {
     pub presence_changed: Notify,
     /// Subscriptions to this board's views, over every gateway (read from the database).
     watchers: AtomicU64,
-    /// The `recent_placements` views of this board, fed after each change of the mirror.
-    recents: RecentViews,
-    /// The `board_region` views of this board.
-    regions: Regions,
+    /// The views made from this board's mirror (regions, newest placements), handed each
+    /// of its changes.
+    pub feeds: Feeds,
     /// Where the people watching point (`session.set_presence`).
     pub cursors: Cursors,
     log_capacity: u64,
     /// Held while the log is extended back (`session_access::backfill`).
     pub backfilling: tokio::sync::Mutex<()>,
+}
+
+/// The mirror as `Board::with_mirror` shows it.
+pub struct MirrorRef<'a> {
+    pub settings: &'a Arc<Settings>,
+    pub seq: i64,
+    pub bits: &'a [u8],
+    pub recent: &'a Recent,
 }
 
 struct Mirror {
@@ -170,8 +142,7 @@ impl Board {
             changed: Notify::new(),
             presence_changed: Notify::new(),
             watchers: AtomicU64::new(0),
-            recents: RecentViews::default(),
-            regions: Regions::default(),
+            feeds: Feeds::default(),
             cursors: Cursors::default(),
             log_capacity,
             backfilling: tokio::sync::Mutex::new(()),
@@ -201,9 +172,9 @@ impl Board {
         let mut applied = 0;
         let mut entry = TilesBuilder::new(&self.qik_key);
         let mut result = Ok(());
-        // Placements with their old colours, for the regions (only when there are some).
+        // Placements with their old colours, for the feeds (only when one wants them).
         let mut placed = Vec::new();
-        let feed_regions = !self.regions.is_empty();
+        let wants = self.feeds.wants();
         for p in placements {
             if p.seq <= m.seq + applied as i64 {
                 continue;
@@ -230,7 +201,7 @@ impl Board {
                 freezing.changed(p.x, p.y, p.color, p.at);
             }
             entry.add(p, old);
-            if feed_regions {
+            if wants.placements {
                 placed.push((*p, old));
             }
             m.recent.push(*p);
@@ -242,12 +213,11 @@ impl Board {
             m.seq = entry.last;
             m.log.push(Entry::Tiles(entry));
             let seq = m.seq;
-            let recent = (!self.recents.is_empty()).then(|| m.recent.clone());
+            let recent = wants.recent.then(|| m.recent.clone());
             drop(m);
-            if let Some(recent) = recent {
-                self.recents.update(seq, &recent, false);
+            for feed in self.feeds.all() {
+                feed.placed(first, seq, &placed, recent.as_ref());
             }
-            self.regions.apply(first, seq, &placed);
             self.changed.notify_waiters();
         }
         result.map(|()| applied)
@@ -263,7 +233,9 @@ impl Board {
         let obj = settings_json(&m.settings, m.seq);
         let (settings, seq) = (m.settings.clone(), m.seq);
         self.notice(m, "settings", &obj, 1, false);
-        self.regions.set_settings(&settings, seq);
+        for feed in self.feeds.all() {
+            feed.settings_changed(&settings, seq);
+        }
     }
 
     /// How many subscriptions watch the board over every gateway (told at most every 10 s).
@@ -322,7 +294,7 @@ impl Board {
     /// cursor, a restart, `since`) gets exactly the placements it has not seen. False when
     /// the mirror changed meanwhile (another epoch), the placements do not lead to its
     /// floor, or they do not fit the board: the client then gets a `reset`.
-    pub fn backfill(&self, epoch: u64, past: &crate::db::Past, placements: &[Placement]) -> bool {
+    pub fn backfill(&self, epoch: u64, past: &Past, placements: &[Placement]) -> bool {
         let mut m = self.lock();
         let (from, floor) = (past.seq, m.log.floor);
         let mut bits = past.bits.clone();
@@ -446,8 +418,8 @@ impl Board {
         obj.push_str("]}");
         let seq = m.seq;
         self.notice(m, "frozen", &obj, due.len() as u64, false);
-        if !self.regions.is_empty() {
-            self.regions.frozen(seq, &due);
+        for feed in self.feeds.all() {
+            feed.frozen(seq, &due);
         }
     }
 
@@ -496,12 +468,10 @@ impl Board {
         m.bits_cache = None;
         let (seq, recent) = (m.seq, m.recent.clone());
         let settings = m.settings.clone();
-        let bits = (!self.regions.is_empty()).then(|| m.bits.clone());
+        let bits = self.feeds.wants().bits.then(|| m.bits.clone());
         drop(m);
-        self.recents.update(seq, &recent, true);
-        self.regions.rewind(seq);
-        if let Some(bits) = bits {
-            self.regions.reload(&settings, seq, &bits);
+        for feed in self.feeds.all() {
+            feed.reloaded(&settings, seq, bits.as_deref(), &recent);
         }
         self.changed.notify_waiters();
     }
@@ -509,54 +479,27 @@ impl Board {
     /// The board was deleted: sessions get a `deleted` event and lose the subscription.
     pub fn mark_deleted(&self) {
         self.lock().deleted = true;
-        self.recents.mark_dropped();
-        self.regions.mark_deleted();
+        for feed in self.feeds.all() {
+            feed.deleted();
+        }
         self.changed.notify_waiters();
     }
 
-    /// The board's `board_region` view of `rect` (which must lie inside the board), and
-    /// whether it was made now (within `budget`, if `admit` allows).
-    pub fn region_view(
-        &self,
-        rect: Rect,
-        compact: bool,
-        budget: RegionBudget,
-        admit: impl FnOnce() -> Result<(), RpcError>,
-    ) -> Result<(Arc<Region>, bool), RpcError> {
+    /// Runs `f` on the mirror as it stands, under its lock: nothing is applied meanwhile,
+    /// so a view registered as a feed in `f` at the seq it sees is handed every change after.
+    pub fn with_mirror<R>(&self, f: impl FnOnce(MirrorRef<'_>) -> R) -> R {
         let m = self.lock();
-        let (width, height) = (m.settings.width, m.settings.height);
-        if rect.x < 0
-            || rect.y < 0
-            || rect.width < 1
-            || rect.height < 1
-            || rect.x as i64 + rect.width as i64 > width as i64
-            || rect.y as i64 + rect.height as i64 > height as i64
-        {
-            return Err(RpcError::invalid_params(format!(
-                "the region {}x{} at ({}, {}) is not inside board {}, which is {width}x{height} \
-                 (x + width <= {width}, y + height <= {height}, width and height >= 1)",
-                rect.width, rect.height, rect.x, rect.y, m.settings.name
-            )));
-        }
-        let (region, made) = self.regions.get(
-            &m.settings,
-            rect,
-            compact,
-            m.seq,
-            self.log_capacity as usize,
-            budget,
-            admit,
-        )?;
-        drop(m);
-        // Its tiles a band at a time, placements going on between the bands (a session
-        // that finds the region still being filled by another helps, and waits for it).
-        loop {
-            let m = self.lock();
-            if !region.fill_band(&m.bits, m.settings.width) {
-                break;
-            }
-        }
-        Ok((region, made))
+        f(MirrorRef {
+            settings: &m.settings,
+            seq: m.seq,
+            bits: &m.bits,
+            recent: &m.recent,
+        })
+    }
+
+    /// How many tiles' worth of events the logs of this board's views hold.
+    pub fn log_capacity(&self) -> u64 {
+        self.log_capacity
     }
 
     /// The newest notice version (where a presence reader starts).
@@ -580,13 +523,6 @@ impl Board {
             }
         }
         *seen = (*seen).max(m.notices);
-    }
-
-    /// The board's `recent_placements` view showing `limit` placements.
-    pub fn recent_view(&self, limit: usize) -> Arc<ListView> {
-        let m = self.lock();
-        self.recents
-            .get(self.id, limit, m.seq, &m.recent, self.log_capacity as usize)
     }
 
     /// Whether new settings need a reload: they change the packed layout, or which
@@ -979,10 +915,6 @@ fn event_bytes(key: &str, action: &str, obj: &str) -> Bytes {
     .into()
 }
 
-fn json_str(s: &str) -> String {
-    serde_json::to_string(s).expect("strings serialize")
-}
-
 #[derive(Serialize)]
 struct SettingsWithSeq<'a> {
     #[serde(flatten)]
@@ -1024,13 +956,6 @@ pub fn state_json(
     })
     .expect("states serialize")
     .into()
-}
-
-/// RFC 3339 in UTC with microseconds, from microseconds since the Unix epoch.
-pub fn timestamp(micros: i64) -> String {
-    chrono::DateTime::from_timestamp_micros(micros)
-        .unwrap_or_default()
-        .to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
 }
 
 #[cfg(test)]
@@ -1122,7 +1047,7 @@ mod tests {
         assert!(board.is_behind(&cursor) && board.may_backfill(1));
         let (epoch, floor) = board.log_floor();
         assert_eq!(floor, 3);
-        let past = |seq: i64| crate::db::Past {
+        let past = |seq: i64| Past {
             seq,
             width: 2,
             height: 2,

@@ -3,4 +3,7 @@
 pub mod board;
 pub mod boards;
 pub mod cursors;
+pub mod feed;
 pub mod freezing;
+pub mod recent;
+pub mod snapshot;

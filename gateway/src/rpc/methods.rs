@@ -3,8 +3,10 @@
 use crate::db::{self, BoardRef, PlaceItem};
 use crate::errors::{from_db, RpcError, BOARD_NOT_OPEN, COOLDOWN, NOT_AUTHORIZED};
 use crate::fragments::Fragments;
-use crate::mirror::board::{timestamp, Settings};
+use crate::json::timestamp;
 use crate::mirror::boards::Mirrored;
+use crate::mirror::recent::MAX_RECENT;
+use crate::mirror::snapshot::Settings;
 use crate::rpc::jsonrpc::Reply;
 use crate::rpc::params::{Params, Seconds};
 use crate::rpc::session_access;
@@ -13,7 +15,6 @@ use crate::sessions::session::{new_session_id, Session, Subscription, User};
 use crate::sessions::store;
 use crate::state::App;
 use crate::views::list::ListView;
-use crate::views::recent::MAX_RECENT;
 use crate::views::region::Rect;
 use bytes::Bytes;
 use serde_json::{json, Map, Value};
@@ -314,7 +315,8 @@ async fn build_region(app: &App, view_params: &Map<String, Value>) -> Result<Bui
     let presence = vp.optional::<bool>("presence")?.unwrap_or(false);
     let mirrored = app.boards.get(&board).await?;
     let client = crate::limits::requester();
-    let (region, made) = mirrored.board.region_view(
+    let (region, made) = crate::views::region::region_view(
+        &mirrored.board,
         rect,
         compact,
         crate::views::region::RegionBudget::of(&app.config),
@@ -345,7 +347,7 @@ async fn build_recent(app: &App, view_params: &Map<String, Value>) -> Result<Bui
         )));
     }
     let mirrored = app.boards.get(&board).await?;
-    let view = mirrored.board.recent_view(limit as usize);
+    let view = crate::views::recent::recent_view(&mirrored.board, limit as usize);
     Ok(list_built(view, view_params, Some(mirrored.board.id)))
 }
 

@@ -12,10 +12,11 @@
 
 use crate::errors::{RpcError, TOO_FAST, TOO_MANY, UNKNOWN_VIEW};
 use crate::fragments::{ArrayBuilder, Fragments};
-use crate::mirror::board::{Board, Cursor, Delivery};
+use crate::mirror::board::{Board, Cursor};
 use crate::mirror::cursors::MIN_PRESENCE_INTERVAL;
 use crate::sessions::legacy::ConnectionDeliveries;
 use crate::sessions::poll_cursor::{self, PollCursor};
+use crate::shared_log::Delivery;
 use crate::shared_log::LogCursor;
 use crate::views::list::ListView;
 use crate::views::region::Region;
@@ -1068,7 +1069,7 @@ pub fn new_session_id() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mirror::board::{Settings, Snapshot};
+    use crate::mirror::snapshot::{Settings, Snapshot};
     use pgplace_core::payload::Placement;
     use serde_json::Value;
 

@@ -13,7 +13,7 @@
 //! client holds is always a window the database really showed - never a half-applied one.
 
 use crate::fragments::{ArrayBuilder, Fragments};
-use crate::mirror::board::Delivery;
+use crate::shared_log::Delivery;
 use crate::shared_log::{LogCursor, SharedLog};
 use crate::views::events::{ClientEvent, Row};
 use crate::views::list_diff::diff;

@@ -1,52 +1,29 @@
 //! `recent_placements`: a board's newest placements, newest first, as a list view (Qik's
 //! "recent streams" over pgplace's own history). Fed entirely by the board's mirror — the
-//! mirror keeps the newest [`MAX_RECENT`] placements, loaded with its snapshot — so it
+//! mirror keeps the newest [`MAX_RECENT`](crate::mirror::recent::MAX_RECENT) placements, loaded with its snapshot — so it
 //! costs the database nothing after the board's load. One instance per (board, limit).
 
-use crate::mirror::board::timestamp;
+use crate::mirror::board::Board;
+use crate::mirror::feed::{Feed, Wants};
+use crate::mirror::recent::Recent;
+use crate::mirror::snapshot::Settings;
 use crate::views::list::ListView;
 use pgplace_core::payload::Placement;
-use serde_json::{json, Value};
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 
-/// The most placements a `recent_placements` view shows (and a mirror keeps).
-pub const MAX_RECENT: usize = 100;
-
-/// The newest placements of one board, oldest first.
-#[derive(Debug, Clone, Default)]
-pub struct Recent(VecDeque<Placement>);
-
-impl Recent {
-    pub fn new(placements: Vec<Placement>) -> Self {
-        let mut recent = Recent::default();
-        for p in placements {
-            recent.push(p);
-        }
-        recent
-    }
-
-    pub fn push(&mut self, placement: Placement) {
-        self.0.push_back(placement);
-        if self.0.len() > MAX_RECENT {
-            self.0.pop_front();
-        }
-    }
-
-    /// The newest `limit`, newest first, as list rows (`id` is the seq).
-    pub fn rows(&self, limit: usize) -> Vec<Value> {
-        self.0
-            .iter()
-            .rev()
-            .take(limit)
-            .map(|p| {
-                json!({
-                    "id": p.seq, "seq": p.seq, "x": p.x, "y": p.y, "color": p.color,
-                    "user": p.user, "placed_at": timestamp(p.at),
-                })
-            })
-            .collect()
-    }
+/// The board's `recent_placements` view showing `limit` placements.
+pub fn recent_view(board: &Board, limit: usize) -> Arc<ListView> {
+    let views = board.feeds.get_or_add(RecentViews::default);
+    board.with_mirror(|m| {
+        views.get(
+            board.id,
+            limit,
+            m.seq,
+            m.recent,
+            board.log_capacity() as usize,
+        )
+    })
 }
 
 /// A board's `recent_placements` instances, by limit.
@@ -61,7 +38,7 @@ impl RecentViews {
     }
 
     /// The instance for `limit`, made from `recent` at `seq` if no session holds one.
-    pub fn get(
+    fn get(
         &self,
         board: i64,
         limit: usize,
@@ -87,7 +64,7 @@ impl RecentViews {
 
     /// The board moved on to `seq` (`reset`: it was reloaded, its stream does not
     /// continue): every instance takes its new window.
-    pub fn update(&self, seq: i64, recent: &Recent, reset: bool) {
+    fn update(&self, seq: i64, recent: &Recent, reset: bool) {
         let mut views = self.lock();
         views.retain(|_, view| view.strong_count() > 0);
         for (limit, view) in views.iter() {
@@ -100,14 +77,32 @@ impl RecentViews {
             }
         }
     }
+}
 
-    /// Whether no session holds a view of this board's recent placements (the mirror then
-    /// need not hand them over).
-    pub fn is_empty(&self) -> bool {
-        self.lock().values().all(|view| view.strong_count() == 0)
+impl Feed for RecentViews {
+    /// The newest placements while a session holds a view of them.
+    fn wants(&self) -> Wants {
+        Wants {
+            recent: self.lock().values().any(|view| view.strong_count() > 0),
+            ..Wants::default()
+        }
     }
 
-    pub fn mark_dropped(&self) {
+    fn placed(&self, _: i64, last: i64, _: &[(Placement, u8)], recent: Option<&Recent>) {
+        if let Some(recent) = recent {
+            self.update(last, recent, false);
+        }
+    }
+
+    fn settings_changed(&self, _: &std::sync::Arc<Settings>, _: i64) {}
+
+    fn frozen(&self, _: i64, _: &[(i32, i32)]) {}
+
+    fn reloaded(&self, _: &std::sync::Arc<Settings>, seq: i64, _: Option<&[u8]>, recent: &Recent) {
+        self.update(seq, recent, true);
+    }
+
+    fn deleted(&self) {
         for view in self.lock().values().filter_map(Weak::upgrade) {
             view.mark_dropped();
         }

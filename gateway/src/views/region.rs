@@ -13,7 +13,12 @@
 
 use crate::errors::{RpcError, TOO_MANY};
 use crate::fragments::{ArrayBuilder, Fragments};
-use crate::mirror::board::{timestamp, Delivery, Settings};
+use crate::json::timestamp;
+use crate::mirror::board::Board;
+use crate::mirror::feed::{Feed, Wants};
+use crate::mirror::recent::Recent;
+use crate::mirror::snapshot::Settings;
+use crate::shared_log::Delivery;
 use crate::shared_log::{LogCursor, SharedLog};
 use crate::views::events::{FrozenTiles, NewTile, OldTile, RegionEvent};
 use base64::Engine;
@@ -77,7 +82,7 @@ struct State {
     /// The rectangle packed like a board `clipped.width` wide.
     bits: Vec<u8>,
     /// Rows of `clipped` copied from the board so far (all of them once the region is
-    /// served: `Board::region_view` fills it before it hands it out).
+    /// served: `region_view` fills it before it hands it out).
     filled_rows: i32,
     log: SharedLog,
     deleted: bool,
@@ -437,6 +442,51 @@ impl RegionBudget {
     }
 }
 
+/// The board's `board_region` view of `rect` (which must lie inside the board), and
+/// whether it was made now (within `budget`, if `admit` allows).
+pub fn region_view(
+    board: &Board,
+    rect: Rect,
+    compact: bool,
+    budget: RegionBudget,
+    admit: impl FnOnce() -> Result<(), RpcError>,
+) -> Result<(Arc<Region>, bool), RpcError> {
+    let regions = board.feeds.get_or_add(|| Regions {
+        fed: Arc::new(AtomicI64::new(board.seq())),
+        ..Regions::default()
+    });
+    let region = board.with_mirror(|m| {
+        let (width, height) = (m.settings.width, m.settings.height);
+        if rect.x < 0
+            || rect.y < 0
+            || rect.width < 1
+            || rect.height < 1
+            || rect.x as i64 + rect.width as i64 > width as i64
+            || rect.y as i64 + rect.height as i64 > height as i64
+        {
+            return Err(RpcError::invalid_params(format!(
+                "the region {}x{} at ({}, {}) is not inside board {}, which is {width}x{height} \
+                 (x + width <= {width}, y + height <= {height}, width and height >= 1)",
+                rect.width, rect.height, rect.x, rect.y, m.settings.name
+            )));
+        }
+        regions.get(
+            m.settings,
+            rect,
+            compact,
+            m.seq,
+            board.log_capacity() as usize,
+            budget,
+            admit,
+        )
+    });
+    let (region, made) = region?;
+    // Its tiles a band at a time, placements going on between the bands (a session
+    // that finds the region still being filled by another helps, and waits for it).
+    while board.with_mirror(|m| region.fill_band(m.bits, m.settings.width)) {}
+    Ok((region, made))
+}
+
 /// A board's regions, found by the grid cells they overlap.
 #[derive(Default)]
 pub struct Regions {
@@ -455,7 +505,7 @@ impl Regions {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    pub fn is_empty(&self) -> bool {
+    fn is_empty(&self) -> bool {
         self.lock().by_key.is_empty()
     }
 
@@ -531,7 +581,7 @@ impl Regions {
     }
 
     /// Hands each region the placements `first..=last` that fall inside it.
-    pub fn apply(&self, first: i64, last: i64, placed: &[(Placement, u8)]) {
+    fn apply(&self, first: i64, last: i64, placed: &[(Placement, u8)]) {
         let mut batches: HashMap<*const Region, (Arc<Region>, Vec<(Placement, u8)>)> =
             HashMap::new();
         {
@@ -561,32 +611,44 @@ impl Regions {
         // The regions without a tile in the batch are exact up to `last` as they are.
         self.fed.fetch_max(last, Ordering::SeqCst);
     }
+}
 
-    /// The board was read afresh at `seq` (called on every reload, regions or not).
-    pub fn rewind(&self, seq: i64) {
-        self.fed.store(seq, Ordering::SeqCst);
-    }
-
-    pub fn reload(&self, settings: &Arc<Settings>, seq: i64, bits: &[u8]) {
-        for region in self.live() {
-            region.reload(settings.clone(), seq, bits);
+impl Feed for Regions {
+    fn wants(&self) -> Wants {
+        let some = !self.is_empty();
+        Wants {
+            placements: some,
+            bits: some,
+            ..Wants::default()
         }
     }
 
-    /// Tiles froze when the board's seq was `seq` (`freeze_after`).
-    pub fn frozen(&self, seq: i64, tiles: &[(i32, i32)]) {
-        for region in self.live() {
-            region.frozen(seq, tiles);
-        }
+    fn placed(&self, first: i64, last: i64, placed: &[(Placement, u8)], _: Option<&Recent>) {
+        self.apply(first, last, placed);
     }
 
-    pub fn set_settings(&self, settings: &Arc<Settings>, seq: i64) {
+    fn settings_changed(&self, settings: &Arc<Settings>, seq: i64) {
         for region in self.live() {
             region.set_settings(settings.clone(), seq);
         }
     }
 
-    pub fn mark_deleted(&self) {
+    fn frozen(&self, seq: i64, tiles: &[(i32, i32)]) {
+        for region in self.live() {
+            region.frozen(seq, tiles);
+        }
+    }
+
+    fn reloaded(&self, settings: &Arc<Settings>, seq: i64, bits: Option<&[u8]>, _: &Recent) {
+        self.fed.store(seq, Ordering::SeqCst);
+        if let Some(bits) = bits {
+            for region in self.live() {
+                region.reload(settings.clone(), seq, bits);
+            }
+        }
+    }
+
+    fn deleted(&self) {
         for region in self.live() {
             region.mark_deleted();
         }
