@@ -1,14 +1,14 @@
 //! Starting the gateway: the pool, the LISTEN connection, sessions, the background tasks
 //! and the HTTP server (which hands requests to `http`, with the state in `state`).
 
+use crate::boards::Boards;
 use crate::config::Config;
+use crate::cors::Cors;
 use crate::db;
-use crate::http::cors::Cors;
 use crate::http::routes;
 use crate::limits::{ConnectionRefused, ConnectionSlot, Limits};
 use crate::listener::Listener;
 use crate::mirror::board::Board;
-use crate::mirror::boards::Boards;
 use crate::mirror::cursors::TELL_CURSORS_EVERY;
 use crate::sessions::legacy::ConnectionDeliveries;
 use crate::sessions::session::Sessions;

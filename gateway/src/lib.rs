@@ -53,8 +53,10 @@
 //!   responses made of shared buffers.
 
 pub mod app;
+pub mod boards;
 pub mod change_feed;
 pub mod config;
+pub mod cors;
 pub mod db;
 pub mod errors;
 pub mod fragments;

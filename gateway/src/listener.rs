@@ -12,9 +12,9 @@
 //! and a forged position costs a view one read (`ListView::begin_read`); not yet so: a
 //! `changes` payload's changed rows decide which views read again.
 
+use crate::boards::Boards;
 use crate::db;
 use crate::mirror::board::{Board, Discontinuity};
-use crate::mirror::boards::Boards;
 use crate::sessions::checks::SessionChecks;
 use crate::sessions::session::Sessions;
 use crate::sessions::store::{self, Message};

@@ -2,11 +2,11 @@
 //! views and the sessions. Its own module, so that the routes and methods need nothing of
 //! how the gateway starts (`app`).
 
+use crate::boards::Boards;
 use crate::config::Config;
+use crate::cors::Cors;
 use crate::errors::RpcError;
-use crate::http::cors::Cors;
 use crate::limits::Limits;
-use crate::mirror::boards::Boards;
 use crate::sessions::session::Sessions;
 use crate::unknown::Unknown;
 use crate::views::lists::Lists;

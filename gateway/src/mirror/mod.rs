@@ -1,7 +1,6 @@
 //! The gateway's copy of each board, kept exact by the listener.
 
 pub mod board;
-pub mod boards;
 pub mod cursors;
 pub mod feed;
 pub mod freezing;

@@ -1,10 +1,10 @@
 //! The JSON-RPC methods (names, params and results are documented in the README).
 
+use crate::boards::Mirrored;
 use crate::db::{self, BoardRef, PlaceItem};
 use crate::errors::{from_db, RpcError, BOARD_NOT_OPEN, COOLDOWN, NOT_AUTHORIZED};
 use crate::fragments::Fragments;
 use crate::json::timestamp;
-use crate::mirror::boards::Mirrored;
 use crate::mirror::recent::MAX_RECENT;
 use crate::mirror::snapshot::Settings;
 use crate::rpc::jsonrpc::Reply;

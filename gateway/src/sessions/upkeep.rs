@@ -3,7 +3,7 @@
 //! no gateway has seen for the idle time (`session_expire` tells every gateway), and reads
 //! how many subscriptions watch each board over all gateways (the `watching` count).
 
-use crate::mirror::boards::Boards;
+use crate::boards::Boards;
 use crate::sessions::session::Sessions;
 use crate::sessions::store;
 use deadpool_postgres::Pool;
