@@ -137,6 +137,47 @@ impl Boards {
         let placer = Placer::spawn(board.clone(), self.pool.clone(), self.max_group);
         Ok(Arc::new(Mirrored { board, placer }))
     }
+
+    /// One board's log back to `from` (one reader at a time per board: a restart makes many
+    /// sessions ask for the same stretch).
+    pub async fn backfill(&self, board: &Arc<Board>, from: i64) -> Result<(), RpcError> {
+        let _one_at_a_time = board.backfilling.lock().await;
+        if !board.may_backfill(from) {
+            return Ok(());
+        }
+        let (epoch, floor) = board.log_floor();
+        let client = db::checkout(&self.pool).await?;
+        let past = match crate::db::board_at_seq(&client, board.id, from).await {
+            Ok(Some(past)) if past.seq == from => past,
+            // Not in the history any more (compacted, say): those views reset.
+            Ok(_) => return Ok(()),
+            // Compacted (55000) or outside the history (22xxx): those views reset. Anything
+            // else (a restart) fails the poll, and the client asks again with the same ack.
+            Err(error)
+                if error.as_db_error().is_some_and(|db| {
+                    let code = db.code().code();
+                    code == "55000" || code.starts_with("22")
+                }) =>
+            {
+                tracing::info!(
+                    "board {}: no board at seq {from} ({error}); those views reset",
+                    board.id
+                );
+                return Ok(());
+            }
+            Err(error) => return Err(from_db(&error)),
+        };
+        let placements = crate::db::placements_after(&client, board.id, from, floor - from)
+            .await
+            .map_err(|e| from_db(&e))?;
+        if !board.backfill(epoch, &past, &placements) {
+            tracing::info!(
+                "board {}: the history from seq {from} does not lead to the mirror; those views reset",
+                board.id
+            );
+        }
+        Ok(())
+    }
 }
 
 /// Removes a board's entry when its load failed or was abandoned (a client that hung up),

@@ -66,6 +66,7 @@ pub mod limits;
 pub mod listener;
 pub mod metrics;
 pub mod mirror;
+pub mod params;
 pub mod placer;
 pub mod rpc;
 pub mod sessions;

@@ -42,6 +42,16 @@ pub struct App {
 }
 
 impl App {
+    /// What making a view may use.
+    pub fn sources(&self) -> crate::views::Sources<'_> {
+        crate::views::Sources {
+            boards: &self.boards,
+            lists: &self.lists,
+            limits: &self.limits,
+            region_budget: crate::views::region::RegionBudget::of(&self.config),
+        }
+    }
+
     /// Whether any other origin may call (then answers carry CORS headers).
     pub fn cors_enabled(&self) -> bool {
         !self.config.cors_origins.trim().is_empty()

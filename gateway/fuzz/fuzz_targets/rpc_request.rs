@@ -13,10 +13,11 @@ use libfuzzer_sys::fuzz_target;
 use pgplace_gateway::db::BoardRef;
 use pgplace_gateway::errors::{RpcError, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND};
 use pgplace_gateway::fragments::Fragments;
+use pgplace_gateway::params::{FromParam, Params, Seconds};
 use pgplace_gateway::rpc::jsonrpc::{self, Body, Parsed, Reply, Version};
-use pgplace_gateway::rpc::methods::{param_names, poll_timeout, view_param_names, POSITION_PARAMS};
-use pgplace_gateway::rpc::params::{FromParam, Params, Seconds};
+use pgplace_gateway::rpc::methods::{param_names, poll_timeout, POSITION_PARAMS};
 use pgplace_gateway::sessions::poll_cursor::PollCursor;
+use pgplace_gateway::views::param_names as view_param_names;
 use serde_json::{Map, Value};
 use std::time::Duration;
 

@@ -5,17 +5,16 @@ use crate::db::{self, BoardRef, PlaceItem};
 use crate::errors::{from_db, RpcError, BOARD_NOT_OPEN, COOLDOWN, NOT_AUTHORIZED};
 use crate::fragments::Fragments;
 use crate::json::timestamp;
-use crate::mirror::recent::MAX_RECENT;
 use crate::mirror::snapshot::Settings;
+use crate::params::{Params, Seconds};
 use crate::rpc::jsonrpc::Reply;
-use crate::rpc::params::{Params, Seconds};
 use crate::rpc::session_access;
 use crate::sessions::poll_cursor::PollCursor;
-use crate::sessions::session::{new_session_id, Session, Subscription, User};
+use crate::sessions::session::{new_session_id, Session, User};
 use crate::sessions::store;
+use crate::sessions::subscription::Subscription;
 use crate::state::App;
-use crate::views::list::ListView;
-use crate::views::region::Rect;
+use crate::views;
 use bytes::Bytes;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
@@ -63,22 +62,6 @@ pub fn param_names(method: &str) -> Option<&'static [&'static str]> {
         _ => return None,
     })
 }
-
-/// The params of a view (`session.subscribe`'s third param) by its kind; any other view
-/// name is a list view's.
-pub fn view_param_names(view: &str) -> &'static [&'static str] {
-    match view {
-        "board" => BOARD_VIEW_PARAMS,
-        "board_region" => REGION_VIEW_PARAMS,
-        "recent_placements" => RECENT_VIEW_PARAMS,
-        _ => LIST_VIEW_PARAMS,
-    }
-}
-
-const BOARD_VIEW_PARAMS: &[&str] = &["board", "compact", "presence", "since"];
-const REGION_VIEW_PARAMS: &[&str] = &["board", "x", "y", "width", "height", "compact", "presence"];
-const RECENT_VIEW_PARAMS: &[&str] = &["board", "limit"];
-const LIST_VIEW_PARAMS: &[&str] = &["limit"];
 
 /// `session.set_presence`'s position.
 pub const POSITION_PARAMS: &[&str] = &["x", "y"];
@@ -185,14 +168,15 @@ async fn subscribe(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
     let session = session_access::session(app, &id).await?;
     let view = p.required::<String>("view")?;
     let view_params: Map<String, Value> = p.optional("params")?.unwrap_or_default();
-    let built = Box::pin(build_subscription(app, &view, &view_params)).await?;
+    let built = Box::pin(views::build(&app.sources(), &view, &view_params)).await?;
     if built.signed_in && session.user().is_none() {
         return Err(RpcError::new(
             NOT_AUTHORIZED,
             format!("view {view:?} is for signed-in sessions: session.authorize first"),
         ));
     }
-    let key = built.sub.key.clone();
+    let sub = Subscription::new(built.view, built.position);
+    let key = sub.key.clone();
     session.check_room(&key, app.config.max_subscriptions)?;
     // Stored first: a subscription that another gateway could not make again is none.
     let client = db::checkout(&app.pool).await?;
@@ -202,190 +186,15 @@ async fn subscribe(app: &App, p: Params<'_>) -> Result<Reply, RpcError> {
         params: &built.params,
         board: built.board,
         seq: built.seq,
-        sub_id: built.sub.sub_id,
+        sub_id: sub.sub_id,
     };
     let version = store::subscribe(&client, &id, &stored, app.gateway_id)
         .await
         .map_err(|e| from_db(&e))?;
     drop(client);
-    session.subscribe(built.sub, app.config.max_subscriptions)?;
+    session.subscribe(sub, app.config.max_subscriptions)?;
     changed_here(app, &session, version)?;
     Ok(keyed_reply(&key, built.state))
-}
-
-/// A subscription made (not yet added to a session), and what to answer and store.
-pub struct Built {
-    pub sub: Subscription,
-    /// The initial state (or, resumed with `since`, `{"seq": since, "resumed": true}`).
-    pub state: Bytes,
-    /// The params to store (`since` replaced by the stored seq).
-    pub params: Map<String, Value>,
-    pub board: Option<i64>,
-    /// A board view's starting seq.
-    pub seq: Option<i64>,
-    /// Only a session bound to a user may subscribe (a list view made so).
-    pub signed_in: bool,
-}
-
-/// Makes a subscription to `view` with `view_params` (as `session.subscribe` names them).
-pub async fn build_subscription(
-    app: &App,
-    view: &str,
-    view_params: &Map<String, Value>,
-) -> Result<Built, RpcError> {
-    match view {
-        "board" => Box::pin(build_board(app, view_params)).await,
-        "recent_placements" => Box::pin(build_recent(app, view_params)).await,
-        "board_region" => Box::pin(build_region(app, view_params)).await,
-        _ => Box::pin(build_list(app, view, view_params)).await,
-    }
-}
-
-/// How long a `since` ahead of this gateway's copy of the board waits for it.
-const SINCE_CATCH_UP: Duration = Duration::from_secs(2);
-
-/// A whole board: its initial state, or with `since` (the last seq the client holds) the
-/// placements after it, read from the history when the gateway's log does not reach back.
-async fn build_board(app: &App, view_params: &Map<String, Value>) -> Result<Built, RpcError> {
-    let vp = Params::new_from_map(view_params, BOARD_VIEW_PARAMS)?;
-    let board_ref: BoardRef = vp.required("board")?;
-    let compact = vp.optional::<bool>("compact")?.unwrap_or(false);
-    let presence = vp.optional::<bool>("presence")?.unwrap_or(false);
-    let since = vp.optional::<i64>("since")?;
-    let mirrored = app.boards.get(&board_ref).await?;
-    let board = mirrored.board.clone();
-    let key = if compact {
-        board.compact_key.clone()
-    } else {
-        board.qik_key.clone()
-    };
-    let mut params = view_params.clone();
-    params.remove("since");
-    if let Some(since) = since {
-        if since > board.seq() {
-            // A seq another gateway gave, ahead of this one's copy for a moment.
-            let _ = tokio::time::timeout(SINCE_CATCH_UP, board.reached(since)).await;
-        }
-        let seq = board.seq();
-        if since < 0 || since > seq {
-            return Err(RpcError::invalid_params(format!(
-                "`since` must be a seq of board {} (0..{seq}), not {since}",
-                board.settings().name
-            )));
-        }
-        let cursor = board.cursor_at(since);
-        if board.is_behind(&cursor) {
-            session_access::backfill(app, &board, since).await?;
-        }
-        if !board.is_behind(&cursor) {
-            let sub =
-                Subscription::new(key, board.clone(), compact, cursor).with_presence(presence);
-            return Ok(Built {
-                sub,
-                state: Bytes::from(format!("{{\"seq\":{since},\"resumed\":true}}")),
-                params,
-                board: Some(board.id),
-                seq: Some(since),
-                signed_in: false,
-            });
-        }
-    }
-    let (cursor, state) = board.initial_state();
-    Ok(Built {
-        sub: Subscription::new(key, board.clone(), compact, cursor).with_presence(presence),
-        state,
-        params,
-        board: Some(board.id),
-        seq: Some(cursor.seq),
-        signed_in: false,
-    })
-}
-
-/// A rectangle of a board.
-async fn build_region(app: &App, view_params: &Map<String, Value>) -> Result<Built, RpcError> {
-    let vp = Params::new_from_map(view_params, REGION_VIEW_PARAMS)?;
-    let board: BoardRef = vp.required("board")?;
-    let rect = Rect {
-        x: vp.required("x")?,
-        y: vp.required("y")?,
-        width: vp.required("width")?,
-        height: vp.required("height")?,
-    };
-    let compact = vp.optional::<bool>("compact")?.unwrap_or(false);
-    let presence = vp.optional::<bool>("presence")?.unwrap_or(false);
-    let mirrored = app.boards.get(&board).await?;
-    let client = crate::limits::requester();
-    let (region, made) = crate::views::region::region_view(
-        &mirrored.board,
-        rect,
-        compact,
-        crate::views::region::RegionBudget::of(&app.config),
-        || app.limits.check_new_region(client),
-    )?;
-    if made {
-        app.limits.made_region(client, region.clone());
-    }
-    let (cursor, state) = region.initial_state();
-    Ok(Built {
-        sub: Subscription::region(&mirrored.board, region, cursor, presence),
-        state,
-        params: view_params.clone(),
-        board: Some(mirrored.board.id),
-        seq: None,
-        signed_in: false,
-    })
-}
-
-/// A board's newest placements, newest first.
-async fn build_recent(app: &App, view_params: &Map<String, Value>) -> Result<Built, RpcError> {
-    let vp = Params::new_from_map(view_params, RECENT_VIEW_PARAMS)?;
-    let board: BoardRef = vp.required("board")?;
-    let limit = vp.optional::<i32>("limit")?.unwrap_or(MAX_RECENT as i32);
-    if !(1..=MAX_RECENT as i32).contains(&limit) {
-        return Err(RpcError::invalid_params(format!(
-            "`limit` must be between 1 and {MAX_RECENT}, not {limit}"
-        )));
-    }
-    let mirrored = app.boards.get(&board).await?;
-    let view = crate::views::recent::recent_view(&mirrored.board, limit as usize);
-    Ok(list_built(view, view_params, Some(mirrored.board.id)))
-}
-
-/// A named list view (`place.create_view`).
-async fn build_list(
-    app: &App,
-    name: &str,
-    view_params: &Map<String, Value>,
-) -> Result<Built, RpcError> {
-    // The view first: a client that names no view of ours hears that, whatever its params.
-    let only_limit: Map<String, Value> = view_params
-        .iter()
-        .filter(|(name, _)| *name == "limit")
-        .map(|(name, value)| (name.clone(), value.clone()))
-        .collect();
-    let limit = Params::new_from_map(&only_limit, LIST_VIEW_PARAMS)?.optional::<i32>("limit")?;
-    if let Some(limit) = limit {
-        if limit < 1 {
-            return Err(RpcError::invalid_params(format!(
-                "`limit` must be at least 1, not {limit}"
-            )));
-        }
-    }
-    let view = app.lists.get(name, limit).await?;
-    Params::new_from_map(view_params, LIST_VIEW_PARAMS)?;
-    Ok(list_built(view, view_params, None))
-}
-
-fn list_built(view: Arc<ListView>, view_params: &Map<String, Value>, board: Option<i64>) -> Built {
-    let (cursor, rows) = view.initial_state();
-    Built {
-        signed_in: view.signed_in,
-        sub: Subscription::list(view, cursor),
-        state: rows,
-        params: view_params.clone(),
-        board,
-        seq: None,
-    }
 }
 
 /// `[key, state]`, the state as it was serialized.

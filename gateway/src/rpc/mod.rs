@@ -2,5 +2,4 @@
 
 pub mod jsonrpc;
 pub mod methods;
-pub mod params;
 pub mod session_access;

@@ -15,12 +15,12 @@
 
 use crate::db;
 use crate::errors::{from_db, RpcError, INVALID_PARAMS, RETRY, UNKNOWN_BOARD, UNKNOWN_VIEW};
-use crate::mirror::board::Board;
-use crate::rpc::methods::build_subscription;
 use crate::sessions::session::{AckPositions, Session};
 use crate::sessions::store;
+use crate::sessions::subscription::Subscription;
 use crate::state::App;
 use crate::unknown::Name;
+use crate::views;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::oneshot;
@@ -74,9 +74,10 @@ async fn read(app: &App, id: &str) -> Result<Option<Arc<Session>>, RpcError> {
         false,
     );
     for view in &stored.views {
-        match Box::pin(build_subscription(app, &view.view, &view.params)).await {
+        match Box::pin(views::build(&app.sources(), &view.view, &view.params)).await {
             Ok(built) => {
-                let sub = built.sub.restored(view.sub_id as u64, view.seq);
+                let sub = Subscription::new(built.view, built.position)
+                    .restored(view.sub_id as u64, view.seq);
                 session.subscribe(sub, usize::MAX)?;
             }
             // The view is gone for good (a dropped list view, a deleted board, a region
@@ -171,48 +172,7 @@ pub async fn reach_back(
     positions: &AckPositions,
 ) -> Result<(), RpcError> {
     for (board, from) in session.boards_behind(positions) {
-        backfill(app, &board, from).await?;
-    }
-    Ok(())
-}
-
-/// One board's log back to `from` (one reader at a time per board: a restart makes many
-/// sessions ask for the same stretch).
-pub async fn backfill(app: &App, board: &Arc<Board>, from: i64) -> Result<(), RpcError> {
-    let _one_at_a_time = board.backfilling.lock().await;
-    if !board.may_backfill(from) {
-        return Ok(());
-    }
-    let (epoch, floor) = board.log_floor();
-    let client = db::checkout(&app.pool).await?;
-    let past = match crate::db::board_at_seq(&client, board.id, from).await {
-        Ok(Some(past)) if past.seq == from => past,
-        // Not in the history any more (compacted, say): those views reset.
-        Ok(_) => return Ok(()),
-        // Compacted (55000) or outside the history (22xxx): those views reset. Anything
-        // else (a restart) fails the poll, and the client asks again with the same ack.
-        Err(error)
-            if error.as_db_error().is_some_and(|db| {
-                let code = db.code().code();
-                code == "55000" || code.starts_with("22")
-            }) =>
-        {
-            tracing::info!(
-                "board {}: no board at seq {from} ({error}); those views reset",
-                board.id
-            );
-            return Ok(());
-        }
-        Err(error) => return Err(from_db(&error)),
-    };
-    let placements = crate::db::placements_after(&client, board.id, from, floor - from)
-        .await
-        .map_err(|e| from_db(&e))?;
-    if !board.backfill(epoch, &past, &placements) {
-        tracing::info!(
-            "board {}: the history from seq {from} does not lead to the mirror; those views reset",
-            board.id
-        );
+        app.boards.backfill(&board, from).await?;
     }
     Ok(())
 }

@@ -5,4 +5,5 @@ pub mod legacy;
 pub mod poll_cursor;
 pub mod session;
 pub mod store;
+pub mod subscription;
 pub mod upkeep;

@@ -8,26 +8,16 @@
 //! gateway's own logs are only meaningful there) and per subscription key its id and
 //! position. A board view's position is its seq, which means the same on every gateway.
 
+use crate::views::Portable;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// Where one view stands.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(untagged)]
-pub enum Position {
-    /// A board view: the board's epoch on the writing gateway, the last seq given, the
-    /// last notice given (settings, frozen tiles).
-    Board(u64, i64, u64),
-    /// A list view or a region: the epoch and next event of its log on the writing gateway.
-    Log(u64, u64),
-}
-
 /// One subscription's entry: which subscription (a re-subscribe under the same key makes a
 /// new one) and where it stands.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Entry(pub u64, pub Position);
+pub struct Entry(pub u64, pub Portable);
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PollCursor {
@@ -71,8 +61,8 @@ mod tests {
     #[test]
     fn a_cursor_reads_back_as_written() {
         let mut views = BTreeMap::new();
-        views.insert("board/1".into(), Entry(7, Position::Board(2, 1234, 5)));
-        views.insert("top \"x\"".into(), Entry(u64::MAX, Position::Log(0, 99)));
+        views.insert("board/1".into(), Entry(7, Portable::Board(2, 1234, 5)));
+        views.insert("top \"x\"".into(), Entry(u64::MAX, Portable::Log(0, 99)));
         let cursor = PollCursor {
             session: 42,
             gateway: 0xdead_beef_0000_0001,

@@ -4,22 +4,17 @@
 //! events themselves live once, in the logs of the views (a board's, a list view's).
 //!
 //! This gateway's copy of a session: the session itself lives in the database
-//! (`session_store`), so any gateway can serve it. Each subscription has two positions:
-//! `local`, where a legacy client (one that never acks) stands on this gateway, moved by
-//! every answer; and `initial`, where the subscription began, from which an acking client
-//! starts when its cursor does not name the subscription yet. An acking client's position
-//! travels in its cursor (`poll_cursor`): the gateway keeps nothing of it between polls.
+//! (`store`), so any gateway can serve it. Its subscriptions: `subscription`.
 
 use crate::errors::{RpcError, TOO_FAST, TOO_MANY, UNKNOWN_VIEW};
 use crate::fragments::{ArrayBuilder, Fragments};
-use crate::mirror::board::{Board, Cursor};
+use crate::mirror::board::Board;
 use crate::mirror::cursors::MIN_PRESENCE_INTERVAL;
 use crate::sessions::legacy::ConnectionDeliveries;
 use crate::sessions::poll_cursor::{self, PollCursor};
+use crate::sessions::subscription::Subscription;
 use crate::shared_log::Delivery;
-use crate::shared_log::LogCursor;
-use crate::views::list::ListView;
-use crate::views::region::Region;
+use crate::views::{Position, Waker};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -39,214 +34,6 @@ const EARLIER_ANSWER_ACKNOWLEDGED_WITHIN: Duration = Duration::from_millis(300);
 
 /// Room reserved for this many views' wakers (more only costs a reallocation).
 const MAX_WATCHED: usize = 4;
-
-/// Where one view of a session stands.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Position {
-    Board(Cursor),
-    Log(LogCursor),
-}
-
-pub struct Subscription {
-    pub key: Arc<str>,
-    /// Names this subscription in cursors (a re-subscribe under the same key is another).
-    pub sub_id: u64,
-    source: Source,
-    initial: Position,
-    local: Position,
-}
-
-/// What a subscription reads.
-enum Source {
-    Board {
-        board: Arc<Board>,
-        compact: bool,
-        /// Whether the view asked for `presence` events.
-        presence: bool,
-    },
-    List {
-        view: Arc<ListView>,
-    },
-    Region {
-        region: Arc<Region>,
-        /// When the view asked for `presence`: its board, and the last notice given.
-        presence: Option<(Arc<Board>, u64)>,
-    },
-}
-
-/// What wakes a waiting `get_events` for one subscription.
-enum Waker {
-    Board(Arc<Board>),
-    List(Arc<ListView>),
-    Region(Arc<Region>),
-    Presence(Arc<Board>),
-}
-
-impl Waker {
-    fn notify(&self) -> &Notify {
-        match self {
-            Waker::Board(board) => &board.changed,
-            Waker::List(view) => &view.changed,
-            Waker::Region(region) => &region.changed,
-            Waker::Presence(board) => &board.presence_changed,
-        }
-    }
-}
-
-impl Subscription {
-    pub fn new(key: Arc<str>, board: Arc<Board>, compact: bool, cursor: Cursor) -> Self {
-        Subscription {
-            key,
-            sub_id: random_u64(),
-            source: Source::Board {
-                board,
-                compact,
-                presence: false,
-            },
-            initial: Position::Board(cursor),
-            local: Position::Board(cursor),
-        }
-    }
-
-    pub fn list(view: Arc<ListView>, cursor: LogCursor) -> Self {
-        Subscription {
-            key: view.key.clone(),
-            sub_id: random_u64(),
-            source: Source::List { view },
-            initial: Position::Log(cursor),
-            local: Position::Log(cursor),
-        }
-    }
-
-    /// A `board_region` subscription; `presence`: it also gets the board's `presence` and
-    /// `cursors` events.
-    pub fn region(
-        board: &Arc<Board>,
-        region: Arc<Region>,
-        cursor: LogCursor,
-        presence: bool,
-    ) -> Self {
-        Subscription {
-            key: region.key.clone(),
-            sub_id: random_u64(),
-            source: Source::Region {
-                region,
-                presence: presence.then(|| (board.clone(), board.notices())),
-            },
-            initial: Position::Log(cursor),
-            local: Position::Log(cursor),
-        }
-    }
-
-    pub fn with_presence(mut self, asked: bool) -> Self {
-        if let Source::Board { presence, .. } = &mut self.source {
-            *presence = asked;
-        }
-        self
-    }
-
-    /// The same subscription as made on another gateway (read back from the database):
-    /// its id is that one's; an acking client without an entry for it starts at the
-    /// board's `seq` it began from (list views and regions: a `reset`); a legacy client
-    /// gets a `reset`, as this gateway does not know what it was given.
-    pub fn restored(mut self, sub_id: u64, seq: Option<i64>) -> Self {
-        self.sub_id = sub_id;
-        self.local = self.reset_position();
-        self.initial = match (&self.source, seq) {
-            (Source::Board { board, .. }, Some(seq)) => Position::Board(board.cursor_at(seq)),
-            _ => self.reset_position(),
-        };
-        self
-    }
-
-    /// A position that the next collect answers with a `reset`.
-    fn reset_position(&self) -> Position {
-        match self.source {
-            Source::Board { .. } => Position::Board(Cursor::STALE),
-            _ => Position::Log(LogCursor::STALE),
-        }
-    }
-
-    /// Where an ack's entry puts this subscription on this gateway (`here`: the ack was
-    /// written by this gateway, so positions in its logs hold).
-    fn resume(&self, position: poll_cursor::Position, here: bool) -> Position {
-        match (&self.source, position) {
-            (Source::Board { .. }, poll_cursor::Position::Board(epoch, seq, notices)) if here => {
-                Position::Board(Cursor {
-                    epoch,
-                    seq,
-                    notices,
-                    settings_owed: false,
-                })
-            }
-            (Source::Board { board, .. }, poll_cursor::Position::Board(_, seq, _)) => {
-                Position::Board(board.cursor_at(seq))
-            }
-            (
-                Source::List { .. } | Source::Region { .. },
-                poll_cursor::Position::Log(epoch, next),
-            ) if here => Position::Log(LogCursor::from_parts(epoch, next)),
-            _ => self.reset_position(),
-        }
-    }
-
-    /// The board this subscription reads and the seq it must be able to read after, when
-    /// the board's log no longer reaches back there (see `Board::backfill`).
-    pub fn board_behind(&self, position: &Position) -> Option<(Arc<Board>, i64)> {
-        match (&self.source, position) {
-            (Source::Board { board, .. }, Position::Board(cursor)) => {
-                board.is_behind(cursor).then(|| (board.clone(), cursor.seq))
-            }
-            _ => None,
-        }
-    }
-
-    fn collect(&mut self, position: &mut Position, out: &mut ArrayBuilder) -> Delivery {
-        match (&mut self.source, position) {
-            (
-                Source::Board {
-                    board,
-                    compact,
-                    presence,
-                },
-                Position::Board(cursor),
-            ) => board.collect(cursor, *compact, *presence, out),
-            (Source::List { view }, Position::Log(cursor)) => view.collect(cursor, out),
-            (Source::Region { region, presence }, Position::Log(cursor)) => {
-                let delivery = region.collect(cursor, out);
-                if let (Delivery::Continues, Some((board, seen))) = (&delivery, presence) {
-                    board.collect_presence(seen, &region.key, out);
-                }
-                delivery
-            }
-            // Never made: a position always comes from its own subscription's source.
-            _ => Delivery::Continues,
-        }
-    }
-
-    fn wakers(&self, out: &mut Vec<Waker>) {
-        match &self.source {
-            Source::Board { board, .. } => out.push(Waker::Board(board.clone())),
-            Source::List { view } => out.push(Waker::List(view.clone())),
-            Source::Region { region, presence } => {
-                out.push(Waker::Region(region.clone()));
-                if let Some((board, _)) = presence {
-                    out.push(Waker::Presence(board.clone()));
-                }
-            }
-        }
-    }
-}
-
-fn to_cursor_position(position: &Position) -> poll_cursor::Position {
-    match position {
-        Position::Board(c) => poll_cursor::Position::Board(c.epoch, c.seq, c.notices),
-        Position::Log(c) => {
-            let (epoch, next) = c.parts();
-            poll_cursor::Position::Log(epoch, next)
-        }
-    }
-}
 
 /// Where an acking poll's views stand, by subscription: what its answer's cursor says.
 pub struct AckPositions {
@@ -268,7 +55,7 @@ impl AckPositions {
                 .iter()
                 .filter_map(|sub| {
                     let (_, position) = self.positions.get(&sub.sub_id)?;
-                    let entry = poll_cursor::Entry(sub.sub_id, to_cursor_position(position));
+                    let entry = poll_cursor::Entry(sub.sub_id, position.portable());
                     Some((sub.key.to_string(), entry))
                 })
                 .collect::<BTreeMap<_, _>>(),
@@ -531,7 +318,7 @@ impl Session {
             .iter()
             .filter_map(|sub| {
                 let (_, position) = positions.positions.get(&sub.sub_id)?;
-                sub.board_behind(position)
+                sub.view.board_behind(position)
             })
             .collect()
     }
@@ -1070,6 +857,8 @@ pub fn new_session_id() -> String {
 mod tests {
     use super::*;
     use crate::mirror::snapshot::{Settings, Snapshot};
+    use crate::views::board::BoardView;
+    use crate::views::View;
     use pgplace_core::payload::Placement;
     use serde_json::Value;
 
@@ -1126,13 +915,13 @@ mod tests {
 
     fn subscribe(session: &Session, board: &Arc<Board>, compact: bool) {
         let (cursor, _) = board.initial_state();
-        let key = if compact {
-            board.compact_key.clone()
-        } else {
-            board.qik_key.clone()
-        };
+        let view = View::Board(BoardView {
+            board: board.clone(),
+            compact,
+            presence: false,
+        });
         session
-            .subscribe(Subscription::new(key, board.clone(), compact, cursor), 4)
+            .subscribe(Subscription::new(view, Position::Board(cursor)), 4)
             .unwrap();
     }
 
@@ -1384,7 +1173,7 @@ mod tests {
         let mut elsewhere = cursor.clone();
         elsewhere.gateway = 8;
         for entry in elsewhere.views.values_mut() {
-            if let crate::sessions::poll_cursor::Position::Board(epoch, _, notices) = &mut entry.1 {
+            if let crate::views::Portable::Board(epoch, _, notices) = &mut entry.1 {
                 *epoch = 77;
                 *notices = 1234;
             }

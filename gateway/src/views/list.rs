@@ -17,8 +17,9 @@ use crate::shared_log::Delivery;
 use crate::shared_log::{LogCursor, SharedLog};
 use crate::views::events::{ClientEvent, Row};
 use crate::views::list_diff::diff;
+use crate::views::made::Made;
 use bytes::Bytes;
-use serde_json::Value;
+use serde_json::{Map, Value};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use tokio::sync::Notify;
 use tokio::time::Instant;
@@ -371,6 +372,24 @@ impl State {
             return true;
         }
         false
+    }
+}
+
+/// A subscriber of `view`, at its newest window.
+pub fn made(
+    view: Arc<ListView>,
+    view_params: &Map<String, Value>,
+    board: Option<i64>,
+) -> Made<Arc<ListView>, LogCursor> {
+    let (cursor, rows) = view.initial_state();
+    Made {
+        signed_in: view.signed_in,
+        view,
+        cursor,
+        state: rows,
+        params: view_params.clone(),
+        board,
+        seq: None,
     }
 }
 

@@ -11,8 +11,11 @@
 
 use crate::db;
 use crate::errors::{from_db, RpcError, RETRY, UNKNOWN_VIEW};
+use crate::params::Params;
+use crate::shared_log::LogCursor;
 use crate::unknown::{Name, Unknown};
 use crate::views::list::ListView;
+use crate::views::made::Made;
 use crate::views::view_checks::ViewChecks;
 use deadpool_postgres::Pool;
 use pgplace_core::payload::{ChangeAction, ChangesPayload, ViewChange};
@@ -542,4 +545,31 @@ pub fn changed_rows(payload: &ChangesPayload, table: u32) -> Option<Value> {
         }
     }
     Some(Value::Array(rows))
+}
+
+pub const PARAMS: &[&str] = &["limit"];
+
+/// A named list view (`place.create_view`).
+pub async fn build(
+    lists: &Arc<Lists>,
+    name: &str,
+    view_params: &Map<String, Value>,
+) -> Result<Made<Arc<ListView>, LogCursor>, RpcError> {
+    // The view first: a client that names no view of ours hears that, whatever its params.
+    let only_limit: Map<String, Value> = view_params
+        .iter()
+        .filter(|(name, _)| *name == "limit")
+        .map(|(name, value)| (name.clone(), value.clone()))
+        .collect();
+    let limit = Params::new_from_map(&only_limit, PARAMS)?.optional::<i32>("limit")?;
+    if let Some(limit) = limit {
+        if limit < 1 {
+            return Err(RpcError::invalid_params(format!(
+                "`limit` must be at least 1, not {limit}"
+            )));
+        }
+    }
+    let view = lists.get(name, limit).await?;
+    Params::new_from_map(view_params, PARAMS)?;
+    Ok(crate::views::list::made(view, view_params, None))
 }

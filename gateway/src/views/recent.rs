@@ -3,14 +3,45 @@
 //! mirror keeps the newest [`MAX_RECENT`](crate::mirror::recent::MAX_RECENT) placements, loaded with its snapshot — so it
 //! costs the database nothing after the board's load. One instance per (board, limit).
 
+use crate::boards::Boards;
+use crate::db::BoardRef;
+use crate::errors::RpcError;
 use crate::mirror::board::Board;
 use crate::mirror::feed::{Feed, Wants};
-use crate::mirror::recent::Recent;
+use crate::mirror::recent::{Recent, MAX_RECENT};
 use crate::mirror::snapshot::Settings;
+use crate::params::Params;
+use crate::shared_log::LogCursor;
 use crate::views::list::ListView;
+use crate::views::made::Made;
 use pgplace_core::payload::Placement;
+use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
+
+pub const PARAMS: &[&str] = &["board", "limit"];
+
+/// A board's newest placements, newest first.
+pub async fn build(
+    boards: &Boards,
+    view_params: &Map<String, Value>,
+) -> Result<Made<Arc<ListView>, LogCursor>, RpcError> {
+    let vp = Params::new_from_map(view_params, PARAMS)?;
+    let board: BoardRef = vp.required("board")?;
+    let limit = vp.optional::<i32>("limit")?.unwrap_or(MAX_RECENT as i32);
+    if !(1..=MAX_RECENT as i32).contains(&limit) {
+        return Err(RpcError::invalid_params(format!(
+            "`limit` must be between 1 and {MAX_RECENT}, not {limit}"
+        )));
+    }
+    let mirrored = boards.get(&board).await?;
+    let view = recent_view(&mirrored.board, limit as usize);
+    Ok(crate::views::list::made(
+        view,
+        view_params,
+        Some(mirrored.board.id),
+    ))
+}
 
 /// The board's `recent_placements` view showing `limit` placements.
 pub fn recent_view(board: &Board, limit: usize) -> Arc<ListView> {

@@ -11,21 +11,27 @@
 //! (`fill_band`), each band under the board's lock and no more: a 4096x4096 rectangle does
 //! not stop the board's placements while it is copied.
 
+use crate::boards::Boards;
+use crate::db::BoardRef;
 use crate::errors::{RpcError, TOO_MANY};
 use crate::fragments::{ArrayBuilder, Fragments};
 use crate::json::timestamp;
+use crate::limits::Limits;
 use crate::mirror::board::Board;
 use crate::mirror::feed::{Feed, Wants};
 use crate::mirror::recent::Recent;
 use crate::mirror::snapshot::Settings;
+use crate::params::Params;
 use crate::shared_log::Delivery;
 use crate::shared_log::{LogCursor, SharedLog};
 use crate::views::events::{FrozenTiles, NewTile, OldTile, RegionEvent};
+use crate::views::made::Made;
 use base64::Engine;
 use bytes::Bytes;
 use pgplace_core::bits::TileWidth;
 use pgplace_core::payload::Placement;
 use serde::Serialize;
+use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
@@ -440,6 +446,66 @@ impl RegionBudget {
             tiles: config.max_region_tiles_per_board.min(i64::MAX as u64) as i64,
         }
     }
+}
+
+pub const PARAMS: &[&str] = &["board", "x", "y", "width", "height", "compact", "presence"];
+
+/// A subscriber's `board_region`: the region, and when it asked for `presence`, its
+/// board and the last presence notice given.
+pub struct RegionView {
+    pub region: Arc<Region>,
+    pub presence: Option<(Arc<Board>, u64)>,
+}
+
+impl RegionView {
+    pub fn collect(&mut self, cursor: &mut LogCursor, out: &mut ArrayBuilder) -> Delivery {
+        let delivery = self.region.collect(cursor, out);
+        if let (Delivery::Continues, Some((board, seen))) = (&delivery, &mut self.presence) {
+            board.collect_presence(seen, &self.region.key, out);
+        }
+        delivery
+    }
+}
+
+/// A rectangle of a board.
+pub async fn build(
+    boards: &Boards,
+    limits: &Limits,
+    budget: RegionBudget,
+    view_params: &Map<String, Value>,
+) -> Result<Made<RegionView, LogCursor>, RpcError> {
+    let vp = Params::new_from_map(view_params, PARAMS)?;
+    let board: BoardRef = vp.required("board")?;
+    let rect = Rect {
+        x: vp.required("x")?,
+        y: vp.required("y")?,
+        width: vp.required("width")?,
+        height: vp.required("height")?,
+    };
+    let compact = vp.optional::<bool>("compact")?.unwrap_or(false);
+    let presence = vp.optional::<bool>("presence")?.unwrap_or(false);
+    let mirrored = boards.get(&board).await?;
+    let board = &mirrored.board;
+    let client = crate::limits::requester();
+    let (region, made) = region_view(board, rect, compact, budget, || {
+        limits.check_new_region(client)
+    })?;
+    if made {
+        limits.made_region(client, region.clone());
+    }
+    let (cursor, state) = region.initial_state();
+    Ok(Made {
+        view: RegionView {
+            region,
+            presence: presence.then(|| (board.clone(), board.notices())),
+        },
+        cursor,
+        state,
+        params: view_params.clone(),
+        board: Some(board.id),
+        seq: None,
+        signed_in: false,
+    })
 }
 
 /// The board's `board_region` view of `rect` (which must lie inside the board), and
