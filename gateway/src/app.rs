@@ -11,7 +11,7 @@ use crate::listener::Listener;
 use crate::mirror::board::Board;
 use crate::mirror::cursors::TELL_CURSORS_EVERY;
 use crate::sessions::legacy::ConnectionDeliveries;
-use crate::sessions::session::Sessions;
+use crate::sessions::registry::Sessions;
 pub use crate::state::App;
 use crate::unknown::Unknown;
 use crate::views::lists::Lists;
@@ -150,7 +150,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         .map(TcpListener::local_addr)
         .transpose()
         .map_err(|e| StartError(e.to_string()))?;
-    let gateway_id = crate::sessions::session::random_u64();
+    let gateway_id = crate::sessions::ids::random_u64();
     let (listener_sync, sync_requests) = tokio::sync::mpsc::unbounded_channel();
     let listener = Listener {
         sessions: sessions.clone(),

@@ -16,7 +16,7 @@ use crate::boards::Boards;
 use crate::db;
 use crate::mirror::board::{Board, Discontinuity};
 use crate::sessions::checks::SessionChecks;
-use crate::sessions::session::Sessions;
+use crate::sessions::registry::Sessions;
 use crate::sessions::store::{self, Message};
 use crate::views::lists::Lists;
 use futures_util::StreamExt;

@@ -7,7 +7,7 @@ use crate::config::Config;
 use crate::cors::Cors;
 use crate::errors::RpcError;
 use crate::limits::Limits;
-use crate::sessions::session::Sessions;
+use crate::sessions::registry::Sessions;
 use crate::unknown::Unknown;
 use crate::views::lists::Lists;
 use deadpool_postgres::Pool;

@@ -81,7 +81,7 @@ fn request_id(headers: &hyper::HeaderMap) -> String {
                     .all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b))
         })
         .map(str::to_string)
-        .unwrap_or_else(|| format!("{:016x}", crate::sessions::session::random_u64()))
+        .unwrap_or_else(|| format!("{:016x}", crate::sessions::ids::random_u64()))
 }
 
 /// What a route answers with.

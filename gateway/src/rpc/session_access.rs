@@ -15,7 +15,8 @@
 
 use crate::db;
 use crate::errors::{from_db, RpcError, INVALID_PARAMS, RETRY, UNKNOWN_BOARD, UNKNOWN_VIEW};
-use crate::sessions::session::{AckPositions, Session};
+use crate::sessions::acked::AckPositions;
+use crate::sessions::session::Session;
 use crate::sessions::store;
 use crate::sessions::subscription::Subscription;
 use crate::state::App;

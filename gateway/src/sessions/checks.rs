@@ -6,7 +6,7 @@
 //! its row is gone, or, for `drop`, when the row says that another gateway holds the
 //! session or changed it since this copy.
 
-use crate::sessions::session::Sessions;
+use crate::sessions::registry::Sessions;
 use crate::sessions::store;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};

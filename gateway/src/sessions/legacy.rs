@@ -15,7 +15,7 @@
 //! connection's socket (`acknowledged_now`): not all acknowledged (a connection gone
 //! silent), the new answer carries the earlier one's events too (`Session::take_events`).
 
-use crate::sessions::session::Session;
+use crate::views::Position;
 use std::future::Future;
 use std::os::fd::{AsRawFd, FromRawFd, RawFd};
 use std::pin::Pin;
@@ -26,10 +26,88 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
+/// What a connection tells the session of its legacy answers.
+pub trait Answers: Send + Sync {
+    /// The answer `token` reached its client: its positions stand (once every answer
+    /// given with it has).
+    fn answer_received(&self, token: u64);
+    /// The answer `token` did not reach its client: its events come again.
+    fn answer_lost(&self, token: u64);
+}
+
+/// How long a legacy poll waits for the acknowledgement of the session's earlier answer
+/// on another connection (a client's TCP stack may hold it back up to 200 ms, and the
+/// client may have read the answer and polled again meanwhile; a connection gone silent
+/// does not acknowledge within it).
+pub const EARLIER_ANSWER_ACKNOWLEDGED_WITHIN: Duration = Duration::from_millis(300);
+
+/// A session's legacy answers not yet known to have reached the client.
+pub struct Unconfirmed {
+    /// Their tokens: one, or several answered together on one connection (a batch).
+    pub tokens: Vec<u64>,
+    /// The `local` positions before the first of them, by subscription.
+    pub before: Vec<(u64, Position)>,
+    /// The connection they went out on.
+    pub connection: Option<Arc<ConnectionDeliveries>>,
+}
+
+/// What becomes of the earlier answer when a legacy poll takes events.
+pub enum Earlier {
+    /// Given on the same connection (earlier in the same batch): it stays pending with
+    /// this one.
+    Pending(Unconfirmed),
+    /// Given on another connection whose client's TCP stack acknowledged everything.
+    Arrived,
+    /// Its client came back without it (a connection gone silent, a client that gave up
+    /// waiting): the views go back to `before`, and this answer carries its events again.
+    Lost(Unconfirmed),
+}
+
+impl Unconfirmed {
+    /// Whether a poll on `current` should wait a moment for this answer's acknowledgement
+    /// (`EARLIER_ANSWER_ACKNOWLEDGED_WITHIN`).
+    pub fn awaited_by(&self, current: Option<&Arc<ConnectionDeliveries>>) -> bool {
+        match (&self.connection, current) {
+            (Some(a), Some(b)) if Arc::ptr_eq(a, b) => false,
+            (Some(a), _) => a.acknowledged_now() == Some(false),
+            (None, _) => false,
+        }
+    }
+
+    /// Settled before a legacy poll on `connection` takes events.
+    pub fn settle(self, connection: Option<&Arc<ConnectionDeliveries>>) -> Earlier {
+        let same_connection = matches!(
+            (&self.connection, connection),
+            (Some(a), Some(b)) if Arc::ptr_eq(a, b)
+        );
+        if same_connection {
+            return Earlier::Pending(self);
+        }
+        let arrived = self
+            .connection
+            .as_ref()
+            .is_none_or(|c| c.acknowledged_now() == Some(true));
+        if arrived {
+            return Earlier::Arrived;
+        }
+        Earlier::Lost(Unconfirmed {
+            tokens: Vec::new(),
+            before: self.before,
+            connection: None,
+        })
+    }
+
+    /// `token` arrived; true when every answer given with it has.
+    pub fn received(&mut self, token: u64) -> bool {
+        self.tokens.retain(|t| *t != token);
+        self.tokens.is_empty()
+    }
+}
+
 /// The legacy answers sent on one connection that are not yet known to be received.
 #[derive(Default)]
 pub struct ConnectionDeliveries {
-    pending: Mutex<Vec<(Weak<Session>, u64)>>,
+    pending: Mutex<Vec<(Weak<dyn Answers>, u64)>>,
     /// The connection's socket while it is open: a poll of the session on another
     /// connection asks it whether an earlier answer arrived. Cleared before the socket is
     /// closed (under this lock), so a closed descriptor's number is never asked.
@@ -191,11 +269,11 @@ impl ConnectionDeliveries {
         }
     }
 
-    fn take(&self) -> Vec<(Weak<Session>, u64)> {
+    fn take(&self) -> Vec<(Weak<dyn Answers>, u64)> {
         std::mem::take(&mut *self.lock())
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(Weak<Session>, u64)>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(Weak<dyn Answers>, u64)>> {
         lock(&self.pending)
     }
 }
@@ -303,9 +381,10 @@ pub fn current_connection() -> Option<Arc<ConnectionDeliveries>> {
 
 /// Registers a legacy answer (`token`, from the session) with the connection it goes out
 /// on. Outside a connection (a method called directly) it counts as received at once.
-pub fn register(session: &Arc<Session>, token: u64) {
+pub fn register<S: Answers + 'static>(session: &Arc<S>, token: u64) {
     let registered = CONNECTION.try_with(|connection| {
-        connection.lock().push((Arc::downgrade(session), token));
+        let weak: Weak<dyn Answers> = Arc::downgrade(session) as Weak<dyn Answers>;
+        connection.lock().push((weak, token));
     });
     if registered.is_err() {
         session.answer_received(token);

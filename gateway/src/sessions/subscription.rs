@@ -23,7 +23,7 @@ impl Subscription {
     pub fn new(view: View, position: Position) -> Self {
         Subscription {
             key: view.key(),
-            sub_id: crate::sessions::session::random_u64(),
+            sub_id: crate::sessions::ids::random_u64(),
             view,
             initial: position,
             local: position,

@@ -4,7 +4,7 @@
 //! how many subscriptions watch each board over all gateways (the `watching` count).
 
 use crate::boards::Boards;
-use crate::sessions::session::Sessions;
+use crate::sessions::registry::Sessions;
 use crate::sessions::store;
 use deadpool_postgres::Pool;
 use std::sync::Arc;

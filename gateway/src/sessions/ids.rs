@@ -1,0 +1,14 @@
+//! Random numbers that name sessions, subscriptions and answers.
+
+pub fn random_u64() -> u64 {
+    let mut bytes = [0u8; 8];
+    getrandom::fill(&mut bytes).expect("the operating system's random source works");
+    u64::from_le_bytes(bytes)
+}
+
+/// 128 random bits from the operating system, in hex: unguessable.
+pub fn new_session_id() -> String {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).expect("the operating system's random source works");
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
