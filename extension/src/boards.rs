@@ -194,7 +194,7 @@ fn get_tile(board_id: Option<i64>, x: Option<i32>, y: Option<i32>) -> i32 {
         let board = Board::load(client, board_id, false);
         board.check_coordinate('x', "x", x);
         board.check_coordinate('y', "y", y);
-        let (chunk_no, n) = board.locate(x, y);
+        let (chunk_no, n) = crate::chunks::locate(&board, x, y);
         let chunk = read_chunks(client, board_id, vec![chunk_no])
             .remove(&chunk_no)
             // Read after the board: a resize in between replaced the chunks.

@@ -23,6 +23,13 @@ use std::collections::BTreeMap;
 /// enough that reading a whole 1000x1000x4 board is under a thousand rows.
 pub const CHUNK_BYTES: usize = 512;
 
+/// The chunk of `board` holding tile (x, y), and the tile's number inside that chunk.
+pub fn locate(board: &Board, x: i32, y: i32) -> (i32, i64) {
+    let n = x as u64 + board.width as u64 * y as u64;
+    let per_chunk = CHUNK_BYTES as u64 * board.tile.tiles_per_byte();
+    ((n / per_chunk) as i32, (n % per_chunk) as i64)
+}
+
 /// Zeroed chunks for a packed board of `packed_len` bytes.
 pub fn empty_chunks(packed_len: usize) -> Vec<Vec<u8>> {
     (0..packed_len)
@@ -128,7 +135,7 @@ fn lock_chunks(client: &mut SpiClient<'_>, board: &Board, chunk_nos: Vec<i32>) {
 /// Locks the chunks holding `tiles` (as placements do), so that nothing changes them until
 /// commit.
 pub fn lock_tiles(client: &mut SpiClient<'_>, board: &Board, tiles: &[(i32, i32)]) {
-    let mut chunks: Vec<i32> = tiles.iter().map(|(x, y)| board.locate(*x, *y).0).collect();
+    let mut chunks: Vec<i32> = tiles.iter().map(|(x, y)| locate(board, *x, *y).0).collect();
     chunks.sort_unstable();
     chunks.dedup();
     lock_chunks(client, board, chunks);
@@ -268,7 +275,7 @@ pub fn write_tiles(
 ) -> Option<Vec<u8>> {
     let (chunk_nos, ns): (Vec<i32>, Vec<i64>) = accepted
         .iter()
-        .map(|item| board.locate(item.x, item.y))
+        .map(|item| locate(board, item.x, item.y))
         .unzip();
     let mut distinct = chunk_nos.clone();
     distinct.sort_unstable();

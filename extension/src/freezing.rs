@@ -119,7 +119,7 @@ pub fn frozen_items(
     }
     let located: Vec<(i32, i64)> = rested
         .iter()
-        .map(|&i| board.locate(items[i].x, items[i].y))
+        .map(|&i| crate::chunks::locate(board, items[i].x, items[i].y))
         .collect();
     let chunk_nos: Vec<i32> = located.iter().map(|(chunk, _)| *chunk).collect();
     let args = [

@@ -1,5 +1,5 @@
 //! A board's settings, its seq lock and seqs, and reading its packed bits whole (the
-//! chunks they are kept in: [`crate::chunks`]).
+//! chunks they are kept in: `chunks`).
 
 use crate::input::{fail, out_of_range, undefined};
 use crate::snapshots::{refuse_unseen_placements, repeatable_read};
@@ -143,13 +143,6 @@ impl Board {
 
     pub fn check_open(&self) {
         check_open(self.id, &self.name, &self.state);
-    }
-
-    /// The chunk holding tile (x, y), and the tile's number inside that chunk.
-    pub fn locate(&self, x: i32, y: i32) -> (i32, i64) {
-        let n = x as u64 + self.width as u64 * y as u64;
-        let per_chunk = crate::chunks::CHUNK_BYTES as u64 * self.tile.tiles_per_byte();
-        ((n / per_chunk) as i32, (n % per_chunk) as i64)
     }
 }
 
