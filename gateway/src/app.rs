@@ -133,6 +133,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     let listening = Arc::new(AtomicBool::new(false));
     let sessions = Arc::new(Sessions::new(config.max_sessions, config.session_idle()));
     let trusted = config.trusted_proxy_networks().map_err(StartError)?;
+    crate::rpc::table::check_view_methods(&config).map_err(StartError)?;
     let limits = Limits::new(&config, trusted);
     let cors = Cors::new(config.cors_origin_list());
     let tcp = bind(config.listen)
@@ -185,6 +186,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         unknown,
         database_checked: Default::default(),
         cors,
+        discovered: Default::default(),
     });
     let stop = CancellationToken::new();
     let connections = TaskTracker::new();

@@ -56,6 +56,17 @@ pub struct Config {
     #[arg(long, env = "PGPLACE_SESSION_BUFFER", default_value_t = 20_000, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
     pub session_buffer: u64,
 
+    /// Also answer every method under this prefix: a legacy client's own names (`qik.`
+    /// makes `qik.session.create`, `qik.session.get_events`, ...). Empty: none.
+    #[arg(long, env = "PGPLACE_METHOD_PREFIX")]
+    pub method_prefix: Option<String>,
+
+    /// List views' own subscribe methods, comma-separated `METHOD=VIEW` pairs:
+    /// `METHOD(session, limit)` answers exactly as `session.subscribe(session, VIEW,
+    /// {"limit": limit})` (Qik's `stream.subscribe_public_live=public_live`).
+    #[arg(long, env = "PGPLACE_VIEW_METHODS", default_value = "")]
+    pub view_methods: String,
+
     /// Most subscriptions one session may hold.
     #[arg(long, env = "PGPLACE_MAX_SUBSCRIPTIONS", default_value_t = 16)]
     pub max_subscriptions: usize,
@@ -211,6 +222,38 @@ impl Config {
                     })
             })
             .collect()
+    }
+
+    /// `view_methods` read: (method, view) pairs; the error names the entry that is not one.
+    pub fn view_method_list(&self) -> Result<Vec<(&str, &str)>, String> {
+        list(&self.view_methods)
+            .map(|entry| match entry.split_once('=') {
+                Some((method, view))
+                    if !method.trim().is_empty()
+                        && !view.trim().is_empty()
+                        && !method.contains(char::is_whitespace) =>
+                {
+                    Ok((method.trim(), view.trim()))
+                }
+                _ => Err(format!(
+                    "--view-methods: {entry:?} is not METHOD=VIEW (a method name without \
+                     spaces, a list view's name)"
+                )),
+            })
+            .collect()
+    }
+
+    /// The (method, view) pairs of `view_methods` (checked at start).
+    pub fn view_methods(&self) -> Vec<(&str, &str)> {
+        self.view_method_list().unwrap_or_default()
+    }
+
+    /// The list view whose own subscribe method `method` is.
+    pub fn view_method(&self, method: &str) -> Option<&str> {
+        list(&self.view_methods)
+            .filter_map(|entry| entry.split_once('='))
+            .find(|(m, _)| m.trim() == method)
+            .map(|(_, view)| view.trim())
     }
 
     /// `cors_origins` read.

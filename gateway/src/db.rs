@@ -327,13 +327,27 @@ pub async fn placements_up_to(
 }
 
 /// The newest placements of tile (x, y), newest first.
+/// One placement of a tile, as `board.tile_history` answers it.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub struct HistoryEntry {
+    pub seq: i64,
+    pub x: i32,
+    pub y: i32,
+    pub color: i32,
+    /// The user's id.
+    pub user: i64,
+    pub user_name: String,
+    /// RFC 3339, UTC, microseconds.
+    pub placed_at: String,
+}
+
 pub async fn tile_history(
     client: &ClientWrapper,
     board: i64,
     x: i32,
     y: i32,
     limit: i64,
-) -> Result<Vec<serde_json::Value>, tokio_postgres::Error> {
+) -> Result<Vec<HistoryEntry>, tokio_postgres::Error> {
     let sql = "SELECT p.seq, p.color, p.user_id, u.name, p.placed_at FROM place.placements p \
                JOIN place.users u ON u.id = p.user_id \
                WHERE p.board_id = $1 AND p.x = $2 AND p.y = $3 ORDER BY p.seq DESC LIMIT $4";
@@ -347,15 +361,15 @@ pub async fn tile_history(
         .iter()
         .map(|row| {
             let at: chrono::DateTime<chrono::Utc> = row.get(4);
-            serde_json::json!({
-                "seq": row.get::<_, i64>(0),
-                "x": x,
-                "y": y,
-                "color": row.get::<_, i32>(1),
-                "user": row.get::<_, i64>(2),
-                "user_name": row.get::<_, String>(3),
-                "placed_at": crate::json::timestamp(at.timestamp_micros()),
-            })
+            HistoryEntry {
+                seq: row.get(0),
+                x,
+                y,
+                color: row.get(1),
+                user: row.get(2),
+                user_name: row.get(3),
+                placed_at: crate::json::timestamp(at.timestamp_micros()),
+            }
         })
         .collect())
 }

@@ -51,6 +51,32 @@ pub const ALL_CODES: [i64; 16] = [
     TOO_FAST,
 ];
 
+/// The codes every method may answer.
+pub const STANDARD_CODES: [i64; 2] = [INVALID_PARAMS, INTERNAL_ERROR];
+
+/// What a code means, in a few words (`rpc.discover`'s error objects).
+pub fn meaning(code: i64) -> &'static str {
+    match code {
+        PARSE_ERROR => "Parse error: the body is not JSON",
+        INVALID_REQUEST => "Invalid request: not a JSON-RPC request (or too large a batch)",
+        METHOD_NOT_FOUND => "Method not found",
+        INVALID_PARAMS => "Invalid params: the message says which and why",
+        INTERNAL_ERROR => "Internal error",
+        UNKNOWN_SESSION => "Unknown session: create a new one (and resume with `since`)",
+        NOT_AUTHORIZED => "Not authorized: an invalid token, or a session without a user",
+        COOLDOWN => "Cooldown: data.retry_at says when the user may place again",
+        UNKNOWN_VIEW => "Unknown view or subscription",
+        UNKNOWN_BOARD => "Unknown board",
+        BOARD_NOT_OPEN => "The board is not open: no placements now",
+        TOO_MANY => "Too many: a limit of this gateway (sessions, subscriptions, regions, rate)",
+        RETRY => "Retry: the session or view changed through another gateway meanwhile",
+        UNAVAILABLE => "Unavailable: the database is not reachable now; retry",
+        FROZEN_TILE => "The tile is frozen",
+        TOO_FAST => "Too fast: data.retry_after_ms says when to try again",
+        _ => "An error",
+    }
+}
+
 impl RpcError {
     pub fn new(code: i64, message: impl Into<String>) -> Self {
         RpcError {

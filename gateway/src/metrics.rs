@@ -211,26 +211,3 @@ pub struct Gauges {
     pub waiting_polls: usize,
     pub pool: deadpool_postgres::Status,
 }
-
-/// A method's name as a label: one of the known methods, else "other" (a client must not
-/// grow the label set).
-pub fn method_label(method: &str) -> &'static str {
-    const METHODS: [&str; 11] = [
-        "session.create",
-        "session.authorize",
-        "session.subscribe",
-        "session.get_events",
-        "session.set_presence",
-        "session.unsubscribe",
-        "session.destroy",
-        "board.list",
-        "board.get",
-        "board.tile_history",
-        "board.place",
-    ];
-    METHODS
-        .iter()
-        .find(|m| **m == method)
-        .copied()
-        .unwrap_or("other")
-}

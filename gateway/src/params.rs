@@ -1,208 +1,188 @@
-//! Method parameters, by position (as Qik clients send them) or by name.
+//! Params, by position (as Qik clients send them) or by name, read into a params struct
+//! with serde: a method's, a view's. Positions follow the struct's fields in order (as
+//! serde knows them); `null` is an absent param.
 
 use crate::db::BoardRef;
 use crate::errors::RpcError;
+use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-pub struct Params<'a> {
-    names: &'static [&'static str],
-    by_position: &'a [Value],
-    by_name: Option<&'a Map<String, Value>>,
-}
-
-impl<'a> Params<'a> {
-    /// Checks the params' shape against the method's parameter names.
-    pub fn new(
-        params: Option<&'a Value>,
-        names: &'static [&'static str],
-    ) -> Result<Self, RpcError> {
-        let mut out = Params {
-            names,
-            by_position: &[],
-            by_name: None,
-        };
-        match params {
-            None | Some(Value::Null) => {}
-            Some(Value::Array(values)) => {
-                if values.len() > names.len() {
-                    return Err(RpcError::invalid_params(format!(
-                        "expected at most {} params ({}), got {}",
-                        names.len(),
-                        names.join(", "),
-                        values.len()
-                    )));
-                }
-                out.by_position = values;
+/// Reads `params` (a JSON-RPC request's) into `P`.
+pub fn read_params<P: DeserializeOwned>(params: Option<&Value>) -> Result<P, RpcError> {
+    let names = serde_aux::serde_introspection::serde_introspect::<P>();
+    let named = match params {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Array(values)) => {
+            if values.len() > names.len() {
+                return Err(RpcError::invalid_params(format!(
+                    "expected at most {} params ({}), got {}",
+                    names.len(),
+                    names.join(", "),
+                    values.len()
+                )));
             }
-            Some(Value::Object(map)) => return Self::new_from_map(map, names),
-            Some(_) => {
-                return Err(RpcError::invalid_params(
-                    "params must be an array or an object",
-                ))
-            }
+            names
+                .iter()
+                .zip(values)
+                .map(|(name, value)| (name.to_string(), value.clone()))
+                .collect()
         }
-        Ok(out)
-    }
-
-    /// Named params inside another param (a view's params, say).
-    pub fn new_from_map(
-        map: &'a Map<String, Value>,
-        names: &'static [&'static str],
-    ) -> Result<Self, RpcError> {
-        if let Some(unknown) = map.keys().find(|k| !names.contains(&k.as_str())) {
-            return Err(RpcError::invalid_params(format!(
-                "unknown param {unknown:?} (expected: {})",
-                if names.is_empty() {
-                    "none".to_string()
-                } else {
-                    names.join(", ")
-                }
-            )));
+        Some(Value::Object(map)) => map.clone(),
+        Some(_) => {
+            return Err(RpcError::invalid_params(
+                "params must be an array or an object",
+            ))
         }
-        Ok(Params {
-            names,
-            by_position: &[],
-            by_name: Some(map),
-        })
-    }
+    };
+    read_named(named)
+}
 
-    fn raw(&self, name: &str) -> Option<&'a Value> {
-        let value = match self.by_name {
-            Some(map) => map.get(name),
-            None => {
-                let i = self
-                    .names
-                    .iter()
-                    .position(|n| *n == name)
-                    .expect("a declared param");
-                self.by_position.get(i)
+/// Reads named params (a view's, inside `session.subscribe`'s) into `P`.
+pub fn read_named<P: DeserializeOwned>(mut named: Map<String, Value>) -> Result<P, RpcError> {
+    let names = serde_aux::serde_introspection::serde_introspect::<P>();
+    if let Some(unknown) = named.keys().find(|k| !names.contains(&k.as_str())) {
+        return Err(RpcError::invalid_params(format!(
+            "unknown param {unknown:?} (expected: {})",
+            if names.is_empty() {
+                "none".to_string()
+            } else {
+                names.join(", ")
             }
-        };
-        value.filter(|v| !v.is_null())
+        )));
     }
-
-    pub fn optional<T: FromParam>(&self, name: &str) -> Result<Option<T>, RpcError> {
-        self.raw(name).map(|v| T::from_param(name, v)).transpose()
-    }
-
-    pub fn required<T: FromParam>(&self, name: &str) -> Result<T, RpcError> {
-        self.optional(name)?
-            .ok_or_else(|| RpcError::invalid_params(format!("missing param `{name}`")))
-    }
+    named.retain(|_, value| !value.is_null());
+    serde_path_to_error::deserialize(Value::Object(named)).map_err(|error| {
+        let path = error.path().to_string();
+        let inner = error.into_inner().to_string();
+        match inner.strip_prefix("missing field ") {
+            Some(field) if path == "." => {
+                RpcError::invalid_params(format!("missing param {field}"))
+            }
+            _ => RpcError::invalid_params(format!("`{path}`: {inner}")),
+        }
+    })
 }
 
-pub trait FromParam: Sized {
-    fn from_param(name: &str, value: &Value) -> Result<Self, RpcError>;
-}
-
-fn wrong(name: &str, expected: &str, value: &Value) -> RpcError {
-    RpcError::invalid_params(format!("`{name}` must be {expected}, not {value}"))
-}
-
-impl FromParam for String {
-    fn from_param(name: &str, value: &Value) -> Result<Self, RpcError> {
-        value
-            .as_str()
-            .map(str::to_string)
-            .ok_or_else(|| wrong(name, "a string", value))
-    }
-}
-
-impl FromParam for i32 {
-    fn from_param(name: &str, value: &Value) -> Result<Self, RpcError> {
-        value
-            .as_i64()
-            .and_then(|v| i32::try_from(v).ok())
-            .ok_or_else(|| wrong(name, "an integer (32-bit)", value))
-    }
-}
-
-impl FromParam for i64 {
-    fn from_param(name: &str, value: &Value) -> Result<Self, RpcError> {
-        value
-            .as_i64()
-            .ok_or_else(|| wrong(name, "an integer (64-bit)", value))
-    }
-}
-
-impl FromParam for bool {
-    fn from_param(name: &str, value: &Value) -> Result<Self, RpcError> {
-        value
-            .as_bool()
-            .ok_or_else(|| wrong(name, "true or false", value))
-    }
+/// The names of `P`'s params, in position order.
+pub fn param_names<P: DeserializeOwned>() -> &'static [&'static str] {
+    serde_aux::serde_introspection::serde_introspect::<P>()
 }
 
 /// A non-negative number of seconds.
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Seconds(pub f64);
 
-impl FromParam for Seconds {
-    fn from_param(name: &str, value: &Value) -> Result<Self, RpcError> {
-        match value.as_f64() {
-            Some(s) if s >= 0.0 && s.is_finite() => Ok(Seconds(s)),
-            _ => Err(wrong(name, "a non-negative number of seconds", value)),
+impl<'de> serde::Deserialize<'de> for Seconds {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let seconds = f64::deserialize(deserializer)?;
+        if seconds >= 0.0 && seconds.is_finite() {
+            Ok(Seconds(seconds))
+        } else {
+            Err(serde::de::Error::custom(format!(
+                "must be a non-negative number of seconds, not {seconds}"
+            )))
         }
     }
 }
 
-impl FromParam for BoardRef {
-    fn from_param(name: &str, value: &Value) -> Result<Self, RpcError> {
-        match value {
-            Value::Number(n) => n.as_i64().map(BoardRef::Id),
-            Value::String(s) => Some(BoardRef::Name(s.clone())),
-            _ => None,
-        }
-        .ok_or_else(|| wrong(name, "a board id (integer) or name (string)", value))
+impl schemars::JsonSchema for Seconds {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Seconds".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "number",
+            "minimum": 0,
+            "description": "A number of seconds (a fraction allowed)."
+        })
     }
 }
 
-impl FromParam for Map<String, Value> {
-    fn from_param(name: &str, value: &Value) -> Result<Self, RpcError> {
-        value
-            .as_object()
-            .cloned()
-            .ok_or_else(|| wrong(name, "an object", value))
+impl<'de> serde::Deserialize<'de> for BoardRef {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        match Value::deserialize(deserializer)? {
+            Value::Number(n) if n.is_i64() => Ok(BoardRef::Id(n.as_i64().expect("an i64"))),
+            Value::String(name) => Ok(BoardRef::Name(name)),
+            other => Err(serde::de::Error::custom(format!(
+                "must be a board id (integer) or name (string), not {other}"
+            ))),
+        }
+    }
+}
+
+impl schemars::JsonSchema for BoardRef {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "BoardRef".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "A board: its id, or its name.",
+            "anyOf": [{"type": "integer"}, {"type": "string"}]
+        })
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::errors::INVALID_PARAMS;
+    use serde::Deserialize;
     use serde_json::json;
 
-    const NAMES: &[&str] = &["session", "timeout"];
+    #[derive(Debug, Deserialize, PartialEq)]
+    struct Poll {
+        session: String,
+        timeout: Seconds,
+        ack: Option<String>,
+    }
 
     #[test]
     fn positional_and_named_params_read_the_same() {
         let by_position = json!(["s1", 5]);
         let by_name = json!({"timeout": 5, "session": "s1"});
-        for params in [&by_position, &by_name] {
-            let p = Params::new(Some(params), NAMES).unwrap();
-            assert_eq!(p.required::<String>("session").unwrap(), "s1");
-            assert_eq!(p.required::<Seconds>("timeout").unwrap().0, 5.0);
+        let with_null = json!({"timeout": 5, "session": "s1", "ack": null});
+        for params in [&by_position, &by_name, &with_null] {
+            let p: Poll = read_params(Some(params)).unwrap();
+            assert_eq!(
+                p,
+                Poll {
+                    session: "s1".into(),
+                    timeout: Seconds(5.0),
+                    ack: None
+                }
+            );
         }
+        assert_eq!(param_names::<Poll>(), ["session", "timeout", "ack"]);
     }
 
     #[test]
-    fn bad_params_are_invalid_params() {
-        let code = |params: Value, name: &str| {
-            let p = Params::new(Some(&params), NAMES)?;
-            p.required::<Seconds>(name).map(|_| ())
-        };
-        for (params, name) in [
-            (json!(["s1", -1]), "timeout"),
-            (json!(["s1", "soon"]), "timeout"),
-            (json!(["s1"]), "timeout"),
-            (json!(["s1", 1, 2]), "timeout"),
-            (json!({"session": "s1", "timout": 1}), "timeout"),
-            (json!("s1"), "timeout"),
+    fn bad_params_say_which_and_why() {
+        for (params, says) in [
+            (
+                json!(["s1", -1]),
+                "`timeout`: must be a non-negative number of seconds",
+            ),
+            (
+                json!(["s1", "soon"]),
+                "`timeout`: invalid type: string \"soon\"",
+            ),
+            (json!(["s1"]), "missing param `timeout`"),
+            (json!(["s1", null]), "missing param `timeout`"),
+            (
+                json!(["s1", 1, "", 2]),
+                "expected at most 3 params (session, timeout, ack), got 4",
+            ),
+            (
+                json!({"session": "s1", "timout": 1}),
+                "unknown param \"timout\"",
+            ),
+            (json!("s1"), "params must be an array or an object"),
         ] {
-            let error = code(params.clone(), name).unwrap_err();
-            assert_eq!(
-                error.code,
-                crate::errors::INVALID_PARAMS,
-                "{params}: {error:?}"
-            );
+            let error = read_params::<Poll>(Some(&params)).unwrap_err();
+            assert_eq!(error.code, INVALID_PARAMS, "{params}: {error:?}");
+            assert!(error.message.contains(says), "{params}: {}", error.message);
         }
     }
 }

@@ -39,6 +39,8 @@ pub struct App {
     /// so that hammering the route cannot take the pool's connections.
     pub database_checked: std::sync::Mutex<Option<(std::time::Instant, bool)>>,
     pub cors: Cors,
+    /// The `rpc.discover` document, made on first call.
+    pub discovered: std::sync::OnceLock<bytes::Bytes>,
 }
 
 impl App {

@@ -53,7 +53,7 @@ async fn dropped_requests_leave_no_connection_in_a_transaction() {
             3 => ("board.list", json!([])),
             _ => ("board.tile_history", json!([board, 1, 1])),
         };
-        let call = pgplace_gateway::rpc::methods::call(&app, method, Some(&params));
+        let call = pgplace_gateway::rpc::table::call(&app, method, Some(&params));
         let budget = Duration::from_micros(rng.random_range(0..4000));
         let _ = tokio::time::timeout(budget, call).await;
     }

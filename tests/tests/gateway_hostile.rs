@@ -686,7 +686,7 @@ fn table(addr: SocketAddr, board: i64, past: &str, compacted_board: i64) -> Vec<
         ("unknown method", "no.such"),
         ("empty method", ""),
         ("method with a NUL", "board.list\\u0000"),
-        ("rpc. method", "rpc.discover"),
+        ("rpc. method we do not have", "rpc.describe"),
         ("100 kB method", &"m".repeat(100_000)),
     ] {
         let body = format!(r#"{{"jsonrpc":"2.0","method":"{method}","id":1}}"#);

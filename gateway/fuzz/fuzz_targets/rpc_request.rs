@@ -1,6 +1,6 @@
 //! A request body as `POST /jsonrpc` gets it, taken as far as it goes without a database:
-//! the envelope (`jsonrpc::parse`), each request's params as its method reads them
-//! (`methods::param_names`, `params::Params`, a view's params, `set_presence`'s position,
+//! the envelope (`jsonrpc::parse`), each request's params as its method reads them (the
+//! method table's params structs, every method's read of the same params, a view's params,
 //! `get_events`' timeout and `ack` cursor), and the answer framed around it
 //! (`jsonrpc::response`, `error_response`, `batch_response`).
 //!
@@ -10,14 +10,14 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use pgplace_gateway::db::BoardRef;
 use pgplace_gateway::errors::{RpcError, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND};
 use pgplace_gateway::fragments::Fragments;
-use pgplace_gateway::params::{FromParam, Params, Seconds};
+use pgplace_gateway::params::read_params;
 use pgplace_gateway::rpc::jsonrpc::{self, Body, Parsed, Reply, Version};
-use pgplace_gateway::rpc::methods::{param_names, poll_timeout, POSITION_PARAMS};
+use pgplace_gateway::rpc::session_methods::{poll_timeout, GetEventsParams, SubscribeParams};
+use pgplace_gateway::rpc::table::{self, METHODS};
 use pgplace_gateway::sessions::poll_cursor::PollCursor;
-use pgplace_gateway::views::param_names as view_param_names;
+use pgplace_gateway::views;
 use serde_json::{Map, Value};
 use std::time::Duration;
 
@@ -91,20 +91,25 @@ fn answer(parsed: Parsed) -> Fragments {
 
 /// A method's params read as the method reads them before it needs the database.
 fn decode(method: &str, params: Option<&Value>) -> Result<(), RpcError> {
-    let names = param_names(method).ok_or_else(|| RpcError::method_not_found(method))?;
-    let p = Params::new(params, names)?;
-    read_every_way(&p, names);
+    // Whatever the method, the same params read by every method's struct: a value or an
+    // invalid-params error, never a panic.
+    for other in METHODS {
+        if let Err(error) = (other.check)(params) {
+            assert_eq!(error.code, INVALID_PARAMS, "{}: {error:?}", other.name);
+        }
+    }
+    table::check(method, params)?;
     match method {
         "session.subscribe" => {
-            let view: String = p.required("view")?;
-            let view_params: Map<String, Value> = p.optional("params")?.unwrap_or_default();
-            let names = view_param_names(&view);
-            read_every_way(&Params::new_from_map(&view_params, names)?, names);
+            let p: SubscribeParams = read_params(params)?;
+            let view_params: Map<String, Value> = p.params.unwrap_or_default();
+            views::check_params(&p.view, &view_params)?;
         }
         "session.get_events" => {
-            let timeout = poll_timeout(p.required::<Seconds>("timeout")?, MAX_POLL);
+            let p: GetEventsParams = read_params(params)?;
+            let timeout = poll_timeout(p.timeout, MAX_POLL);
             assert!(timeout <= MAX_POLL);
-            match p.optional::<String>("ack")?.as_deref() {
+            match p.ack.as_deref() {
                 None | Some("") => {}
                 Some(ack) => {
                     let cursor = PollCursor::decode(ack).map_err(RpcError::invalid_params)?;
@@ -112,35 +117,9 @@ fn decode(method: &str, params: Option<&Value>) -> Result<(), RpcError> {
                 }
             }
         }
-        "session.set_presence" => {
-            let position: Map<String, Value> = p.required("position")?;
-            let pp = Params::new_from_map(&position, POSITION_PARAMS)?;
-            read_every_way(&pp, POSITION_PARAMS);
-            let (_x, _y): (i32, i32) = (pp.required("x")?, pp.required("y")?);
-        }
         _ => {}
     }
     Ok(())
-}
-
-/// Every declared param read as each type a method may ask for: a value or an
-/// invalid-params error, never a panic.
-fn read_every_way(p: &Params<'_>, names: &[&str]) {
-    for name in names {
-        read::<String>(p, name);
-        read::<i32>(p, name);
-        read::<i64>(p, name);
-        read::<bool>(p, name);
-        read::<Seconds>(p, name);
-        read::<BoardRef>(p, name);
-        read::<Map<String, Value>>(p, name);
-    }
-}
-
-fn read<T: FromParam>(p: &Params<'_>, name: &str) {
-    if let Err(error) = p.required::<T>(name) {
-        assert_eq!(error.code, INVALID_PARAMS, "{error:?}");
-    }
 }
 
 fn json(answer: &Fragments) -> Value {

@@ -7,10 +7,10 @@ use crate::fragments::Fragments;
 use crate::http::assets;
 use crate::http::png;
 use crate::http::responses::{self, not_modified};
-use crate::metrics::{method_label, metrics, MethodLabel, RouteLabel};
+use crate::metrics::{metrics, MethodLabel, RouteLabel};
 use crate::rpc::jsonrpc::Reply;
 use crate::rpc::jsonrpc::{self, Body};
-use crate::rpc::methods;
+use crate::rpc::table;
 use crate::state::App;
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
@@ -421,12 +421,14 @@ async fn answer(app: &App, request: jsonrpc::Parsed, client: Option<IpAddr>) -> 
                 return None;
             }
             let started = std::time::Instant::now();
-            let outcome = match within_limits(app, &request, client) {
-                Ok(()) => methods::call(app, &request.method, request.params.as_ref()).await,
+            let resolved = table::resolve(&app.config, &request.method);
+            let method = resolved.as_ref().map(|r| r.method().name);
+            let outcome = match within_limits(app, method, &request, client) {
+                Ok(()) => table::call(app, &request.method, request.params.as_ref()).await,
                 Err(refused) => Err(refused),
             };
-            if let (Ok(Reply::Value(Value::String(id))), "session.create") =
-                (&outcome, request.method.as_str())
+            if let (Ok(Reply::Value(Value::String(id))), Some("session.create")) =
+                (&outcome, method)
             {
                 if let Some(session) = app.sessions.get(id) {
                     app.limits.created(client, session.clone());
@@ -435,7 +437,7 @@ async fn answer(app: &App, request: jsonrpc::Parsed, client: Option<IpAddr>) -> 
             metrics()
                 .rpc_seconds
                 .get_or_create(&MethodLabel {
-                    method: method_label(&request.method),
+                    method: method.unwrap_or("other"),
                 })
                 .observe(started.elapsed().as_secs_f64());
             let id = request.id?;
@@ -447,12 +449,13 @@ async fn answer(app: &App, request: jsonrpc::Parsed, client: Option<IpAddr>) -> 
 /// The per-address and per-session limits of the calls that create or write (`limits`).
 fn within_limits(
     app: &App,
+    method: Option<&str>,
     request: &jsonrpc::Request,
     client: Option<IpAddr>,
 ) -> Result<(), RpcError> {
-    match request.method.as_str() {
-        "session.create" => app.limits.check_create(client),
-        "board.place" => {
+    match method {
+        Some("session.create") => app.limits.check_create(client),
+        Some("board.place") => {
             let session = match &request.params {
                 Some(Value::Array(items)) => items.first(),
                 Some(Value::Object(map)) => map.get("session"),

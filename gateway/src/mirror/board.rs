@@ -922,16 +922,18 @@ struct SettingsWithSeq<'a> {
     seq: i64,
 }
 
-#[derive(Serialize)]
-struct State<'a> {
+/// A board's state as `board.get` and a board view's initial state give it.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct BoardState<'a> {
     #[serde(flatten)]
-    settings: &'a Settings,
-    seq: i64,
-    bits: String,
+    pub settings: &'a Settings,
+    pub seq: i64,
+    /// The packed tiles (`bits_per_tile` each, row by row), base64.
+    pub bits: String,
     /// The frozen tiles, one bit each (None without freeze_after).
-    frozen: Option<String>,
+    pub frozen: Option<String>,
     /// Subscriptions watching the board, as last told.
-    watching: u64,
+    pub watching: u64,
 }
 
 fn settings_json(settings: &Settings, seq: i64) -> String {
@@ -947,7 +949,7 @@ pub fn state_json(
     watching: u64,
 ) -> Bytes {
     let base64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
-    serde_json::to_vec(&State {
+    serde_json::to_vec(&BoardState {
         settings,
         seq,
         bits: base64(bits),

@@ -5,7 +5,7 @@ use pgplace_core::payload::Placement;
 use serde::Serialize;
 
 /// A board's settings as clients see them.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Settings {
     pub id: i64,
     pub name: String,

@@ -1,5 +1,8 @@
-//! JSON-RPC: envelopes, params and the methods.
+//! JSON-RPC: envelopes, the method table and the methods, and `rpc.discover`.
 
+pub mod board_methods;
+pub mod discover;
 pub mod jsonrpc;
-pub mod methods;
 pub mod session_access;
+pub mod session_methods;
+pub mod table;

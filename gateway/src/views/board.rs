@@ -6,15 +6,29 @@ use crate::db::BoardRef;
 use crate::errors::RpcError;
 use crate::fragments::ArrayBuilder;
 use crate::mirror::board::{Board, Cursor};
-use crate::params::Params;
+use crate::params::read_named;
 use crate::shared_log::Delivery;
 use crate::views::made::Made;
 use bytes::Bytes;
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::{Map, Value};
 use std::sync::Arc;
 use std::time::Duration;
 
-pub const PARAMS: &[&str] = &["board", "compact", "presence", "since"];
+/// `board`'s params.
+#[derive(Deserialize, JsonSchema)]
+pub struct BoardViewParams {
+    pub board: BoardRef,
+    /// `tiles` events (`[x, y, color]` runs) instead of an `update` per tile.
+    #[serde(default)]
+    pub compact: bool,
+    /// Also `presence` and `cursors` events (who watches, where they point).
+    #[serde(default)]
+    pub presence: bool,
+    /// The last seq the client holds: the placements after it instead of a whole state.
+    pub since: Option<i64>,
+}
 
 /// How long a `since` ahead of this gateway's copy of the board waits for it.
 const SINCE_CATCH_UP: Duration = Duration::from_secs(2);
@@ -46,11 +60,12 @@ pub async fn build(
     boards: &Boards,
     view_params: &Map<String, Value>,
 ) -> Result<Made<BoardView, Cursor>, RpcError> {
-    let vp = Params::new_from_map(view_params, PARAMS)?;
-    let board_ref: BoardRef = vp.required("board")?;
-    let compact = vp.optional::<bool>("compact")?.unwrap_or(false);
-    let presence = vp.optional::<bool>("presence")?.unwrap_or(false);
-    let since = vp.optional::<i64>("since")?;
+    let BoardViewParams {
+        board: board_ref,
+        compact,
+        presence,
+        since,
+    } = read_named(view_params.clone())?;
     let mirrored = boards.get(&board_ref).await?;
     let board = mirrored.board.clone();
     let view = |board: &Arc<Board>| BoardView {

@@ -11,7 +11,7 @@
 
 use crate::db;
 use crate::errors::{from_db, RpcError, RETRY, UNKNOWN_VIEW};
-use crate::params::Params;
+use crate::params::read_named;
 use crate::shared_log::LogCursor;
 use crate::unknown::{Name, Unknown};
 use crate::views::list::ListView;
@@ -19,6 +19,8 @@ use crate::views::made::Made;
 use crate::views::view_checks::ViewChecks;
 use deadpool_postgres::Pool;
 use pgplace_core::payload::{ChangeAction, ChangesPayload, ViewChange};
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -547,7 +549,12 @@ pub fn changed_rows(payload: &ChangesPayload, table: u32) -> Option<Value> {
     Some(Value::Array(rows))
 }
 
-pub const PARAMS: &[&str] = &["limit"];
+/// A named list view's params.
+#[derive(Deserialize, JsonSchema)]
+pub struct ListViewParams {
+    /// How many rows (at least 1; the view's `max_limit` when absent or larger).
+    pub limit: Option<i32>,
+}
 
 /// A named list view (`place.create_view`).
 pub async fn build(
@@ -561,7 +568,7 @@ pub async fn build(
         .filter(|(name, _)| *name == "limit")
         .map(|(name, value)| (name.clone(), value.clone()))
         .collect();
-    let limit = Params::new_from_map(&only_limit, PARAMS)?.optional::<i32>("limit")?;
+    let limit = read_named::<ListViewParams>(only_limit)?.limit;
     if let Some(limit) = limit {
         if limit < 1 {
             return Err(RpcError::invalid_params(format!(
@@ -570,6 +577,6 @@ pub async fn build(
         }
     }
     let view = lists.get(name, limit).await?;
-    Params::new_from_map(view_params, PARAMS)?;
+    read_named::<ListViewParams>(view_params.clone())?;
     Ok(crate::views::list::made(view, view_params, None))
 }

@@ -34,6 +34,7 @@ use crate::errors::RpcError;
 use crate::fragments::ArrayBuilder;
 use crate::limits::Limits;
 use crate::mirror::board::{Board, Cursor};
+use crate::params::read_named;
 use crate::shared_log::{Delivery, LogCursor};
 use crate::views::board::BoardView;
 use crate::views::list::ListView;
@@ -41,6 +42,7 @@ use crate::views::lists::Lists;
 use crate::views::made::Made;
 use crate::views::region::{Region, RegionBudget, RegionView};
 use bytes::Bytes;
+use schemars::{Schema, SchemaGenerator};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::sync::Arc;
@@ -262,12 +264,33 @@ fn built<V, C>(made: Made<V, C>, view: fn(V) -> View, position: fn(C) -> Positio
     }
 }
 
-/// The params a view takes, by its kind; any other name is a list view's.
-pub fn param_names(name: &str) -> &'static [&'static str] {
+/// Reads `params` as the view `name` would (without making it): any other name is a list
+/// view's.
+pub fn check_params(name: &str, params: &Map<String, Value>) -> Result<(), RpcError> {
+    let params = params.clone();
     match name {
-        "board" => board::PARAMS,
-        "board_region" => region::PARAMS,
-        "recent_placements" => recent::PARAMS,
-        _ => lists::PARAMS,
+        "board" => read_named::<board::BoardViewParams>(params).map(drop),
+        "board_region" => read_named::<region::RegionViewParams>(params).map(drop),
+        "recent_placements" => read_named::<recent::RecentViewParams>(params).map(drop),
+        _ => read_named::<lists::ListViewParams>(params).map(drop),
     }
+}
+
+/// Each kind's params, as JSON Schemas (for `rpc.discover`).
+pub fn params_schemas(generator: &mut SchemaGenerator) -> Vec<(&'static str, Schema)> {
+    vec![
+        ("board", generator.subschema_for::<board::BoardViewParams>()),
+        (
+            "board_region",
+            generator.subschema_for::<region::RegionViewParams>(),
+        ),
+        (
+            "recent_placements",
+            generator.subschema_for::<recent::RecentViewParams>(),
+        ),
+        (
+            "a named list view",
+            generator.subschema_for::<lists::ListViewParams>(),
+        ),
+    ]
 }

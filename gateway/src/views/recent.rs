@@ -10,25 +10,33 @@ use crate::mirror::board::Board;
 use crate::mirror::feed::{Feed, Wants};
 use crate::mirror::recent::{Recent, MAX_RECENT};
 use crate::mirror::snapshot::Settings;
-use crate::params::Params;
+use crate::params::read_named;
 use crate::shared_log::LogCursor;
 use crate::views::list::ListView;
 use crate::views::made::Made;
 use pgplace_core::payload::Placement;
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 
-pub const PARAMS: &[&str] = &["board", "limit"];
+/// `recent_placements`' params.
+#[derive(Deserialize, JsonSchema)]
+pub struct RecentViewParams {
+    pub board: BoardRef,
+    /// How many placements (1 to 100; 100 when absent).
+    pub limit: Option<i32>,
+}
 
 /// A board's newest placements, newest first.
 pub async fn build(
     boards: &Boards,
     view_params: &Map<String, Value>,
 ) -> Result<Made<Arc<ListView>, LogCursor>, RpcError> {
-    let vp = Params::new_from_map(view_params, PARAMS)?;
-    let board: BoardRef = vp.required("board")?;
-    let limit = vp.optional::<i32>("limit")?.unwrap_or(MAX_RECENT as i32);
+    let p: RecentViewParams = read_named(view_params.clone())?;
+    let board = p.board;
+    let limit = p.limit.unwrap_or(MAX_RECENT as i32);
     if !(1..=MAX_RECENT as i32).contains(&limit) {
         return Err(RpcError::invalid_params(format!(
             "`limit` must be between 1 and {MAX_RECENT}, not {limit}"

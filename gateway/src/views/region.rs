@@ -21,7 +21,7 @@ use crate::mirror::board::Board;
 use crate::mirror::feed::{Feed, Wants};
 use crate::mirror::recent::Recent;
 use crate::mirror::snapshot::Settings;
-use crate::params::Params;
+use crate::params::read_named;
 use crate::shared_log::Delivery;
 use crate::shared_log::{LogCursor, SharedLog};
 use crate::views::events::{FrozenTiles, NewTile, OldTile, RegionEvent};
@@ -30,6 +30,8 @@ use base64::Engine;
 use bytes::Bytes;
 use pgplace_core::bits::TileWidth;
 use pgplace_core::payload::Placement;
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
@@ -448,7 +450,21 @@ impl RegionBudget {
     }
 }
 
-pub const PARAMS: &[&str] = &["board", "x", "y", "width", "height", "compact", "presence"];
+/// `board_region`'s params: a rectangle inside the board.
+#[derive(Deserialize, JsonSchema)]
+pub struct RegionViewParams {
+    pub board: BoardRef,
+    pub x: i32,
+    pub y: i32,
+    pub width: i32,
+    pub height: i32,
+    /// `tiles` events instead of an `update` per tile.
+    #[serde(default)]
+    pub compact: bool,
+    /// Also the board's `presence` and `cursors` events.
+    #[serde(default)]
+    pub presence: bool,
+}
 
 /// A subscriber's `board_region`: the region, and when it asked for `presence`, its
 /// board and the last presence notice given.
@@ -474,16 +490,14 @@ pub async fn build(
     budget: RegionBudget,
     view_params: &Map<String, Value>,
 ) -> Result<Made<RegionView, LogCursor>, RpcError> {
-    let vp = Params::new_from_map(view_params, PARAMS)?;
-    let board: BoardRef = vp.required("board")?;
+    let p: RegionViewParams = read_named(view_params.clone())?;
+    let (board, compact, presence) = (p.board, p.compact, p.presence);
     let rect = Rect {
-        x: vp.required("x")?,
-        y: vp.required("y")?,
-        width: vp.required("width")?,
-        height: vp.required("height")?,
+        x: p.x,
+        y: p.y,
+        width: p.width,
+        height: p.height,
     };
-    let compact = vp.optional::<bool>("compact")?.unwrap_or(false);
-    let presence = vp.optional::<bool>("presence")?.unwrap_or(false);
     let mirrored = boards.get(&board).await?;
     let board = &mirrored.board;
     let client = crate::limits::requester();

@@ -1,0 +1,228 @@
+//! The `board.*` methods: their params, their answers and what they do.
+
+use crate::boards::Mirrored;
+use crate::db::{self, BoardRef, HistoryEntry, PlaceItem};
+use crate::errors::{from_db, RpcError, BOARD_NOT_OPEN, COOLDOWN, NOT_AUTHORIZED};
+use crate::json::timestamp;
+use crate::mirror::snapshot::Settings;
+use crate::rpc::jsonrpc::Reply;
+use crate::rpc::session_access;
+use crate::rpc::session_methods::NoParams;
+use crate::state::App;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+#[derive(Deserialize, JsonSchema)]
+pub struct BoardParams {
+    pub board: BoardRef,
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct TileHistoryParams {
+    pub board: BoardRef,
+    pub x: i32,
+    pub y: i32,
+    /// How many placements (1 to 100; 10 when absent).
+    pub limit: Option<i32>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct PlaceParams {
+    pub session: String,
+    pub board: BoardRef,
+    pub x: i32,
+    pub y: i32,
+    /// An index into the board's palette.
+    pub color: i32,
+}
+
+/// A board's settings and its newest seq.
+#[derive(Serialize, JsonSchema)]
+pub struct Listed {
+    #[serde(flatten)]
+    pub settings: Settings,
+    pub seq: i64,
+}
+
+/// Every board, by id.
+pub type Boards = Vec<Listed>;
+
+/// `{settings…, seq, bits, frozen, watching}`.
+pub type BoardState = crate::mirror::board::BoardState<'static>;
+
+/// Newest first.
+pub type TileHistory = Vec<HistoryEntry>;
+
+/// The placement's seq, and when the user may place again.
+#[derive(Serialize, JsonSchema)]
+pub struct Placed {
+    /// Always `true` (a cooldown is an error, −32003).
+    pub placed: bool,
+    pub seq: i64,
+    pub next_allowed_at: String,
+}
+
+fn value(answer: impl Serialize) -> Result<Reply, RpcError> {
+    Ok(Reply::Value(
+        serde_json::to_value(answer).expect("answers serialize"),
+    ))
+}
+
+pub async fn list(app: &App, _: NoParams) -> Result<Reply, RpcError> {
+    let client = db::checkout(&app.pool).await?;
+    let boards = db::list_boards(&client).await.map_err(|e| from_db(&e))?;
+    let listed: Boards = boards
+        .into_iter()
+        .map(|(settings, seq)| Listed { settings, seq })
+        .collect();
+    value(listed)
+}
+
+pub async fn get(app: &App, p: BoardParams) -> Result<Reply, RpcError> {
+    let mirrored = Box::pin(app.boards.get(&p.board)).await?;
+    Ok(Reply::Raw(mirrored.board.initial_state().1.into()))
+}
+
+/// The most a tile_history call returns.
+const MAX_HISTORY: i32 = 100;
+
+pub async fn tile_history(app: &App, p: TileHistoryParams) -> Result<Reply, RpcError> {
+    let (x, y) = (p.x, p.y);
+    let limit = p.limit.unwrap_or(10);
+    if !(1..=MAX_HISTORY).contains(&limit) {
+        return Err(RpcError::invalid_params(format!(
+            "`limit` must be between 1 and {MAX_HISTORY}, not {limit}"
+        )));
+    }
+    let mirrored = app.boards.get(&p.board).await?;
+    check_inside(&mirrored.board.settings(), x, y)?;
+    let client = app.lagging_read_client().await?;
+    let rows = db::tile_history(&client, mirrored.board.id, x, y, limit.into())
+        .await
+        .map_err(|e| from_db(&e))?;
+    value(rows)
+}
+
+/// Refuses a tile outside the board.
+pub fn check_inside(settings: &Settings, x: i32, y: i32) -> Result<(), RpcError> {
+    if x < 0 || x >= settings.width || y < 0 || y >= settings.height {
+        return Err(RpcError::invalid_params(format!(
+            "({x}, {y}) is outside board {}, which is {}x{} (x in 0..{}, y in 0..{})",
+            settings.name,
+            settings.width,
+            settings.height,
+            settings.width - 1,
+            settings.height - 1
+        )));
+    }
+    Ok(())
+}
+
+pub async fn place(app: &App, p: PlaceParams) -> Result<Reply, RpcError> {
+    let session = session_access::session(app, &p.session).await?;
+    let (x, y, color) = (p.x, p.y, p.color);
+    let user = session.user().ok_or_else(|| {
+        RpcError::new(
+            NOT_AUTHORIZED,
+            "this session has no user: call session.authorize with a token first",
+        )
+    })?;
+    let mirrored: Arc<Mirrored> = app.boards.get(&p.board).await?;
+    let settings = mirrored.board.settings();
+    // Checked here so that one caller's mistake cannot fail the group it would join.
+    if settings.state != "open" {
+        return Err(RpcError::new(
+            BOARD_NOT_OPEN,
+            format!(
+                "board {} is {}: no placements now",
+                settings.name, settings.state
+            ),
+        ));
+    }
+    check_inside(&settings, x, y)?;
+    if color < 0 || color as usize >= settings.palette.len() {
+        return Err(RpcError::invalid_params(format!(
+            "color {color} is not in the palette of board {} (0..{})",
+            settings.name,
+            settings.palette.len() - 1
+        )));
+    }
+    // Known frozen here, frozen in the database: no need to ask it.
+    if mirrored.board.is_frozen(x, y) {
+        return Err(RpcError::frozen_tile(&settings.name, x, y));
+    }
+    let outcome = mirrored
+        .placer
+        .place(PlaceItem {
+            user: user.id,
+            x,
+            y,
+            color,
+        })
+        .await
+        .inspect_err(|error| {
+            // The user is gone: the session must not keep sending doomed placements.
+            if error.code == NOT_AUTHORIZED {
+                session.clear_user();
+            }
+        })?;
+    let Some(next_allowed_at) = outcome.next_allowed_at else {
+        return Err(RpcError::frozen_tile(&settings.name, x, y));
+    };
+    let next_allowed_at = timestamp(next_allowed_at.timestamp_micros());
+    if !outcome.placed {
+        return Err(RpcError::new(
+            COOLDOWN,
+            format!("cooldown: you can place again at {next_allowed_at}"),
+        )
+        .with_data(json!({"retry_at": next_allowed_at})));
+    }
+    let Some(seq) = outcome.seq else {
+        // place_many gives a seq to every placement it made.
+        return Err(RpcError::internal());
+    };
+    value(Placed {
+        placed: true,
+        seq,
+        next_allowed_at,
+    })
+}
+
+// The examples (see session_methods: a board "demo", a session id that stands for one).
+
+pub fn list_example() -> (Value, Value) {
+    (
+        json!({}),
+        json!([{"id": 1, "name": "demo", "width": 1000, "height": 1000, "bits_per_tile": 4,
+                "palette": ["#ffffff", "#000000"], "cooldown": 300.0, "state": "open",
+                "freeze_after": null, "seq": 0}]),
+    )
+}
+
+pub fn get_example() -> (Value, Value) {
+    (
+        json!({"board": "demo"}),
+        json!({"id": 1, "name": "demo", "width": 2, "height": 1, "bits_per_tile": 4,
+               "palette": ["#ffffff", "#000000"], "cooldown": 300.0, "state": "open",
+               "freeze_after": null, "seq": 0, "bits": "AA==", "frozen": null,
+               "watching": 0}),
+    )
+}
+
+pub fn tile_history_example() -> (Value, Value) {
+    (
+        json!({"board": "demo", "x": 1, "y": 0, "limit": 5}),
+        json!([{"seq": 1, "x": 1, "y": 0, "color": 1, "user": 1, "user_name": "demo",
+                "placed_at": "2026-12-03T08:00:00.000000Z"}]),
+    )
+}
+
+pub fn place_example() -> (Value, Value) {
+    (
+        json!({"session": "4f0c2d8e9b1a47c6a3e5d7f9b2c4e6a8", "board": "demo",
+               "x": 1, "y": 0, "color": 1}),
+        json!({"placed": true, "seq": 1, "next_allowed_at": "2026-12-03T08:05:00.000000Z"}),
+    )
+}
