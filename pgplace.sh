@@ -152,7 +152,7 @@ cmd_up() {
     psql_q -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname = 'pgplace'" | grep -q 1 ||
         psql_q -d postgres -c "CREATE DATABASE pgplace"
     psql_q -d pgplace -c "CREATE EXTENSION IF NOT EXISTS pgplace" -c "ALTER EXTENSION pgplace UPDATE"
-    # The grants, again after every update (README, "Roles"), and the gateway's login role.
+    # The grants, again after every update (extension/README.md, "Roles"), and the gateway's login role.
     psql_q -d pgplace -f "$ROOT/sql/roles.sql"
     psql_q -d pgplace -v role="$GATEWAY_ROLE" <<'SQL'
 SELECT format('CREATE ROLE %I LOGIN IN ROLE pgplace_player', :'role')
@@ -203,6 +203,10 @@ cmd_test() {
         PGPLACE_TEST_PG_RESTART="$(printf %q "$ROOT/pgplace.sh") restart-cluster" \
         GATEWAY_BIN="$ROOT/target/debug/pgplace-gateway" \
         cargo test -p pgplace-tests
+    say "rpc.discover against the OpenRPC meta-schema, and every method's example called"
+    GATEWAY_BIN="$ROOT/target/debug/pgplace-gateway" PSQL="$PG_BIN/psql" \
+        PGPLACE_ADMIN_URL="postgresql://postgres@$PGHOST:$PGPORT/postgres" \
+        bash "$ROOT/tests/openrpc/run.sh"
     say "fuzzing the gateway's parsers (cargo fuzz, ${FUZZ_SECONDS:-60} s per target)"
     bash "$ROOT/tests/fuzz/run.sh"
     say "containers (docker/: built and run with podman)"

@@ -1,4 +1,4 @@
-//! JSON-RPC error objects: the standard codes and pgplace's own (documented in the README).
+//! JSON-RPC error objects: the standard codes and pgplace's own (documented in gateway/README.md).
 
 use serde_json::{json, Value};
 
@@ -30,7 +30,7 @@ pub const UNAVAILABLE: i64 = -32009;
 pub const FROZEN_TILE: i64 = -32010;
 pub const TOO_FAST: i64 = -32011;
 
-/// Every code above: the page (`assets/js/api.js`) and the README must know each (a unit
+/// Every code above: the page (`assets/js/api.js`) and gateway/README.md must know each (a unit
 /// test below checks both).
 pub const ALL_CODES: [i64; 16] = [
     PARSE_ERROR,
@@ -178,7 +178,7 @@ pub fn from_db(error: &tokio_postgres::Error) -> RpcError {
         "42883" => {
             tracing::error!(
                 "{message}: this database's pgplace is older than the gateway; \
-                 run ALTER EXTENSION pgplace UPDATE (README, Upgrades)"
+                 run ALTER EXTENSION pgplace UPDATE (extension/README.md, Upgrades)"
             );
             RpcError::internal()
         }
@@ -216,13 +216,13 @@ mod tests {
         let mut ours = ALL_CODES.to_vec();
         ours.sort_unstable();
         assert_eq!(page, ours, "assets/js/api.js CODES and errors.rs disagree");
-        let readme = include_str!("../../README.md");
+        let readme = include_str!("../README.md");
         for code in ALL_CODES {
             // The README writes a minus sign, as in "−32001".
             let written = format!("\u{2212}{}", -code);
             assert!(
                 readme.contains(&written),
-                "the README does not explain {code}"
+                "gateway/README.md does not explain {code}"
             );
         }
     }

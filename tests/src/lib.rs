@@ -30,6 +30,11 @@
 //!   limits and the database budget, what distinct regions cost, legacy answers that never
 //!   arrived; `tests/sql_fuzz.rs`: every function with random arguments, as the superuser
 //!   and as each role.
+//! - `tests/gateway_regions.rs`, `gateway_metrics.rs`, `gateway_replica.rs`,
+//!   `gateway_shutdown.rs`, `held_snapshot.rs`: regions, /metrics, reads from a standby, a
+//!   graceful stop under load, placements while a snapshot is held.
+//! - `tests/gateway_legacy_names.rs`: a legacy client's own method names (a prefix, a list
+//!   view's subscribe method), a recorded Qik-style exchange.
 //! - `tests/scale_out_faults.rs` (with `soak`, `processes`): gateway processes behind
 //!   nginx through kills, LISTEN loss, a PostgreSQL restart and an nginx reload; the
 //!   `soak` binary is its long form (`./pgplace.sh soak`).

@@ -96,7 +96,7 @@ pub fn document(config: &Config) -> Value {
         }
     }
     let schemas = generator.take_definitions(true);
-    json!({
+    let mut document = json!({
         "openrpc": "1.2.6",
         "info": {
             "title": "pgplace gateway",
@@ -106,7 +106,40 @@ pub fn document(config: &Config) -> Value {
         },
         "methods": methods,
         "components": {"schemas": schemas},
-    })
+    });
+    drop_number_formats(&mut document);
+    document
+}
+
+/// schemars writes Rust's integer widths as `"format": "int64"` and the like, which JSON
+/// Schema does not define (validators refuse them): the ranges they imply are not promised.
+fn drop_number_formats(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            let numeric = map.get("format").and_then(Value::as_str).is_some_and(|f| {
+                matches!(
+                    f,
+                    "int8"
+                        | "int16"
+                        | "int32"
+                        | "int64"
+                        | "uint"
+                        | "uint8"
+                        | "uint16"
+                        | "uint32"
+                        | "uint64"
+                        | "float"
+                        | "double"
+                )
+            });
+            if numeric {
+                map.remove("format");
+            }
+            map.values_mut().for_each(drop_number_formats);
+        }
+        Value::Array(items) => items.iter_mut().for_each(drop_number_formats),
+        _ => {}
+    }
 }
 
 fn describe(method: &Method, name: &str, summary: &str, generator: &mut SchemaGenerator) -> Value {

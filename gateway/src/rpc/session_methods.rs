@@ -67,6 +67,7 @@ pub struct SetPresenceParams {
 
 /// A tile's coordinates.
 #[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct Point {
     pub x: i32,
     pub y: i32,
