@@ -64,12 +64,6 @@ pub struct Placed {
     pub next_allowed_at: String,
 }
 
-fn value(answer: impl Serialize) -> Result<Reply, RpcError> {
-    Ok(Reply::Value(
-        serde_json::to_value(answer).expect("answers serialize"),
-    ))
-}
-
 pub async fn list(app: &App, _: NoParams) -> Result<Reply, RpcError> {
     let client = db::checkout(&app.pool).await?;
     let boards = db::list_boards(&client).await.map_err(|e| from_db(&e))?;
@@ -77,7 +71,7 @@ pub async fn list(app: &App, _: NoParams) -> Result<Reply, RpcError> {
         .into_iter()
         .map(|(settings, seq)| Listed { settings, seq })
         .collect();
-    value(listed)
+    Reply::serialized(listed)
 }
 
 pub async fn get(app: &App, p: BoardParams) -> Result<Reply, RpcError> {
@@ -102,7 +96,7 @@ pub async fn tile_history(app: &App, p: TileHistoryParams) -> Result<Reply, RpcE
     let rows = db::tile_history(&client, mirrored.board.id, x, y, limit.into())
         .await
         .map_err(|e| from_db(&e))?;
-    value(rows)
+    Reply::serialized(rows)
 }
 
 /// Refuses a tile outside the board.
@@ -183,7 +177,7 @@ pub async fn place(app: &App, p: PlaceParams) -> Result<Reply, RpcError> {
         // place_many gives a seq to every placement it made.
         return Err(RpcError::internal());
     };
-    value(Placed {
+    Reply::serialized(Placed {
         placed: true,
         seq,
         next_allowed_at,

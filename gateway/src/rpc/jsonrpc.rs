@@ -137,6 +137,15 @@ pub enum Reply {
     Raw(Fragments),
 }
 
+impl Reply {
+    /// A method's answer, from the type its result schema is made from.
+    pub fn serialized(answer: impl serde::Serialize) -> Result<Reply, RpcError> {
+        Ok(Reply::Value(
+            serde_json::to_value(answer).expect("answers serialize"),
+        ))
+    }
+}
+
 pub fn response(version: Version, id: &Value, outcome: Result<Reply, RpcError>) -> Fragments {
     let result = match outcome {
         Ok(result) => result,

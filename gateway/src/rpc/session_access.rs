@@ -77,7 +77,7 @@ async fn read(app: &App, id: &str) -> Result<Option<Arc<Session>>, RpcError> {
     for view in &stored.views {
         match Box::pin(views::build(&app.sources(), &view.view, &view.params)).await {
             Ok(built) => {
-                let sub = Subscription::new(built.view, built.position)
+                let sub = Subscription::new(built.view, built.cursor)
                     .restored(view.sub_id as u64, view.seq);
                 session.subscribe(sub, usize::MAX)?;
             }

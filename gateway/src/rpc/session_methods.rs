@@ -180,12 +180,6 @@ pub struct PresenceSet {
 #[serde(transparent)]
 pub struct Done(bool);
 
-fn value(answer: impl Serialize) -> Result<Reply, RpcError> {
-    Ok(Reply::Value(
-        serde_json::to_value(answer).expect("answers serialize"),
-    ))
-}
-
 /// A change of the stored session made here gave it `version` (None: it is gone). When
 /// another gateway changed it too, this copy may lack that change: it is read again next
 /// time. (A change made to a copy that is forgotten right after is harmless.)
@@ -212,7 +206,7 @@ pub async fn create(app: &App, _: NoParams) -> Result<Reply, RpcError> {
     let session = app
         .sessions
         .insert(Session::new(id.into(), public_id, 0, None, true))?;
-    value(SessionId(session.id.to_string()))
+    Reply::serialized(SessionId(session.id.to_string()))
 }
 
 pub async fn destroy(app: &App, p: SessionParams) -> Result<Reply, RpcError> {
@@ -226,7 +220,7 @@ pub async fn destroy(app: &App, p: SessionParams) -> Result<Reply, RpcError> {
     if !existed {
         return Err(RpcError::unknown_session());
     }
-    value(Done(true))
+    Reply::serialized(Done(true))
 }
 
 pub async fn unsubscribe(app: &App, p: UnsubscribeParams) -> Result<Reply, RpcError> {
@@ -242,7 +236,7 @@ pub async fn unsubscribe(app: &App, p: UnsubscribeParams) -> Result<Reply, RpcEr
     if !version.is_some_and(|v| session.advance_version(v)) {
         app.sessions.forget(session.public_id);
     }
-    value(Done(true))
+    Reply::serialized(Done(true))
 }
 
 pub async fn authorize(app: &App, p: AuthorizeParams) -> Result<Reply, RpcError> {
@@ -261,7 +255,7 @@ pub async fn authorize(app: &App, p: AuthorizeParams) -> Result<Reply, RpcError>
         id: user_id,
         name: name.clone(),
     });
-    value(Authorized { user_id, name })
+    Reply::serialized(Authorized { user_id, name })
 }
 
 pub async fn subscribe(app: &App, p: SubscribeParams) -> Result<Reply, RpcError> {
@@ -274,7 +268,7 @@ pub async fn subscribe(app: &App, p: SubscribeParams) -> Result<Reply, RpcError>
             format!("view {view:?} is for signed-in sessions: session.authorize first"),
         ));
     }
-    let sub = Subscription::new(built.view, built.position);
+    let sub = Subscription::new(built.view, built.cursor);
     let key = sub.key.clone();
     session.check_room(&key, app.config.max_subscriptions)?;
     // Stored first: a subscription that another gateway could not make again is none.
@@ -393,7 +387,7 @@ pub async fn set_presence(app: &App, p: SetPresenceParams) -> Result<Reply, RpcE
     let mirrored = app.boards.get(&p.board).await?;
     check_inside(&mirrored.board.settings(), x, y)?;
     let id = session.set_presence(&mirrored.board, x, y)?;
-    value(PresenceSet { id })
+    Reply::serialized(PresenceSet { id })
 }
 
 // The examples: named params that work against a gateway whose database has a board

@@ -41,7 +41,6 @@ use crate::views::list::ListView;
 use crate::views::lists::Lists;
 use crate::views::made::Made;
 use crate::views::region::{Region, RegionBudget, RegionView};
-use bytes::Bytes;
 use schemars::{Schema, SchemaGenerator};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -193,20 +192,7 @@ impl View {
 }
 
 /// A view made for a subscriber (not yet added to a session), and what to answer and store.
-pub struct Built {
-    pub view: View,
-    /// Where the subscriber starts.
-    pub position: Position,
-    /// The initial state (or, resumed with `since`, `{"seq": since, "resumed": true}`).
-    pub state: Bytes,
-    /// The params to store (`since` replaced by the stored seq).
-    pub params: Map<String, Value>,
-    pub board: Option<i64>,
-    /// A board view's starting seq.
-    pub seq: Option<i64>,
-    /// Only a session bound to a user may subscribe (a list view made so).
-    pub signed_in: bool,
-}
+pub type Built = Made<View, Position>;
 
 /// What making a view may use.
 pub struct Sources<'a> {
@@ -253,9 +239,9 @@ pub async fn build(
 }
 
 fn built<V, C>(made: Made<V, C>, view: fn(V) -> View, position: fn(C) -> Position) -> Built {
-    Built {
+    Made {
         view: view(made.view),
-        position: position(made.cursor),
+        cursor: position(made.cursor),
         state: made.state,
         params: made.params,
         board: made.board,
