@@ -68,6 +68,10 @@ pub fn param_names<P: DeserializeOwned>() -> &'static [&'static str] {
     serde_aux::serde_introspection::serde_introspect::<P>()
 }
 
+/// No params.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+pub struct NoParams {}
+
 /// A non-negative number of seconds.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Seconds(pub f64);

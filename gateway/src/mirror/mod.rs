@@ -2,7 +2,9 @@
 
 pub mod board;
 pub mod cursors;
+mod event_log;
 pub mod feed;
 pub mod freezing;
 pub mod recent;
 pub mod snapshot;
+pub mod state;

@@ -5,9 +5,10 @@ use crate::db::{self, BoardRef, HistoryEntry, PlaceItem};
 use crate::errors::{from_db, RpcError, BOARD_NOT_OPEN, COOLDOWN, NOT_AUTHORIZED};
 use crate::json::timestamp;
 use crate::mirror::snapshot::Settings;
+use crate::params::NoParams;
 use crate::rpc::jsonrpc::Reply;
 use crate::rpc::session_access;
-use crate::rpc::session_methods::NoParams;
+use crate::rpc::tiles::check_inside;
 use crate::state::App;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -50,7 +51,7 @@ pub struct Listed {
 pub type Boards = Vec<Listed>;
 
 /// `{settings…, seq, bits, frozen, watching}`.
-pub type BoardState = crate::mirror::board::BoardState<'static>;
+pub type BoardState = crate::mirror::state::BoardState<'static>;
 
 /// Newest first.
 pub type TileHistory = Vec<HistoryEntry>;
@@ -97,21 +98,6 @@ pub async fn tile_history(app: &App, p: TileHistoryParams) -> Result<Reply, RpcE
         .await
         .map_err(|e| from_db(&e))?;
     Reply::serialized(rows)
-}
-
-/// Refuses a tile outside the board.
-pub fn check_inside(settings: &Settings, x: i32, y: i32) -> Result<(), RpcError> {
-    if x < 0 || x >= settings.width || y < 0 || y >= settings.height {
-        return Err(RpcError::invalid_params(format!(
-            "({x}, {y}) is outside board {}, which is {}x{} (x in 0..{}, y in 0..{})",
-            settings.name,
-            settings.width,
-            settings.height,
-            settings.width - 1,
-            settings.height - 1
-        )));
-    }
-    Ok(())
 }
 
 pub async fn place(app: &App, p: PlaceParams) -> Result<Reply, RpcError> {

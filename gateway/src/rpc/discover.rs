@@ -4,8 +4,9 @@
 
 use crate::config::Config;
 use crate::errors::{meaning, RpcError, STANDARD_CODES};
+use crate::params::NoParams;
 use crate::rpc::jsonrpc::Reply;
-use crate::rpc::session_methods::{NoParams, Subscribed, ViewMethodParams};
+use crate::rpc::session_methods::{Subscribed, ViewMethodParams};
 use crate::rpc::table::{Method, METHODS};
 use crate::state::App;
 use schemars::generate::SchemaSettings;

@@ -6,3 +6,4 @@ pub mod jsonrpc;
 pub mod session_access;
 pub mod session_methods;
 pub mod table;
+pub mod tiles;

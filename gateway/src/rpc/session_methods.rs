@@ -4,10 +4,11 @@ use crate::db;
 use crate::db::BoardRef;
 use crate::errors::{from_db, RpcError, NOT_AUTHORIZED};
 use crate::fragments::Fragments;
+use crate::params::NoParams;
 use crate::params::Seconds;
-use crate::rpc::board_methods::check_inside;
 use crate::rpc::jsonrpc::Reply;
 use crate::rpc::session_access;
+use crate::rpc::tiles::check_inside;
 use crate::sessions::ids::new_session_id;
 use crate::sessions::poll_cursor::PollCursor;
 use crate::sessions::session::{Session, User};
@@ -20,10 +21,6 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use std::time::Duration;
-
-/// No params.
-#[derive(Deserialize, JsonSchema)]
-pub struct NoParams {}
 
 /// A session, named by its id (from `session.create`; a secret).
 #[derive(Deserialize, JsonSchema)]

@@ -5,6 +5,7 @@
 
 use crate::config::Config;
 use crate::errors::RpcError;
+use crate::params;
 use crate::rpc::jsonrpc::Reply;
 use crate::rpc::{board_methods, discover, session_methods};
 use crate::state::App;
@@ -67,7 +68,7 @@ macro_rules! method {
 pub static METHODS: &[Method] = &[
     method!(
         "session.create", "A new session (any gateway serves it from then on).",
-        session_methods::NoParams => session_methods::SessionId, session_methods::create,
+        params::NoParams => session_methods::SessionId, session_methods::create,
         errors: [TOO_MANY, RETRY, UNAVAILABLE],
         example: session_methods::create_example,
     ),
@@ -117,7 +118,7 @@ pub static METHODS: &[Method] = &[
     ),
     method!(
         "board.list", "Every board: its settings and newest seq.",
-        session_methods::NoParams => board_methods::Boards, board_methods::list,
+        params::NoParams => board_methods::Boards, board_methods::list,
         errors: [RETRY, UNAVAILABLE],
         example: board_methods::list_example,
     ),
@@ -144,7 +145,7 @@ pub static METHODS: &[Method] = &[
     ),
     method!(
         "rpc.discover", "This API as an OpenRPC document.",
-        session_methods::NoParams => discover::Document, discover::answer,
+        params::NoParams => discover::Document, discover::answer,
         errors: [],
         example: discover::example,
     ),

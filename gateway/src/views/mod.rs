@@ -26,6 +26,7 @@ pub mod list_diff;
 pub mod lists;
 pub mod made;
 pub mod recent;
+pub mod rect;
 pub mod region;
 pub mod view_checks;
 
