@@ -19,15 +19,41 @@ cleanup() { drop_db || true; rm -rf "$TMP"; }
 trap cleanup EXIT
 
 # Runs one pgbench phase; its full output lands in $TMP/<name>.out so that an error from
-# the extension is shown verbatim. The remaining arguments go to pgbench.
+# the extension is shown verbatim. The remaining arguments go to pgbench. Beside it,
+# $TMP/<name>.cpu holds the CPU seconds the cluster spent during the phase (every backend
+# and helper process) and pgbench's own (from the shell's children times, so that no tool
+# beyond bash is needed).
+children_cpu() { awk 'NR == 2 { split($1, u, "m"); split($2, s, "m"); print u[1] * 60 + u[2] + s[1] * 60 + s[2] }' "$1"; }
 bench() {
     local name=$1; shift
     echo "running $name: $*"
+    local before after
+    before=$(server_cpu_seconds)
+    times >"$TMP/$name.t0"
     if ! "$PG_BIN/pgbench" -n -M prepared "$@" "$DB_URL" >"$TMP/$name.out" 2>&1; then
         cat "$TMP/$name.out" >&2
         echo "pgbench phase '$name' failed" >&2
         exit 1
     fi
+    times >"$TMP/$name.t1"
+    after=$(server_cpu_seconds)
+    local load
+    load=$(awk -v a="$(children_cpu "$TMP/$name.t1")" -v b="$(children_cpu "$TMP/$name.t0")" 'BEGIN { print a - b }')
+    if [[ -n $before && -n $after ]]; then
+        echo "$(awk -v b="$before" -v a="$after" 'BEGIN { print a - b }') $load" >"$TMP/$name.cpu"
+    else
+        echo "n/a $load" >"$TMP/$name.cpu"
+    fi
+}
+# "PostgreSQL N µs, pgbench M µs": the CPU per placement (or row) of a phase of `per`
+# placements a transaction.
+cpu_per() {
+    local name=$1 per=$2
+    awk -v n="$(xacts "$name")" -v per="$per" '{
+        units = n * per
+        if (units == 0 || $1 == "n/a") { printf "PostgreSQL n/a, pgbench %.1f µs\n", units ? $2 / units * 1e6 : 0; exit }
+        printf "PostgreSQL %.1f µs, pgbench %.1f µs\n", $1 / units * 1e6, $2 / units * 1e6
+    }' "$TMP/$name.cpu"
 }
 tps() { grep -oP '^tps = \K[0-9.]+' "$TMP/$1.out"; }
 xacts() { grep -oP '^number of transactions actually processed: \K[0-9]+' "$TMP/$1.out"; }
@@ -146,4 +172,10 @@ for round in 1 2; do
     row "round $round: place_many(100), 2 clients, random users" "$(printf '%.0f placements/s' "$(awk -v t="$pm" 'BEGIN { print t * 100 }')")" ""
     row "  PL/pgSQL baseline, same workload" "$(printf '%.0f placements/s: pgplace %sx' "$(awk -v t="$nm" 'BEGIN { print t * 100 }')" "$(ratio "$pm" "$nm")")" ""
     row "  100-row INSERT + 1 pg_notify, 2 clients" "$(printf '%.0f rows/s: pgplace %sx' "$(awk -v t="$bm" 'BEGIN { print t * 100 }')" "$(ratio "$pm" "$bm")")" "≥ 0.5x"
+    row "  CPU per placement: place(), random users" "$(cpu_per "place_random_$round" 1)" ""
+    row "    PL/pgSQL baseline, same workload" "$(cpu_per "naive_random_$round" 1)" ""
+    row "    INSERT+pg_notify (per row)" "$(cpu_per baseline 1)" ""
+    row "  CPU per placement: place_many(100)" "$(cpu_per "place_many_random_$round" 100)" ""
+    row "    PL/pgSQL baseline, same workload" "$(cpu_per "naive_many_$round" 100)" ""
+    row "    100-row INSERT + 1 pg_notify (per row)" "$(cpu_per "baseline_many_$round" 100)" ""
 done
