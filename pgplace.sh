@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# pgplace's developer entry point: `./pgplace.sh up | test | bench | bench-feed | bench-history | bench-cliff | bench-gateway | bench-page | bench-peers | soak | psql | stop` (and `restart-cluster`, for the fault tests).
+# pgplace's developer entry point: `./pgplace.sh up | test | bench | bench-feed | bench-history | bench-cliff | bench-gateway | bench-page | bench-peers | ha | soak | psql | stop` (and `restart-cluster`, for the fault tests).
 # Everything it creates lives under .pgplace/ (git-ignored; /var/tmp/pgplace-<hash> when
 # the postgres user cannot reach the checkout): the cluster's data, its
 # socket and log, the demo user's token, the gateway's log and pid.
@@ -203,6 +203,16 @@ cmd_test() {
         PGPLACE_TEST_PG_RESTART="$(printf %q "$ROOT/pgplace.sh") restart-cluster" \
         GATEWAY_BIN="$ROOT/target/debug/pgplace-gateway" \
         cargo test -p pgplace-tests
+    say "high availability: the primary fails over under load (pg_auto_failover, tests/ha/)"
+    local ha=(env ROOT="$ROOT" PG_BIN="$PG_BIN" STATE="$STATE" bash "$ROOT/tests/ha/ha.sh")
+    PGPLACE_HA_GATEWAY_BIN="$ROOT/target/debug/pgplace-gateway" "${ha[@]}" up
+    local ha_status=0
+    PGPLACE_TEST_HA_GATEWAYS=127.0.0.1:8081,127.0.0.1:8082 \
+        PGPLACE_TEST_HA_DATABASE="postgresql://postgres@127.0.0.1:54341,127.0.0.1:54342/pgplace?target_session_attrs=read-write&connect_timeout=2" \
+        PGPLACE_TEST_HA_KILL="${ha[*]} kill-primary" \
+        cargo test -p pgplace-tests --test ha_failover -- --ignored --nocapture || ha_status=$?
+    "${ha[@]}" down
+    ((ha_status == 0)) || return "$ha_status"
     say "rpc.discover against the OpenRPC meta-schema, and every method's example called"
     GATEWAY_BIN="$ROOT/target/debug/pgplace-gateway" PSQL="$PG_BIN/psql" \
         PGPLACE_ADMIN_URL="postgresql://postgres@$PGHOST:$PGPORT/postgres" \
@@ -216,6 +226,17 @@ cmd_test() {
     GATEWAY_BIN="$ROOT/target/debug/pgplace-gateway" PSQL="$PG_BIN/psql" \
         PGPLACE_ADMIN_URL="postgresql://postgres@$PGHOST:$PGPORT/postgres" \
         bash "$ROOT/tests/browser/run.sh"
+}
+
+# pg_auto_failover, two nodes, two gateways and nginx (tests/ha/ha.sh):
+# ./pgplace.sh ha up | status | kill-primary | revive | down
+cmd_ha() {
+    choose_state_dir
+    if [[ ${1:-} == up ]]; then
+        install_missing_packages
+        install_extension
+    fi
+    ROOT=$ROOT PG_BIN=$PG_BIN STATE=$STATE bash "$ROOT/tests/ha/ha.sh" "$@"
 }
 
 # The long fault soak: ./pgplace.sh soak [--minutes 30 --sessions 5000 --rate 500 --fault-every 5]
@@ -358,8 +379,9 @@ case "${1:-}" in
     bench-cliff) cmd_bench_cliff ;;
     bench-page) cmd_bench_page ;;
     bench-peers) shift; cmd_bench_peers "$@" ;;
+    ha) shift; cmd_ha "$@" ;;
     stop) cmd_stop ;;
     restart-cluster) cmd_restart_cluster ;;
     psql) shift; exec "$PG_BIN/psql" -d pgplace "$@" ;;
-    *) echo "usage: $0 up | test | bench | bench-feed | bench-history | bench-cliff | bench-gateway | bench-page | bench-peers | soak | psql | stop" >&2; exit 2 ;;
+    *) echo "usage: $0 up | test | bench | bench-feed | bench-history | bench-cliff | bench-gateway | bench-page | bench-peers | ha | soak | psql | stop" >&2; exit 2 ;;
 esac

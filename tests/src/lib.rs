@@ -35,6 +35,8 @@
 //!   graceful stop under load, placements while a snapshot is held.
 //! - `tests/gateway_legacy_names.rs`: a legacy client's own method names (a prefix, a list
 //!   view's subscribe method), a recorded Qik-style exchange.
+//! - `tests/ha_failover.rs`: the primary killed under load on pg_auto_failover
+//!   (`tests/ha/ha.sh`; run by `./pgplace.sh test` with `--ignored` against the setup it starts).
 //! - `tests/scale_out_faults.rs` (with `soak`, `processes`): gateway processes behind
 //!   nginx through kills, LISTEN loss, a PostgreSQL restart and an nginx reload; the
 //!   `soak` binary is its long form (`./pgplace.sh soak`).

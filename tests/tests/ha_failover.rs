@@ -1,0 +1,333 @@
+//! The primary fails over under load (`./pgplace.sh ha up`: pg_auto_failover, two nodes with
+//! synchronous replication, two gateways on the multi-host connection string): every
+//! acknowledged placement is in the new primary's history with its seq, tile and colour, the
+//! history has no gap, every watching session's stream goes on exactly, and both gateways
+//! are ready again.
+//!
+//! Run by `./pgplace.sh test` against the setup it starts (`cargo test --test ha_failover --
+//! --ignored`), which it names in PGPLACE_TEST_HA_GATEWAYS (addresses, comma-separated),
+//! PGPLACE_TEST_HA_DATABASE (the multi-host URL) and PGPLACE_TEST_HA_KILL (the command that
+//! makes the primary vanish).
+
+use pgplace_tests::gateway::Http;
+use pgplace_tests::{connect, create_board, create_users_with_tokens};
+use rand::Rng;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::task::JoinSet;
+
+const SIZE: (i32, i32) = (40, 30);
+const RETRY: i64 = -32009;
+const UNKNOWN_SESSION: i64 = -32001;
+const PLACERS_PER_GATEWAY: usize = 4;
+const WATCHERS_PER_GATEWAY: usize = 2;
+const BEFORE_KILL: Duration = Duration::from_secs(5);
+const AFTER_KILL: Duration = Duration::from_secs(15);
+
+fn env(name: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| panic!("{name} is not set: run by ./pgplace.sh test"))
+}
+
+/// One acknowledged placement and when its request was sent and answered.
+struct Ack {
+    seq: i64,
+    tile: (i32, i32, i32),
+    sent: Instant,
+    answered: Instant,
+}
+
+/// A new session of `user` (its token), on gateway `http`; retried through the failover.
+async fn signed_in(http: &Http, token: &str) -> Value {
+    loop {
+        if let Ok(Ok(session)) = http.try_call("session.create", json!([])).await {
+            if let Ok(Ok(_)) = http
+                .try_call("session.authorize", json!([session, token]))
+                .await
+            {
+                return session;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// What one placer got: its acknowledgements, its errors by code, and when the first error
+/// came.
+struct Placed {
+    acks: Vec<Ack>,
+    errors: BTreeMap<i64, u64>,
+    first_error: Option<Instant>,
+}
+
+async fn placer(http: Http, board: i64, token: String, placing: Arc<AtomicBool>) -> Placed {
+    let mut session = signed_in(&http, &token).await;
+    let (mut acks, mut errors, mut first_error) = (Vec::new(), BTreeMap::new(), None);
+    while placing.load(Ordering::SeqCst) {
+        let tile = {
+            let mut rng = rand::rng();
+            (
+                rng.random_range(0..SIZE.0),
+                rng.random_range(0..SIZE.1),
+                rng.random_range(0..16),
+            )
+        };
+        let sent = Instant::now();
+        match http
+            .try_call(
+                "board.place",
+                json!([session, board, tile.0, tile.1, tile.2]),
+            )
+            .await
+        {
+            Ok(Ok(result)) => {
+                assert_eq!(result["placed"], true, "{result}");
+                acks.push(Ack {
+                    seq: result["seq"].as_i64().unwrap(),
+                    tile,
+                    sent,
+                    answered: Instant::now(),
+                });
+            }
+            Ok(Err(error)) => {
+                let code = error["code"].as_i64().unwrap();
+                *errors.entry(code).or_default() += 1;
+                first_error.get_or_insert_with(Instant::now);
+                assert!(
+                    code == RETRY || code == UNKNOWN_SESSION,
+                    "only a retryable error or a lost session during a failover: {error}"
+                );
+                if code == UNKNOWN_SESSION {
+                    session = signed_in(&http, &token).await;
+                } else {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            }
+            // The gateway itself stays up: an answer always comes.
+            Err(transport) => panic!("the gateway did not answer: {transport}"),
+        }
+    }
+    Placed {
+        acks,
+        errors,
+        first_error,
+    }
+}
+
+/// What one watching session saw: runs of consecutive seqs, each starting after the seq of
+/// an initial state (a subscription, or a reset) and the seqs it then got.
+struct Watched {
+    runs: Vec<(i64, Vec<i64>)>,
+}
+
+async fn subscribe(http: &Http, board: i64) -> (Value, i64) {
+    loop {
+        if let Ok(Ok(session)) = http.try_call("session.create", json!([])).await {
+            if let Ok(Ok(reply)) = http
+                .try_call(
+                    "session.subscribe",
+                    json!([session, "board", {"board": board}]),
+                )
+                .await
+            {
+                return (session, reply[1]["seq"].as_i64().unwrap());
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn watcher(http: Http, board: i64, target: Arc<AtomicI64>) -> Watched {
+    let (mut session, seq) = subscribe(&http, board).await;
+    let mut watched = Watched {
+        runs: vec![(seq, Vec::new())],
+    };
+    let mut deadline = None;
+    loop {
+        let seen = watched
+            .runs
+            .last()
+            .map(|(from, seqs)| *seqs.last().unwrap_or(from))
+            .unwrap();
+        let goal = target.load(Ordering::SeqCst);
+        if goal >= 0 {
+            let deadline =
+                *deadline.get_or_insert_with(|| Instant::now() + Duration::from_secs(30));
+            if seen >= goal || Instant::now() > deadline {
+                break;
+            }
+        }
+        match http
+            .try_call("session.get_events", json!([session, 0.5]))
+            .await
+        {
+            Ok(Ok(events)) => {
+                for event in events.as_array().unwrap() {
+                    match event["action"].as_str() {
+                        Some("update") => watched
+                            .runs
+                            .last_mut()
+                            .unwrap()
+                            .1
+                            .push(event["obj"]["seq"].as_i64().unwrap()),
+                        Some("reset") => watched
+                            .runs
+                            .push((event["obj"]["seq"].as_i64().unwrap(), Vec::new())),
+                        _ => {}
+                    }
+                }
+            }
+            Ok(Err(error)) if error["code"] == UNKNOWN_SESSION => {
+                // The session did not survive the failover: a new one, from a new state.
+                let (new, seq) = subscribe(&http, board).await;
+                session = new;
+                watched.runs.push((seq, Vec::new()));
+            }
+            Ok(Err(error)) if error["code"] == RETRY => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Ok(Err(error)) => panic!("get_events: {error}"),
+            Err(transport) => panic!("the gateway did not answer: {transport}"),
+        }
+    }
+    watched
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs ./pgplace.sh ha up; ./pgplace.sh test runs it"]
+async fn nothing_acknowledged_is_lost_when_the_primary_dies() {
+    let gateways: Vec<SocketAddr> = env("PGPLACE_TEST_HA_GATEWAYS")
+        .split(',')
+        .map(|a| a.parse().expect("a gateway address"))
+        .collect();
+    let database = env("PGPLACE_TEST_HA_DATABASE");
+    let kill = env("PGPLACE_TEST_HA_KILL");
+    let sql = connect(&database).await;
+    let name = format!("failover-{}", rand::rng().random::<u32>());
+    let board = create_board(&sql, &name, SIZE, 4, "0").await;
+    let users =
+        create_users_with_tokens(&sql, &name, (gateways.len() * PLACERS_PER_GATEWAY) as i32).await;
+    drop(sql);
+
+    let placing = Arc::new(AtomicBool::new(true));
+    let target = Arc::new(AtomicI64::new(-1));
+    let mut placers = JoinSet::new();
+    let mut watchers = JoinSet::new();
+    for (i, addr) in gateways.iter().enumerate() {
+        for _ in 0..WATCHERS_PER_GATEWAY {
+            watchers.spawn(watcher(Http::new(*addr), board, target.clone()));
+        }
+        for p in 0..PLACERS_PER_GATEWAY {
+            let token = users[i * PLACERS_PER_GATEWAY + p].1.clone();
+            placers.spawn(placer(Http::new(*addr), board, token, placing.clone()));
+        }
+    }
+    tokio::time::sleep(BEFORE_KILL).await;
+    let killed_at = Instant::now();
+    let status = std::process::Command::new("setsid")
+        .args(["sh", "-c", &kill])
+        .status()
+        .expect("the kill command runs");
+    assert!(status.success(), "{kill} failed");
+    tokio::time::sleep(AFTER_KILL).await;
+    placing.store(false, Ordering::SeqCst);
+
+    let (mut acks, mut errors, mut first_error) =
+        (Vec::new(), BTreeMap::<i64, u64>::new(), None::<Instant>);
+    while let Some(done) = placers.join_next().await {
+        let placed = done.unwrap();
+        acks.extend(placed.acks);
+        for (code, n) in placed.errors {
+            *errors.entry(code).or_default() += n;
+        }
+        first_error = match (first_error, placed.first_error) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+    }
+    // The outage: from the kill to the first acknowledgement of a placement sent after the
+    // first error (the placements in flight at the kill may still be answered).
+    let recovered = first_error.and_then(|first| {
+        acks.iter()
+            .filter(|a| a.sent > first)
+            .map(|a| a.answered - killed_at)
+            .min()
+    });
+    println!(
+        "failover: {} placements acknowledged, errors {errors:?}, first acknowledged placement after the kill: {recovered:?}",
+        acks.len()
+    );
+    assert!(
+        acks.iter()
+            .any(|a| a.sent > killed_at + Duration::from_secs(1)),
+        "placements go on after the failover"
+    );
+
+    let sql = connect(&database).await;
+    let rows = sql
+        .query(
+            "SELECT seq, x, y, color FROM place.placements WHERE board_id = $1 ORDER BY seq",
+            &[&board],
+        )
+        .await
+        .unwrap();
+    let history: BTreeMap<i64, (i32, i32, i32)> = rows
+        .iter()
+        .map(|r| (r.get(0), (r.get(1), r.get(2), r.get(3))))
+        .collect();
+    let final_seq = history.keys().last().copied().unwrap_or(0);
+    assert!(
+        history.keys().copied().eq(1..=final_seq),
+        "the history has no gap"
+    );
+    for ack in &acks {
+        assert_eq!(
+            history.get(&ack.seq),
+            Some(&ack.tile),
+            "acknowledged placement seq {} is in the new primary's history as placed",
+            ack.seq
+        );
+    }
+
+    target.store(final_seq, Ordering::SeqCst);
+    while let Some(done) = watchers.join_next().await {
+        let watched = done.unwrap();
+        let mut newest = 0;
+        for (from, seqs) in &watched.runs {
+            assert!(
+                *from >= newest,
+                "a new state is never older than what was shown: {from} after {newest}"
+            );
+            let expected: Vec<i64> = (from + 1..=from + seqs.len() as i64).collect();
+            assert_eq!(
+                seqs, &expected,
+                "each seq once and in order after the state at {from}"
+            );
+            newest = seqs.last().copied().unwrap_or(*from);
+        }
+        assert_eq!(
+            newest, final_seq,
+            "every watching session reaches the last placement"
+        );
+    }
+    for addr in &gateways {
+        let http = Http::new(*addr);
+        let ready = async {
+            loop {
+                if let Ok((hyper::StatusCode::OK, _, _)) = http
+                    .try_get("/readyz", &hyper::header::HeaderMap::new())
+                    .await
+                {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(30), ready)
+            .await
+            .unwrap_or_else(|_| panic!("gateway {addr} is ready again"));
+    }
+}
