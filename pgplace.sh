@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# pgplace's developer entry point: `./pgplace.sh up | test | bench | bench-feed | bench-history | bench-cliff | bench-gateway | bench-page | bench-peers | ha | soak | psql | stop` (and `restart-cluster`, for the fault tests).
+# pgplace's developer entry point: `./pgplace.sh up | test | bench | bench-feed | bench-history | bench-cliff | bench-gateway | bench-page | bench-peers | bench-ha | ha | soak | psql | stop` (and `restart-cluster`, for the fault tests).
 # Everything it creates lives under .pgplace/ (git-ignored; /var/tmp/pgplace-<hash> when
 # the postgres user cannot reach the checkout): the cluster's data, its
 # socket and log, the demo user's token, the gateway's log and pid.
@@ -239,6 +239,14 @@ cmd_ha() {
     ROOT=$ROOT PG_BIN=$PG_BIN STATE=$STATE bash "$ROOT/tests/ha/ha.sh" "$@"
 }
 
+# What synchronous replication costs board.place, and how long failovers take (tests/ha/bench.sh).
+cmd_bench_ha() {
+    choose_state_dir
+    install_missing_packages
+    install_extension
+    ROOT=$ROOT PG_BIN=$PG_BIN STATE=$STATE bash "$ROOT/tests/ha/bench.sh"
+}
+
 # The long fault soak: ./pgplace.sh soak [--minutes 30 --sessions 5000 --rate 500 --fault-every 5]
 cmd_soak() {
     setup
@@ -380,8 +388,9 @@ case "${1:-}" in
     bench-page) cmd_bench_page ;;
     bench-peers) shift; cmd_bench_peers "$@" ;;
     ha) shift; cmd_ha "$@" ;;
+    bench-ha) cmd_bench_ha ;;
     stop) cmd_stop ;;
     restart-cluster) cmd_restart_cluster ;;
     psql) shift; exec "$PG_BIN/psql" -d pgplace "$@" ;;
-    *) echo "usage: $0 up | test | bench | bench-feed | bench-history | bench-cliff | bench-gateway | bench-page | bench-peers | ha | soak | psql | stop" >&2; exit 2 ;;
+    *) echo "usage: $0 up | test | bench | bench-feed | bench-history | bench-cliff | bench-gateway | bench-page | bench-peers | bench-ha | ha | soak | psql | stop" >&2; exit 2 ;;
 esac

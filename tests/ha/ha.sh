@@ -111,7 +111,8 @@ WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = :'role') \gexe
 SQL
     local token
     token=$(psql_at "$url" -tA -f "$ROOT/sql/demo.sql")
-    [[ -n $token ]] && (umask 077 && echo "$token" >"$HA/demo-token")
+    # The token is printed once, when the demo user is made.
+    if [[ -n $token ]]; then (umask 077 && echo "$token" >"$HA/demo-token"); fi
 }
 
 start_gateways() {

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# ./pgplace.sh bench-ha (by hand; not part of the tests): on the setup of `ha up`,
+# board.place through one gateway on the primary with its standby synchronous, asynchronous
+# and stopped (the primary alone), alternating over two rounds; then the time from a kill
+# of the primary to the first acknowledged placement after it, over PGPLACE_HA_FAILOVERS
+# failovers (default 5), as tests/tests/ha_failover.rs measures it.
+set -euo pipefail
+
+: "${ROOT:?}" "${PG_BIN:?}" "${STATE:?}"
+HA=$STATE/ha
+SECONDS_PER_PHASE=${PGPLACE_BENCH_SECONDS:-15}
+FAILOVERS=${PGPLACE_HA_FAILOVERS:-5}
+ha=(env ROOT="$ROOT" PG_BIN="$PG_BIN" STATE="$STATE" bash "$ROOT/tests/ha/ha.sh")
+say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
+XDG=(XDG_CONFIG_HOME="$HA/config" XDG_DATA_HOME="$HA/share" XDG_RUNTIME_DIR="$HA/run")
+autoctl() { runuser -u postgres -- env "${XDG[@]}" pg_autoctl "$@"; }
+q() { "$PG_BIN/psql" -X -q -tA -d "postgresql://postgres@127.0.0.1:$1/postgres?connect_timeout=1" -c "$2"; }
+
+"${ha[@]}" up >/dev/null
+primary() { local p; for p in 54341 54342; do [[ $(q "$p" "SELECT pg_is_in_recovery()" 2>/dev/null) == f ]] && { echo "$p"; return; }; done; return 1; }
+standby_node() { [[ $(primary) == 54341 ]] && echo 2 || echo 1; }
+wait_until() { for _ in $(seq 240); do eval "$1" >/dev/null 2>&1 && return 0; sleep 0.25; done; echo "timed out: $1" >&2; return 1; }
+# (The state is read whole first: grep -q closing the pipe early would fail it, pipefail.)
+both_healthy() {
+    local state
+    state=$("${ha[@]}" status)
+    grep -q ' secondary *| *secondary' <<<"$state" && grep -q ' primary *| *primary' <<<"$state"
+}
+
+mode() {
+    local standby
+    standby=$(standby_node)
+    case $1 in
+        sync)
+            "${ha[@]}" revive >/dev/null
+            wait_until both_healthy
+            autoctl set node replication-quorum true --pgdata "$HA/node$standby" >/dev/null 2>&1 || true
+            wait_until '[[ -n $(q "$(primary)" "SHOW synchronous_standby_names") ]]'
+            ;;
+        async)
+            autoctl set node replication-quorum false --pgdata "$HA/node$standby" >/dev/null
+            wait_until '[[ -z $(q "$(primary)" "SHOW synchronous_standby_names") ]]'
+            ;;
+        single)
+            autoctl stop --pgdata "$HA/node$standby" >/dev/null
+            wait_until '! q 5434'"$standby"' "SELECT 1"'
+            wait_until '[[ -z $(q "$(primary)" "SHOW synchronous_standby_names") ]]'
+            ;;
+    esac
+}
+
+declare -A rate
+for round in 1 2; do
+    for m in sync async single; do
+        mode "$m"
+        say "round $round: $m (primary on port $(primary), synchronous_standby_names '$(q "$(primary)" "SHOW synchronous_standby_names")')"
+        PGPLACE_ADMIN_URL="postgresql://postgres@127.0.0.1:$(primary)/postgres" PG_BIN="$PG_BIN" \
+            GATEWAY_BIN="$ROOT/target/release/pgplace-gateway" \
+            bash "$ROOT/tests/bench/gateway.sh" --only place --seconds "$SECONDS_PER_PHASE" >"$HA/bench-$m-$round.log" 2>&1
+        rate[$m,$round]=$(grep -m1 'placements/s' "$HA/bench-$m-$round.log" | awk -F'|' '{ print $4 }' | awk '{ print $1 }')
+        echo "  ${rate[$m,$round]} placements/s"
+    done
+done
+mode sync
+
+say "recovery over $FAILOVERS failovers"
+times=()
+for i in $(seq "$FAILOVERS"); do
+    wait_until both_healthy
+    out=$(PGPLACE_TEST_HA_GATEWAYS=127.0.0.1:8081,127.0.0.1:8082 \
+        PGPLACE_TEST_HA_DATABASE="postgresql://postgres@127.0.0.1:54341,127.0.0.1:54342/pgplace?target_session_attrs=read-write&connect_timeout=2" \
+        PGPLACE_TEST_HA_KILL="${ha[*]} kill-primary" \
+        cargo test -q -p pgplace-tests --test ha_failover -- --ignored --nocapture 2>&1) ||
+        { echo "$out" >&2; exit 1; }
+    t=$(grep -oP 'first acknowledged placement after the kill: Some\(\K[0-9.]+' <<<"$out")
+    echo "  failover $i: ${t} s"
+    times+=("$t")
+    "${ha[@]}" revive >/dev/null
+done
+
+echo
+echo "| measure | round 1 | round 2 |"
+echo "|---|---|---|"
+declare -A label=([sync]="a synchronous standby" [async]="an asynchronous standby" [single]="the standby stopped (the primary alone)")
+for m in sync async single; do
+    echo "| board.place, 1 gateway, 64 clients, ${label[$m]} | ${rate[$m,1]}/s | ${rate[$m,2]}/s |"
+done
+printf '%s\n' "${times[@]}" | sort -n | awk '{ v[NR] = $1 } END {
+    printf "| kill to the first acknowledged placement, %d failovers | min %.1f s, median %.1f s, max %.1f s | |\n", NR, v[1], v[int((NR + 1) / 2)], v[NR] }'
