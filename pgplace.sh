@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# pgplace's developer entry point: `./pgplace.sh up | test | bench | bench-feed | bench-history | bench-cliff | bench-gateway | bench-page | bench-peers | bench-ha | ha | soak | psql | stop` (and `restart-cluster`, for the fault tests).
+# pgplace's developer entry point: `./pgplace.sh up | test | bench | bench-feed | bench-history | bench-sessions | bench-cliff | bench-gateway | bench-page | bench-peers | bench-ha | ha | soak | psql | stop` (and `restart-cluster`, for the fault tests).
 # Everything it creates lives under .pgplace/ (git-ignored; /var/tmp/pgplace-<hash> when
 # the postgres user cannot reach the checkout): the cluster's data, its
 # socket and log, the demo user's token, the gateway's log and pid.
@@ -309,6 +309,13 @@ cmd_bench_cliff() {
 
 # PGPLACE_BENCH_SCHEMA=0.4.0: an older schema (its install script from tests/upgrade/, served
 # by this library as that version was), for a before/after in one session.
+# What logged session tables cost the gateway's session writes (tests/bench/sessions.sh).
+cmd_bench_sessions() {
+    setup
+    PGPLACE_ADMIN_URL="postgresql://postgres@$PGHOST:$PGPORT/postgres" \
+        PG_BIN="$PG_BIN" bash "$ROOT/tests/bench/sessions.sh"
+}
+
 cmd_bench_history() {
     setup
     local version=""
@@ -384,6 +391,7 @@ case "${1:-}" in
     soak) shift; cmd_soak "$@" ;;
     bench-gateway) shift; cmd_bench_gateway "$@" ;;
     bench-history) cmd_bench_history ;;
+    bench-sessions) cmd_bench_sessions ;;
     bench-cliff) cmd_bench_cliff ;;
     bench-page) cmd_bench_page ;;
     bench-peers) shift; cmd_bench_peers "$@" ;;
@@ -392,5 +400,5 @@ case "${1:-}" in
     stop) cmd_stop ;;
     restart-cluster) cmd_restart_cluster ;;
     psql) shift; exec "$PG_BIN/psql" -d pgplace "$@" ;;
-    *) echo "usage: $0 up | test | bench | bench-feed | bench-history | bench-cliff | bench-gateway | bench-page | bench-peers | bench-ha | ha | soak | psql | stop" >&2; exit 2 ;;
+    *) echo "usage: $0 up | test | bench | bench-feed | bench-history | bench-sessions | bench-cliff | bench-gateway | bench-page | bench-peers | bench-ha | ha | soak | psql | stop" >&2; exit 2 ;;
 esac

@@ -5,21 +5,23 @@
 -- (place.session_seen) - never on every poll. Where each view of a session stands is not
 -- here: acking clients carry it in their cursor.
 --
--- A session id is a bearer secret: only its SHA-256 is stored. The tables are UNLOGGED:
--- a session is cheap to make again and is not worth a WAL write per subscribe; they keep
--- their rows through a clean restart, are emptied by a crash (clients then hear "unknown
--- session" and create a new one), and are not copied to standbys or dumps.
+-- A session id is a bearer secret: only its SHA-256 is stored. The tables are logged, so
+-- sessions survive a crash and a failover to a standby (gateway/README.md, "High
+-- availability"): they are written on create, subscribe and the like, never per poll, and
+-- a write costs what a placement's commit costs.
 --
 -- Gateways hear on channel pgplace_sessions what happened to a session elsewhere, and drop
--- their copy at once: 'gone <public_id>' (destroyed, expired), 'drop <public_id> <gateway>'
--- (changed, or its legacy polls now answered, by that gateway: hex of its id). `version`
--- and `holder` say the same for a gateway that was not listening for a while.
+-- their copy once its row confirms it: 'gone <public_id>' (destroyed, expired),
+-- 'drop <public_id> <gateway>' (changed, or its legacy polls now answered, by that
+-- gateway: hex of its id), 'handed <public_id> <gateway>' (the previous holder left where
+-- the session's legacy views stand for that gateway, in `handover`). `version` and
+-- `holder` say the same for a gateway that was not listening for a while.
 
--- A logged sequence (an unlogged table's own would start over after a crash, and a new
--- session would take the public id of one a gateway still holds a copy of).
+-- Its own sequence (the sessions were UNLOGGED before 0.8.2, and an unlogged table's own
+-- sequence starts over after a crash).
 CREATE SEQUENCE place.session_public_ids;
 
-CREATE UNLOGGED TABLE place.sessions (
+CREATE TABLE place.sessions (
     id_hash    bytea PRIMARY KEY,
     -- Names the session where its id may not appear: cursors, notifications.
     public_id  bigint NOT NULL DEFAULT nextval('place.session_public_ids') UNIQUE,
@@ -30,12 +32,17 @@ CREATE UNLOGGED TABLE place.sessions (
     -- Bumped by every change (user, subscriptions).
     version    bigint NOT NULL DEFAULT 0,
     -- The gateway that answers its legacy polls (they keep no cursor of their own).
-    holder     bigint
+    holder     bigint,
+    -- Where the session's legacy views stood on `handover_from` (a poll cursor, as the
+    -- gateway writes them) when it dropped its copy, left for `handover_to`.
+    handover      jsonb,
+    handover_from bigint,
+    handover_to   bigint
 );
 COMMENT ON TABLE place.sessions IS 'Gateway sessions (the SHA-256 of each id, its user, when last seen)';
 CREATE INDEX ON place.sessions (seen_at);
 
-CREATE UNLOGGED TABLE place.session_views (
+CREATE TABLE place.session_views (
     id_hash  bytea NOT NULL REFERENCES place.sessions ON DELETE CASCADE,
     key      text NOT NULL,
     -- session.subscribe's view and params, as given.
@@ -153,6 +160,77 @@ BEGIN ATOMIC
     SELECT version FROM held, place._session_dropped(public_id, gateway);
 END;
 
+-- `gateway` answers the session's legacy polls from now on: the version, the gateway that
+-- answered them before (NULL: none; the same: it held them already), and whether
+-- positions wait for it: left for it (an earlier try of this move), or left by the
+-- previous holder when it dropped its copy. Any other hand-over is void.
+CREATE FUNCTION place.session_move(id text, gateway bigint)
+RETURNS TABLE (version bigint, previous bigint, handed boolean)
+LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+    WITH old AS (
+        SELECT s.id_hash, s.holder,
+               s.handover IS NOT NULL
+               AND (s.handover_to = session_move.gateway OR s.handover_from = s.holder) AS kept
+        FROM place.sessions s
+        WHERE s.id_hash = place._session_hash(session_move.id)
+        FOR UPDATE),
+    moved AS (
+        UPDATE place.sessions s
+        SET holder = session_move.gateway,
+            handover = CASE WHEN old.kept THEN s.handover END,
+            handover_from = CASE WHEN old.kept THEN s.handover_from END,
+            handover_to = CASE WHEN old.kept THEN session_move.gateway END
+        FROM old WHERE s.id_hash = old.id_hash
+        RETURNING s.public_id, s.version, old.holder, old.kept)
+    SELECT moved.version, moved.holder, moved.kept
+    FROM moved, place._session_dropped(public_id, gateway);
+END;
+
+-- A gateway that answered the session's legacy polls drops its copy and leaves where its
+-- views stood (a poll cursor) for the gateway that holds the session now: another one
+-- that took it over, or itself, when the copy was dropped for a change made elsewhere
+-- (then whoever takes the session next gets them). Tells the holder; returns it (NULL:
+-- nobody holds the session, or it is unknown).
+CREATE FUNCTION place.session_hand_over(id text, from_gateway bigint, positions jsonb)
+RETURNS bigint
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    handed bigint;
+    left_for bigint;
+BEGIN
+    IF positions IS NULL OR jsonb_typeof(positions) <> 'object' THEN
+        RAISE EXCEPTION 'positions must be a JSON object, not %', coalesce(jsonb_typeof(positions), 'NULL')
+            USING ERRCODE = '22023';
+    END IF;
+    UPDATE place.sessions
+    SET handover = positions, handover_from = from_gateway, handover_to = holder
+    WHERE id_hash = place._session_hash(id) AND holder IS NOT NULL
+    RETURNING public_id, holder INTO handed, left_for;
+    IF handed IS NOT NULL THEN
+        PERFORM pg_notify('pgplace_sessions', 'handed ' || handed || ' ' || to_hex(left_for));
+    END IF;
+    RETURN left_for;
+END
+$$;
+
+-- Takes what the previous holder left for `gateway` (NULL: nothing yet, or not for it).
+CREATE FUNCTION place.session_take_handover(id text, gateway bigint) RETURNS jsonb
+LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+    WITH left_for AS (
+        SELECT s.id_hash, s.handover FROM place.sessions s
+        WHERE s.id_hash = place._session_hash(session_take_handover.id)
+          AND s.holder = session_take_handover.gateway
+          AND s.handover_to = session_take_handover.gateway
+        FOR UPDATE),
+    taken AS (
+        UPDATE place.sessions s SET handover = NULL, handover_from = NULL, handover_to = NULL
+        FROM left_for WHERE s.id_hash = left_for.id_hash
+        RETURNING left_for.handover)
+    SELECT handover FROM taken;
+END;
+
 -- Version and holder of sessions (by public id; the missing ones are gone): what a gateway
 -- that was not listening checks its copies against.
 CREATE FUNCTION place.session_states(public_ids bigint[])
@@ -228,6 +306,12 @@ COMMENT ON FUNCTION place.session_unsubscribe(text, text, bigint) IS
     'Removes a subscription of a session and tells the other gateways; returns the new version (NULL: there was none).';
 COMMENT ON FUNCTION place.session_hold(text, bigint) IS
     'Makes a gateway the one that answers a session''s legacy polls and tells the others; returns the version (NULL: unknown session).';
+COMMENT ON FUNCTION place.session_move(text, bigint) IS
+    'Makes a gateway the one that answers a session''s legacy polls and tells the others; returns the version, the gateway that answered them before and whether a hand-over waits for it (no row: unknown session).';
+COMMENT ON FUNCTION place.session_hand_over(text, bigint, jsonb) IS
+    'A gateway that dropped its copy of a session leaves where its legacy views stood for the gateway that holds the session now, and tells it; returns that gateway (NULL: none).';
+COMMENT ON FUNCTION place.session_take_handover(text, bigint) IS
+    'Takes (and clears) what the previous holder left for this gateway; NULL when nothing is there for it.';
 COMMENT ON FUNCTION place.session_states(bigint[]) IS
     'The version and holder of sessions, by public id (missing: gone).';
 COMMENT ON FUNCTION place.session_destroy(text) IS

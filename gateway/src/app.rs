@@ -10,6 +10,7 @@ use crate::limits::{ConnectionRefused, ConnectionSlot, Limits};
 use crate::listener::Listener;
 use crate::mirror::board::Board;
 use crate::mirror::cursors::TELL_CURSORS_EVERY;
+use crate::sessions::handover::Handovers;
 use crate::sessions::legacy::ConnectionDeliveries;
 use crate::sessions::registry::Sessions;
 pub use crate::state::App;
@@ -153,8 +154,10 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         .map_err(|e| StartError(e.to_string()))?;
     let gateway_id = crate::sessions::ids::random_u64();
     let (listener_sync, sync_requests) = tokio::sync::mpsc::unbounded_channel();
+    let handovers = Arc::new(Handovers::default());
     let listener = Listener {
         sessions: sessions.clone(),
+        handovers: handovers.clone(),
         gateway_id,
         sync: sync_requests,
         session_checks: Default::default(),
@@ -178,6 +181,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         boards,
         lists: lists.clone(),
         sessions: sessions.clone(),
+        handovers,
         listening,
         gateway_id,
         listener_sync,

@@ -16,6 +16,7 @@ use crate::boards::Boards;
 use crate::db;
 use crate::mirror::board::{Board, Discontinuity};
 use crate::sessions::checks::SessionChecks;
+use crate::sessions::handover::Handovers;
 use crate::sessions::registry::Sessions;
 use crate::sessions::store::{self, Message};
 use crate::views::lists::Lists;
@@ -46,6 +47,8 @@ pub struct Listener {
     /// This gateway's copies of sessions, and its name among the gateways.
     pub sessions: Arc<Sessions>,
     pub gateway_id: u64,
+    /// Legacy sessions this gateway waits to be handed (woken by `handed`).
+    pub handovers: Arc<Handovers>,
     /// Requests to confirm that every notification committed before them was applied.
     pub sync: mpsc::UnboundedReceiver<oneshot::Sender<()>>,
     /// What `pgplace_sessions` said, to be checked before a copy is dropped.
@@ -158,6 +161,10 @@ impl Listener {
                     checks.said_taken(&self.sessions, public_id)
                 }
                 Some(Message::Drop { .. }) => {}
+                Some(Message::Handed { public_id, gateway }) if gateway == self.gateway_id => {
+                    self.handovers.heard(public_id)
+                }
+                Some(Message::Handed { .. }) => {}
                 None => tracing::warn!("ignoring a session notification: {}", n.payload()),
             }
             return Ok(());
@@ -245,9 +252,19 @@ impl Listener {
             .filter(|c| stale.contains(&c.0))
             .collect();
         let stored = read(stale).await?;
-        let forgotten = self.sessions.reconcile(&copies, &stored, self.gateway_id);
-        if forgotten > 0 {
-            tracing::info!("{forgotten} sessions changed elsewhere while LISTEN was down");
+        let stale = self
+            .sessions
+            .stale_copies(&copies, &stored, self.gateway_id);
+        if !stale.is_empty() {
+            tracing::info!(
+                "{} sessions changed elsewhere while LISTEN was down",
+                stale.len()
+            );
+        }
+        // Dropped as if `drop` had been heard: a copy that answered legacy polls hands its
+        // positions to the gateway that holds the session now.
+        for public_id in stale {
+            self.session_checks.said_taken(&self.sessions, public_id);
         }
         Ok(())
     }

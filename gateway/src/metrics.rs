@@ -26,8 +26,9 @@ pub struct LimitLabel {
     pub limit: &'static str,
 }
 
-/// `placed`, `refused` (cooldown, frozen tile, ...: the group committed without it) or
-/// `failed` (the group's transaction failed).
+/// How it ended. A placement: `placed`, `refused` (cooldown, frozen tile, ...: the group
+/// committed without it) or `failed` (the group's transaction failed). A hand-over:
+/// `handed` or `not_handed`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct OutcomeLabel {
     pub outcome: &'static str,
@@ -60,6 +61,9 @@ pub struct Metrics {
     pub rejected: Family<LimitLabel, Counter>,
     pub waited: Family<LimitLabel, Counter>,
     pub list_view_reads: Family<ViewLabel, Counter>,
+    /// Legacy sessions taken over from another gateway: how long until its positions came
+    /// (`handed`) or the wait gave up (`not_handed`: the views start with a reset).
+    handovers: Family<OutcomeLabel, Histogram>,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -96,6 +100,7 @@ impl Metrics {
             rejected: Family::default(),
             waited: Family::default(),
             list_view_reads: Family::default(),
+            handovers: Family::new_with_constructor(latency_histogram as fn() -> Histogram),
         };
         let mut registry = m.registry;
         registry.register(
@@ -144,6 +149,11 @@ impl Metrics {
             m.list_view_reads.clone(),
         );
         registry.register(
+            "legacy_handover_seconds",
+            "Legacy sessions taken over from another gateway, by whether its positions came (handed) or not (not_handed), and the wait",
+            m.handovers.clone(),
+        );
+        registry.register(
             "resets",
             "reset events sent to views, by reason",
             m.resets.clone(),
@@ -173,6 +183,13 @@ impl Metrics {
 
     pub fn reset(&self, reason: &'static str) {
         self.resets.get_or_create(&ReasonLabel { reason }).inc();
+    }
+
+    pub fn handover(&self, handed: bool, waited: std::time::Duration) {
+        let outcome = if handed { "handed" } else { "not_handed" };
+        self.handovers
+            .get_or_create(&OutcomeLabel { outcome })
+            .observe(waited.as_secs_f64());
     }
 
     pub fn rejected(&self, limit: &'static str) {

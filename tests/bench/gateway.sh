@@ -7,7 +7,8 @@
 # for a before/after in one run); `--only held --seconds 300 [--held-window 30]
 # [--held-control]`: placements while a snapshot is held (the cliff), window by window;
 # `--only flood [--seconds N]`: a control's placements and poll while one address floods the
-# gateway with database lookups, budget on and off (A B C A B C, N seconds each).
+# gateway with database lookups, budget on and off (A B C A B C, N seconds each);
+# `--only moves`: legacy sessions on one gateway, then moving between two on every poll.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)

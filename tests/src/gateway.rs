@@ -47,12 +47,19 @@ impl Http {
     /// How many times the gateway read list view `name` from the database
     /// (`pgplace_list_view_reads_total`).
     pub async fn view_reads(&self, name: &str) -> u64 {
+        let series = format!("pgplace_list_view_reads_total{{view=\"{name}\"}}");
+        self.metric(&series).await.map_or(0, |n| n as u64)
+    }
+
+    /// The value of one series of /metrics (its name and labels as scraped); None when
+    /// the gateway has not reported it.
+    pub async fn metric(&self, series: &str) -> Option<f64> {
         let (_, _, body) = self.get("/metrics", &Default::default()).await;
         let text = String::from_utf8(body.to_vec()).unwrap();
-        let prefix = format!("pgplace_list_view_reads_total{{view=\"{name}\"}} ");
+        let prefix = format!("{series} ");
         text.lines()
             .find_map(|line| line.strip_prefix(prefix.as_str()))
-            .map_or(0, |n| n.trim().parse::<f64>().unwrap() as u64)
+            .map(|n| n.trim().parse::<f64>().unwrap())
     }
 
     pub fn new(addr: SocketAddr) -> Self {

@@ -35,6 +35,9 @@ use tokio::task::JoinSet;
 pub const WIDTH: i32 = 64;
 pub const HEIGHT: i32 = 64;
 const BITS: i32 = 4;
+/// After a killed gateway is back, how long until every legacy session it held has polled
+/// the other one (every 300 ms) and waited out its hand-over (1 s).
+const LEGACY_SESSIONS_MOVED_ON: Duration = Duration::from_secs(5);
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Fault {
@@ -96,6 +99,8 @@ struct SessionRecord {
     covered: u64,
     /// (seq, bits) of each reset, checked against the history.
     reset_states: Vec<(i64, Vec<u8>)>,
+    /// When each reset came.
+    reset_times: Vec<Instant>,
     /// Every tile (seq, x, y, color), for the sampled sessions.
     tiles: Option<Vec<(i64, i32, i32, i32)>>,
     errors: BTreeMap<String, u64>,
@@ -149,6 +154,7 @@ impl SessionRecord {
                         .decode(bits)
                         .unwrap_or_default();
                     self.reset_states.push((seq, bits));
+                    self.reset_times.push(Instant::now());
                     self.next = seq + 1;
                 }
                 _ => {}
@@ -478,6 +484,11 @@ pub struct Report {
     pub out_of_order: u64,
     pub acking_resets: u64,
     pub legacy_resets: u64,
+    /// Legacy resets outside the stretches after a gateway was killed: a legacy session
+    /// moving between two live gateways is handed over, not reset.
+    pub legacy_resets_while_both_gateways_lived: u64,
+    /// When they came, in seconds after placing began (the faults' times are the config's).
+    pub unexpected_legacy_resets_at: Vec<f64>,
     pub legacy_covered: u64,
     pub resets_not_matching_history: u64,
     pub content_mismatches: u64,
@@ -501,6 +512,7 @@ impl Report {
             && self.duplicated == 0
             && self.out_of_order == 0
             && self.acking_resets == 0
+            && self.legacy_resets_while_both_gateways_lived == 0
             && self.sessions_lost == 0
             && self.resets_not_matching_history == 0
             && self.content_mismatches == 0
@@ -523,7 +535,23 @@ impl Report {
         let _ = writeln!(out, "duplicated (must be 0)        {}", self.duplicated);
         let _ = writeln!(out, "out of order (must be 0)      {}", self.out_of_order);
         let _ = writeln!(out, "resets, acking (must be 0)    {}", self.acking_resets);
-        let _ = writeln!(out, "resets, legacy                {} (covering {} seqs: a legacy session that moves to another gateway, or whose gateway restarted, starts over)", self.legacy_resets, self.legacy_covered);
+        let _ = writeln!(out, "resets, legacy                {} (covering {} seqs: a legacy session whose gateway was killed starts over)", self.legacy_resets, self.legacy_covered);
+        let _ = writeln!(
+            out,
+            "  of them while both gateways lived (must be 0) {}{}",
+            self.legacy_resets_while_both_gateways_lived,
+            if self.unexpected_legacy_resets_at.is_empty() {
+                String::new()
+            } else {
+                let at: Vec<String> = self
+                    .unexpected_legacy_resets_at
+                    .iter()
+                    .take(12)
+                    .map(|s| format!("{s:.1}"))
+                    .collect();
+                format!(", at {} s", at.join(", "))
+            }
+        );
         let _ = writeln!(
             out,
             "resets unlike the history     {}",
@@ -648,6 +676,9 @@ pub async fn run(config: SoakConfig) -> Report {
 
     let placing_started = Instant::now();
     let mut recovery = Vec::new();
+    // From each gateway kill until its legacy sessions have moved on: the previous holder
+    // is gone, so they start over with a reset (after HANDOVER_WAIT on the other gateway).
+    let mut gateway_gone = Vec::new();
     for (at, fault) in &config.faults {
         tokio::time::sleep(at.saturating_sub(placing_started.elapsed())).await;
         let injected = Instant::now();
@@ -684,6 +715,7 @@ pub async fn run(config: SoakConfig) -> Report {
         }
         if *fault == Fault::KillGateway {
             gateway_a.wait_healthy().await;
+            gateway_gone.push((injected, Instant::now() + LEGACY_SESSIONS_MOVED_ON));
         }
         // Recovery: a placement made after the fault, seen by the probe session.
         let seq = place_probe(&url, board, probe_user).await;
@@ -711,6 +743,20 @@ pub async fn run(config: SoakConfig) -> Report {
 
     let admin = connect(&url).await;
     let mut report = check(&admin, board, final_seq, &records, &placer_records).await;
+    let mut unexpected: Vec<f64> = records
+        .iter()
+        .filter(|r| !r.acking)
+        .flat_map(|r| &r.reset_times)
+        .filter(|at| {
+            !gateway_gone
+                .iter()
+                .any(|(from, to)| (from..to).contains(at))
+        })
+        .map(|at| at.duration_since(placing_started).as_secs_f64())
+        .collect();
+    unexpected.sort_by(f64::total_cmp);
+    report.legacy_resets_while_both_gateways_lived = unexpected.len() as u64;
+    report.unexpected_legacy_resets_at = unexpected;
     report.recovery = recovery;
     report.placement_rate = report.placements_acknowledged as f64 / config.duration.as_secs_f64();
     let max = *rss_max.lock().unwrap();

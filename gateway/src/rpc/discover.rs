@@ -40,7 +40,7 @@ pub async fn answer(app: &App, _: NoParams) -> Result<Reply, RpcError> {
 pub fn example() -> (Value, Value) {
     (
         json!({}),
-        json!({"openrpc": "1.2.6", "info": {"title": "pgplace gateway", "version": "0.8.1"},
+        json!({"openrpc": "1.2.6", "info": {"title": "pgplace gateway", "version": env!("CARGO_PKG_VERSION")},
                "methods": []}),
     )
 }

@@ -6,8 +6,9 @@
 //! served the session since. Other gateways say so on channel `pgplace_sessions` (they
 //! drop their copy when told); before a held copy answers, the listener confirms that every
 //! such word committed before now has been heard ([`sync_listener`]). A copy that is not
-//! held takes the session (`session_hold`: the others drop theirs), then answers: its views read from the database
-//! start with a `reset` (this gateway does not know what the client was given).
+//! held takes the session (`session_move`: the others drop theirs), and the gateway that
+//! held it before hands over where its views stand (`sessions::handover`); views it could
+//! not hand over start with a `reset`.
 //!
 //! Acking polls carry their positions: any copy answers them, after extending a board's
 //! log back to where the cursor stands when it no longer reaches there
@@ -16,6 +17,7 @@
 use crate::db;
 use crate::errors::{from_db, RpcError, INVALID_PARAMS, RETRY, UNKNOWN_BOARD, UNKNOWN_VIEW};
 use crate::sessions::acked::AckPositions;
+use crate::sessions::handover::{Waiter, HANDOVER_WAIT};
 use crate::sessions::session::Session;
 use crate::sessions::store;
 use crate::sessions::subscription::Subscription;
@@ -25,6 +27,7 @@ use crate::views;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::oneshot;
+use tokio::time::Instant;
 
 /// The session `id`: this gateway's copy, or read from the database.
 pub async fn session(app: &App, id: &str) -> Result<Arc<Session>, RpcError> {
@@ -139,10 +142,8 @@ pub async fn for_legacy_poll(
         if session.is_held() {
             return Ok(Some(session));
         }
-        let client = db::checkout(&app.pool).await?;
-        let version = store::hold(&client, id, app.gateway_id)
-            .await
-            .map_err(|e| from_db(&e))?
+        let version = take_over(app, &session)
+            .await?
             .ok_or_else(RpcError::unknown_session)?;
         if version == session.version() && !session.is_destroyed() {
             session.hold();
@@ -152,6 +153,66 @@ pub async fn for_legacy_poll(
         app.sessions.forget(session.public_id);
     }
     Err(changing())
+}
+
+/// Takes the session's legacy polls for this gateway (its version; None: unknown); when
+/// another gateway answered them before, goes on from where that one left its views
+/// (`sessions::handover`).
+async fn take_over(app: &App, session: &Arc<Session>) -> Result<Option<i64>, RpcError> {
+    let waiter = app.handovers.wait_for(session.public_id);
+    let client = db::checkout(&app.pool).await?;
+    let Some(moved) = store::move_to(&client, &session.id, app.gateway_id)
+        .await
+        .map_err(|e| from_db(&e))?
+    else {
+        return Ok(None);
+    };
+    drop(client);
+    let from_another = moved.previous.is_some_and(|p| p != app.gateway_id);
+    if (from_another || moved.handed) && moved.version == session.version() {
+        let started = Instant::now();
+        let handed = receive_handover(app, session, &waiter, moved.handed).await?;
+        crate::metrics::metrics().handover(handed, started.elapsed());
+    }
+    Ok(Some(moved.version))
+}
+
+/// Waits for the previous holder's positions (`already_there`: looks first) and moves the
+/// session's legacy views there; false when none came within `HANDOVER_WAIT` (its views
+/// then start with a `reset`).
+async fn receive_handover(
+    app: &App,
+    session: &Arc<Session>,
+    waiter: &Waiter<'_>,
+    already_there: bool,
+) -> Result<bool, RpcError> {
+    let deadline = Instant::now() + HANDOVER_WAIT;
+    let mut look_now = already_there;
+    loop {
+        let mut last = false;
+        if !std::mem::take(&mut look_now) {
+            last = tokio::time::timeout_at(deadline, waiter.heard())
+                .await
+                .is_err();
+        }
+        let client = db::checkout(&app.pool).await?;
+        let handed = store::take_handover(&client, &session.id, app.gateway_id)
+            .await
+            .map_err(|e| from_db(&e))?;
+        drop(client);
+        match handed {
+            Some(cursor) if cursor.session == session.public_id => {
+                let positions = session.ack_positions(Some(&cursor), app.gateway_id);
+                reach_back(app, session, &positions).await?;
+                session.resume_legacy(&positions, &cursor);
+                return Ok(true);
+            }
+            Some(_) => return Ok(false),
+            None if last => return Ok(false),
+            // Woken before anything was left (a forged `handed`): wait on.
+            None => {}
+        }
+    }
 }
 
 /// Waits until the listener has applied every notification committed before now. False

@@ -4,8 +4,10 @@
 //! the listener only notes the ids that it names (of sessions this gateway has copies of),
 //! and one task reads their rows, many at once, one read at a time: a copy is dropped when
 //! its row is gone, or, for `drop`, when the row says that another gateway holds the
-//! session or changed it since this copy.
+//! session or changed it since this copy. A copy that answered the session's legacy polls
+//! leaves its positions for the gateway that answers them next (`handover`).
 
+use crate::sessions::handover;
 use crate::sessions::registry::Sessions;
 use crate::sessions::store;
 use std::collections::{HashMap, HashSet};
@@ -67,11 +69,30 @@ impl SessionChecks {
                 }
             };
             for id in ids {
-                let copy = sessions.copy_version(id);
-                if copy.is_some_and(|version| {
-                    to_drop(&stored, id, pending.taken.contains(&id), version, gateway)
-                }) {
-                    sessions.forget(id);
+                let Some(copy) = sessions.copy(id) else {
+                    continue;
+                };
+                if !to_drop(
+                    &stored,
+                    id,
+                    pending.taken.contains(&id),
+                    copy.version(),
+                    gateway,
+                ) {
+                    continue;
+                }
+                match stored.get(&id) {
+                    // It answered the session's legacy polls: whoever answers them next goes
+                    // on from where this copy's views stand.
+                    Some(_) if copy.is_held() => {
+                        tokio::spawn(handover::give(
+                            pool.clone(),
+                            sessions.clone(),
+                            copy,
+                            gateway,
+                        ));
+                    }
+                    _ => sessions.forget(id),
                 }
             }
         }

@@ -26,6 +26,11 @@ impl Session {
         mut acked: Option<&mut AckPositions>,
     ) -> (Fragments, usize, Option<u64>) {
         let mut state = self.lock();
+        // Ended meanwhile (its positions may be handed to another gateway): nothing more
+        // is taken from this copy.
+        if state.destroyed {
+            return (ArrayBuilder::new().finish(), 0, None);
+        }
         let connection = acked
             .is_none()
             .then(crate::sessions::legacy::current_connection)

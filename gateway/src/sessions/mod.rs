@@ -2,6 +2,7 @@
 
 pub mod acked;
 pub mod checks;
+pub mod handover;
 pub mod ids;
 pub mod legacy;
 pub mod long_poll;

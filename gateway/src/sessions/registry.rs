@@ -147,6 +147,11 @@ impl Sessions {
         session.end();
     }
 
+    /// This gateway's copy of session `public_id`.
+    pub fn copy(&self, public_id: i64) -> Option<Arc<Session>> {
+        self.lock().by_public.get(&public_id).cloned()
+    }
+
     /// The version of this gateway's copy of session `public_id` (None: no copy).
     pub fn copy_version(&self, public_id: i64) -> Option<i64> {
         self.lock().by_public.get(&public_id).map(|s| s.version())
@@ -159,23 +164,6 @@ impl Sessions {
             .values()
             .map(|s| (s.public_id, s.version(), s.is_held()))
             .collect()
-    }
-
-    /// Forgets the copies that no longer match the stored sessions: gone, changed since, or
-    /// held here but answered by another gateway (`stored`: public id -> version, holder).
-    /// For a gateway that was not listening for a while: it did not hear the others.
-    pub fn reconcile(
-        &self,
-        copies: &[(i64, i64, bool)],
-        stored: &HashMap<i64, (i64, Option<u64>)>,
-        gateway: u64,
-    ) -> usize {
-        let mut forgotten = 0;
-        for public_id in self.stale_copies(copies, stored, gateway) {
-            self.forget(public_id);
-            forgotten += 1;
-        }
-        forgotten
     }
 
     /// The copies among `copies` that do not match `stored`, judged by what each copy is

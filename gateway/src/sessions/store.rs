@@ -6,8 +6,13 @@
 //! - `gone <public_id>`: destroyed or expired (sent by the database functions);
 //! - `drop <public_id> <gateway>`: the session changed, or a legacy poll was served, on
 //!   that gateway: every other gateway forgets its copy (and answers a poll waiting on it),
-//!   so that its copy's cursors never answer a legacy client again.
+//!   so that its copy's cursors never answer a legacy client again;
+//! - `handed <public_id> <gateway>`: the gateway that answered the session's legacy polls
+//!   before left where its views stand for that gateway (`hand_over`, `take_handover`).
+//!
+//! What a notification says is only a hint to read the row (anyone may NOTIFY).
 
+use crate::sessions::poll_cursor::PollCursor;
 use crate::sessions::session::User;
 use deadpool_postgres::ClientWrapper;
 use serde::Deserialize;
@@ -39,6 +44,7 @@ pub struct StoredView {
 pub enum Message {
     Gone { public_id: i64 },
     Drop { public_id: i64, gateway: u64 },
+    Handed { public_id: i64, gateway: u64 },
 }
 
 impl Message {
@@ -47,6 +53,10 @@ impl Message {
         let message = match (words.next()?, words.next()?.parse().ok()?) {
             ("gone", public_id) => Message::Gone { public_id },
             ("drop", public_id) => Message::Drop {
+                public_id,
+                gateway: u64::from_str_radix(words.next()?, 16).ok()?,
+            },
+            ("handed", public_id) => Message::Handed {
                 public_id,
                 gateway: u64::from_str_radix(words.next()?, 16).ok()?,
             },
@@ -188,19 +198,78 @@ pub async fn unsubscribe(
     Ok(row.get(0))
 }
 
+/// What `move_to` found.
+#[derive(Debug, Clone, Copy)]
+pub struct Moved {
+    pub version: i64,
+    /// The gateway that answered the session's legacy polls before (None: none).
+    pub previous: Option<u64>,
+    /// A hand-over for this gateway is already there (left for an earlier try).
+    pub handed: bool,
+}
+
 /// `gateway` answers the session's legacy polls from now on (the others drop their copy).
-pub async fn hold(
+/// None when the session is unknown.
+pub async fn move_to(
     client: &ClientWrapper,
     id: &str,
     gateway: u64,
-) -> Result<Option<i64>, tokio_postgres::Error> {
+) -> Result<Option<Moved>, tokio_postgres::Error> {
     let statement = client
-        .prepare_cached("SELECT place.session_hold($1, $2)")
+        .prepare_cached("SELECT version, previous, handed FROM place.session_move($1, $2)")
+        .await?;
+    let row = client
+        .query_opt(&statement, &[&id, &gateway_column(gateway)])
+        .await?;
+    Ok(row.map(|row| {
+        let previous: Option<i64> = row.get(1);
+        Moved {
+            version: row.get(0),
+            previous: previous.map(|p| p as u64),
+            handed: row.get(2),
+        }
+    }))
+}
+
+/// Leaves where the session's legacy views stood on this gateway (`from`) for the gateway
+/// that holds the session now; that gateway (None: nobody holds it, or it is gone).
+pub async fn hand_over(
+    client: &ClientWrapper,
+    id: &str,
+    from: u64,
+    positions: &PollCursor,
+) -> Result<Option<u64>, tokio_postgres::Error> {
+    let statement = client
+        .prepare_cached("SELECT place.session_hand_over($1, $2, $3)")
+        .await?;
+    let positions = serde_json::to_value(positions).expect("cursors serialize");
+    let row = client
+        .query_one(&statement, &[&id, &gateway_column(from), &positions])
+        .await?;
+    Ok(row.get::<_, Option<i64>>(0).map(|g| g as u64))
+}
+
+/// What a previous holder left for `gateway` (taken: it is gone from the row). None when
+/// nothing is there for it yet, or it does not read as positions.
+pub async fn take_handover(
+    client: &ClientWrapper,
+    id: &str,
+    gateway: u64,
+) -> Result<Option<PollCursor>, tokio_postgres::Error> {
+    let statement = client
+        .prepare_cached("SELECT place.session_take_handover($1, $2)")
         .await?;
     let row = client
         .query_one(&statement, &[&id, &gateway_column(gateway)])
         .await?;
-    Ok(row.get(0))
+    let Some(positions) = row.get::<_, Option<Value>>(0) else {
+        return Ok(None);
+    };
+    Ok(serde_json::from_value(positions.clone())
+        .inspect_err(|error| {
+            tracing::warn!("a hand-over that does not read as positions ({error}): {positions}")
+        })
+        .ok())
 }
 
 /// Version and holder of sessions by public id (the missing ones are gone).
@@ -267,6 +336,13 @@ mod tests {
             Some(Message::Drop {
                 public_id: 7,
                 gateway: 255
+            })
+        );
+        assert_eq!(
+            Message::parse("handed 8 10"),
+            Some(Message::Handed {
+                public_id: 8,
+                gateway: 16
             })
         );
         for bad in [

@@ -144,6 +144,10 @@ impl View {
                     settings_owed: false,
                 })
             }
+            // A view owed a reset where it was written owes one here too.
+            (View::Board(_), Portable::Board(epoch, _, _)) if epoch == Cursor::STALE.epoch => {
+                self.reset_position()
+            }
             (View::Board(view), Portable::Board(_, seq, _)) => {
                 Position::Board(view.board.cursor_at(seq))
             }

@@ -41,6 +41,34 @@ SELECT place.session_hold('session-cccccccccccccccc', 7);
 SELECT public_id = :aaa AS same, version, holder
 FROM place.session_states(ARRAY[:aaa]::bigint[]);
 
+-- Moving a session's legacy polls says which gateway answered them before; a gateway
+-- that drops its copy leaves its positions for the holder, to be taken once.
+SELECT * FROM place.session_move('session-aaaaaaaaaaaaaaaa', 8);
+SELECT * FROM place.session_move('session-aaaaaaaaaaaaaaaa', 8);
+SELECT count(*) AS unknown_rows FROM place.session_move('session-cccccccccccccccc', 8);
+SELECT place.session_take_handover('session-aaaaaaaaaaaaaaaa', 8) AS nothing_left_yet;
+SELECT place.session_hand_over('session-aaaaaaaaaaaaaaaa', 7, '{"s": 1, "g": 7, "v": {}}') AS left_for;
+SELECT place.session_hand_over('session-cccccccccccccccc', 7, '{"s": 1}') AS unknown;
+SELECT expect_error('SELECT place.session_hand_over(''session-aaaaaaaaaaaaaaaa'', 7, ''[]'')');
+SELECT expect_error('SELECT place.session_hand_over(''session-aaaaaaaaaaaaaaaa'', 7, NULL)');
+SELECT place.session_take_handover('session-aaaaaaaaaaaaaaaa', 9) AS not_for_another;
+SELECT place.session_take_handover('session-aaaaaaaaaaaaaaaa', 8) AS taken;
+SELECT place.session_take_handover('session-aaaaaaaaaaaaaaaa', 8) AS taken_once;
+-- Left for a gateway, they stay for it when it moves the session again (a retry), and
+-- are void when another gateway moves it first.
+SELECT place.session_hand_over('session-aaaaaaaaaaaaaaaa', 7, '{"s": 1, "g": 7, "v": {}}') AS left_for;
+SELECT * FROM place.session_move('session-aaaaaaaaaaaaaaaa', 8);
+SELECT * FROM place.session_move('session-aaaaaaaaaaaaaaaa', 9);
+SELECT place.session_take_handover('session-aaaaaaaaaaaaaaaa', 9) AS void;
+-- Left by the holder itself (its copy was dropped for a change made elsewhere): whoever
+-- moves the session next gets them.
+SELECT place.session_hand_over('session-aaaaaaaaaaaaaaaa', 9, '{"s": 1, "g": 9, "v": {}}') AS left_for;
+SELECT * FROM place.session_move('session-aaaaaaaaaaaaaaaa', 7);
+SELECT place.session_take_handover('session-aaaaaaaaaaaaaaaa', 7) AS parked;
+-- Sessions are logged: a crash or a failover keeps them.
+SELECT relname, relpersistence FROM pg_class
+WHERE oid IN ('place.sessions'::regclass, 'place.session_views'::regclass) ORDER BY relname;
+
 SELECT place.session_unsubscribe('session-aaaaaaaaaaaaaaaa', 'top', 2);
 SELECT place.session_unsubscribe('session-aaaaaaaaaaaaaaaa', 'top', 2);
 

@@ -14,6 +14,8 @@
 //!   `gateway_bench/flood.rs`: a control's placements and poll while one address floods
 //!   the gateway with database lookups, with and without its per-address database budget
 //!   (only with `--only flood`);
+//!   `gateway_bench/moves.rs`: legacy sessions polling one gateway, then moving between
+//!   two on every poll (only with `--only moves`);
 //!   `gateway_bench/peers.rs` and `fanout.rs`: pgplace beside Redis, nginx and Nchan (only
 //!   with `--only peers` / `--only fanout`: they start those servers; `./pgplace.sh
 //!   bench-peers` runs both).
@@ -33,6 +35,8 @@ mod flood;
 mod held;
 #[path = "gateway_bench/lists.rs"]
 mod lists;
+#[path = "gateway_bench/moves.rs"]
+mod moves;
 #[path = "gateway_bench/peers.rs"]
 mod peers;
 #[path = "gateway_bench/place.rs"]
@@ -108,6 +112,7 @@ enum Scenario {
     Fanout,
     Held,
     Flood,
+    Moves,
 }
 
 /// What the scenarios share: the scratch database and its fixtures.
@@ -217,6 +222,16 @@ async fn run_scenarios(setup: &Setup, table: &mut Table) {
         // Six phases, each with a gateway started and its control signed in.
         let phases = (setup.phase() + Duration::from_secs(10)) * 6;
         guarded(table, "flood", phases, flood::run(setup)).await;
+    }
+    if setup.args.only == Some(Scenario::Moves) {
+        // Two phases, each followed by the statistics' flush.
+        guarded(
+            table,
+            "moves",
+            setup.phase() * 2 + Duration::from_secs(30),
+            moves::run(setup),
+        )
+        .await;
     }
     if setup.args.only == Some(Scenario::Fanout) {
         guarded(
