@@ -65,6 +65,7 @@ fn sent(message: &Message) -> String {
     match message {
         Message::Gone { public_id } => format!("gone {public_id}"),
         Message::Drop { public_id, gateway } => format!("drop {public_id} {gateway:x}"),
+        Message::Handed { public_id, gateway } => format!("handed {public_id} {gateway:x}"),
     }
 }
 
@@ -78,6 +79,7 @@ enum Generated {
 enum GenMessage {
     Gone(i64),
     Drop(i64, u64),
+    Handed(i64, u64),
 }
 
 #[derive(Debug, Arbitrary)]
@@ -183,6 +185,7 @@ fn round_trip(generated: Generated) {
             let message = match m {
                 GenMessage::Gone(public_id) => Message::Gone { public_id },
                 GenMessage::Drop(public_id, gateway) => Message::Drop { public_id, gateway },
+                GenMessage::Handed(public_id, gateway) => Message::Handed { public_id, gateway },
             };
             let text = sent(&message);
             assert_eq!(Message::parse(&text), Some(message), "{text:?}");
