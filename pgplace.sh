@@ -203,14 +203,15 @@ cmd_test() {
         PGPLACE_TEST_PG_RESTART="$(printf %q "$ROOT/pgplace.sh") restart-cluster" \
         GATEWAY_BIN="$ROOT/target/debug/pgplace-gateway" \
         cargo test -p pgplace-tests
-    say "high availability: the primary fails over under load (pg_auto_failover, tests/ha/)"
+    say "high availability: a planned switchover and a killed primary under load (pg_auto_failover, tests/ha/)"
     local ha=(env ROOT="$ROOT" PG_BIN="$PG_BIN" STATE="$STATE" bash "$ROOT/tests/ha/ha.sh")
     PGPLACE_HA_GATEWAY_BIN="$ROOT/target/debug/pgplace-gateway" "${ha[@]}" up
     local ha_status=0
     PGPLACE_TEST_HA_GATEWAYS=127.0.0.1:8081,127.0.0.1:8082 \
         PGPLACE_TEST_HA_DATABASE="postgresql://postgres@127.0.0.1:54341,127.0.0.1:54342/pgplace?target_session_attrs=read-write&connect_timeout=2" \
         PGPLACE_TEST_HA_KILL="${ha[*]} kill-primary" \
-        cargo test -p pgplace-tests --test ha_failover -- --ignored --nocapture || ha_status=$?
+        PGPLACE_TEST_HA_SWITCHOVER="${ha[*]} switchover" \
+        cargo test -p pgplace-tests --test ha_failover -- --ignored --nocapture --test-threads=1 || ha_status=$?
     "${ha[@]}" down
     ((ha_status == 0)) || return "$ha_status"
     say "rpc.discover against the OpenRPC meta-schema, and every method's example called"
@@ -229,7 +230,7 @@ cmd_test() {
 }
 
 # pg_auto_failover, two nodes, two gateways and nginx (tests/ha/ha.sh):
-# ./pgplace.sh ha up | status | kill-primary | revive | down
+# ./pgplace.sh ha up | status | kill-primary | revive | switchover | down
 cmd_ha() {
     choose_state_dir
     if [[ ${1:-} == up ]]; then

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A local high-availability setup on pg_auto_failover (./pgplace.sh ha up | status |
-# kill-primary | revive | down): a monitor, two PostgreSQL nodes with synchronous replication, two
+# kill-primary | revive | switchover | down): a monitor, two PostgreSQL nodes with synchronous replication, two
 # gateways on the nodes' multi-host connection string, nginx in front of the gateways.
 # Called by pgplace.sh, which sets ROOT, PG_BIN and STATE and has installed the extension.
 set -euo pipefail
@@ -38,6 +38,23 @@ wait_for() {
     return 1
 }
 node_state_is() { autoctl show state --pgdata "$HA/monitor" 2>/dev/null | grep -E "^ *node$1 " | grep -q " $2 *| *$2 *$"; }
+# One node primary and the other its synchronous standby, as the monitor sees them.
+pair_is_healthy() {
+    { node_state_is 1 primary && node_state_is 2 secondary; } ||
+        { node_state_is 2 primary && node_state_is 1 secondary; }
+}
+# Waits up to $1 seconds for a healthy pair. A standby's base backup waits for a
+# checkpoint: ask for one each second rather than wait for the next timed one.
+wait_for_pair() {
+    local primary
+    for _ in $(seq "$1"); do
+        pair_is_healthy && return 0
+        primary=$(primary_node || echo 1)
+        psql_at "$(node_url "${NODE_PORTS[$((primary - 1))]}" postgres)" -c CHECKPOINT >/dev/null 2>&1 || true
+        sleep 1
+    done
+    pair_is_healthy
+}
 is_running() { [[ -f $1 ]] && kill -0 "$(head -1 "$1")" 2>/dev/null; }
 # The sessions of this setup's keepers: each pg_autoctl service runs in a session of its
 # own (setsid), which holds its children and its PostgreSQL. Never the caller's session.
@@ -189,15 +206,7 @@ cmd_up() {
         fi
     done
     say "waiting for node 2 to follow (synchronous replication)"
-    # The standby's base backup waits for a checkpoint: ask for it now rather than at the
-    # next timed one.
-    for _ in $(seq 120); do
-        node_state_is 2 secondary && break
-        psql_at "$(node_url "${NODE_PORTS[$(($(primary_node || echo 1) - 1))]}" postgres)" -c CHECKPOINT >/dev/null 2>&1 || true
-        sleep 1
-    done
-    node_state_is 2 secondary || node_state_is 1 secondary ||
-        { tail -20 "$HA/node2.log" >&2; echo "node 2 did not become a standby" >&2; exit 1; }
+    wait_for_pair 120 || { tail -20 "$HA/node2.log" >&2; echo "node 2 did not become a standby" >&2; exit 1; }
     setup_database
     if [[ -z $GATEWAY_BIN ]]; then
         (cd "$ROOT" && cargo build --release -p pgplace-gateway --quiet)
@@ -261,6 +270,21 @@ cmd_revive() {
     done
 }
 
+# A planned switchover: the standby becomes the primary, the primary its standby. A killed
+# node runs again first; both must be healthy before it starts. pg_autoctl waits until
+# the monitor says it is done (60 s at most).
+cmd_switchover() {
+    cmd_revive
+    wait_for_pair 120 || { cmd_status >&2; echo "no healthy primary and standby to switch over" >&2; exit 1; }
+    local before after
+    before=$(primary_node) || { echo "no node answers read-write" >&2; exit 1; }
+    autoctl perform switchover --pgdata "$HA/node$before" >>"$HA/switchover.log" 2>&1 ||
+        { tail -20 "$HA/switchover.log" >&2; echo "the switchover failed" >&2; exit 1; }
+    after=$(primary_node) || { echo "no node answers read-write after the switchover" >&2; exit 1; }
+    ((after != before)) || { echo "node$before is still the primary" >&2; exit 1; }
+    echo "switched over: node$before -> node$after (port ${NODE_PORTS[$((after - 1))]})"
+}
+
 # Every keeper's session, the gateways and nginx, then the directory.
 cmd_down() {
     local f pid
@@ -280,6 +304,7 @@ case ${1:-} in
     status) cmd_status ;;
     kill-primary) cmd_kill_primary ;;
     revive) cmd_revive ;;
+    switchover) cmd_switchover ;;
     down) cmd_down ;;
-    *) echo "usage: ./pgplace.sh ha up | status | kill-primary | revive | down" >&2; exit 2 ;;
+    *) echo "usage: ./pgplace.sh ha up | status | kill-primary | revive | switchover | down" >&2; exit 2 ;;
 esac

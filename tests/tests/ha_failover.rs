@@ -1,13 +1,16 @@
-//! The primary fails over under load (`./pgplace.sh ha up`: pg_auto_failover, two nodes with
-//! synchronous replication, two gateways on the multi-host connection string): every
-//! acknowledged placement is in the new primary's history with its seq, tile and colour, the
-//! history has no gap, every session survives (place.sessions is logged, so on the standby)
-//! and every watching session's stream goes on exactly, and both gateways are ready again.
+//! The primary changes under load (`./pgplace.sh ha up`: pg_auto_failover, two nodes with
+//! synchronous replication, two gateways on the multi-host connection string), killed or in
+//! a planned switchover: every acknowledged placement is in the new primary's history with
+//! its seq, tile and colour, the history has no gap, clients see no error but a retryable
+//! −32009 (every session survives: place.sessions is logged, so on the standby), every
+//! watching session's stream goes on exactly, and both gateways are ready again.
 //!
 //! Run by `./pgplace.sh test` against the setup it starts (`cargo test --test ha_failover --
-//! --ignored`), which it names in PGPLACE_TEST_HA_GATEWAYS (addresses, comma-separated),
-//! PGPLACE_TEST_HA_DATABASE (the multi-host URL) and PGPLACE_TEST_HA_KILL (the command that
-//! makes the primary vanish).
+//! --ignored --test-threads=1`: the tests share the setup), which it names in
+//! PGPLACE_TEST_HA_GATEWAYS (addresses, comma-separated), PGPLACE_TEST_HA_DATABASE (the
+//! multi-host URL), PGPLACE_TEST_HA_KILL (the command that makes the primary vanish) and
+//! PGPLACE_TEST_HA_SWITCHOVER (the command that hands the primary's role to the standby,
+//! reviving a killed node first).
 
 use pgplace_tests::gateway::Http;
 use pgplace_tests::{connect, create_board, create_users_with_tokens};
@@ -24,8 +27,9 @@ const SIZE: (i32, i32) = (40, 30);
 const RETRY: i64 = -32009;
 const PLACERS_PER_GATEWAY: usize = 4;
 const WATCHERS_PER_GATEWAY: usize = 2;
-const BEFORE_KILL: Duration = Duration::from_secs(5);
-const AFTER_KILL: Duration = Duration::from_secs(15);
+/// Placing before the primary changes, and after the command that changes it has returned.
+const BEFORE: Duration = Duration::from_secs(5);
+const AFTER: Duration = Duration::from_secs(12);
 
 fn env(name: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| panic!("{name} is not set: run by ./pgplace.sh test"))
@@ -97,7 +101,7 @@ async fn placer(http: Http, board: i64, token: String, placing: Arc<AtomicBool>)
                 first_error.get_or_insert_with(Instant::now);
                 assert_eq!(
                     code, RETRY,
-                    "only a retryable error during a failover; the session survives it: {error}"
+                    "only a retryable error while the primary changes; the session survives it: {error}"
                 );
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
@@ -185,17 +189,17 @@ async fn watcher(http: Http, board: i64, target: Arc<AtomicI64>) -> Watched {
     watched
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs ./pgplace.sh ha up; ./pgplace.sh test runs it"]
-async fn nothing_acknowledged_is_lost_when_the_primary_dies() {
+/// Runs `command` (PGPLACE_TEST_HA_KILL or _SWITCHOVER) under load and checks what clients
+/// and the new primary show; `what` names it in the figures printed.
+async fn primary_changes_under_load(command: &str, what: &str) {
     let gateways: Vec<SocketAddr> = env("PGPLACE_TEST_HA_GATEWAYS")
         .split(',')
         .map(|a| a.parse().expect("a gateway address"))
         .collect();
     let database = env("PGPLACE_TEST_HA_DATABASE");
-    let kill = env("PGPLACE_TEST_HA_KILL");
+    let command = env(command);
     let sql = connect(&database).await;
-    let name = format!("failover-{}", rand::rng().random::<u32>());
+    let name = format!("{what}-{}", rand::rng().random::<u32>());
     let board = create_board(&sql, &name, SIZE, 4, "0").await;
     let users =
         create_users_with_tokens(&sql, &name, (gateways.len() * PLACERS_PER_GATEWAY) as i32).await;
@@ -214,14 +218,16 @@ async fn nothing_acknowledged_is_lost_when_the_primary_dies() {
             placers.spawn(placer(Http::new(*addr), board, token, placing.clone()));
         }
     }
-    tokio::time::sleep(BEFORE_KILL).await;
-    let killed_at = Instant::now();
-    let status = std::process::Command::new("setsid")
-        .args(["sh", "-c", &kill])
+    tokio::time::sleep(BEFORE).await;
+    let started = Instant::now();
+    let status = tokio::process::Command::new("setsid")
+        .args(["sh", "-c", &command])
         .status()
-        .expect("the kill command runs");
-    assert!(status.success(), "{kill} failed");
-    tokio::time::sleep(AFTER_KILL).await;
+        .await
+        .expect("the command runs");
+    assert!(status.success(), "{command} failed");
+    let returned = started.elapsed();
+    tokio::time::sleep(AFTER).await;
     placing.store(false, Ordering::SeqCst);
 
     let (mut acks, mut errors, mut first_error) =
@@ -237,22 +243,26 @@ async fn nothing_acknowledged_is_lost_when_the_primary_dies() {
             (a, b) => a.or(b),
         };
     }
-    // The outage: from the kill to the first acknowledgement of a placement sent after the
-    // first error (the placements in flight at the kill may still be answered).
-    let recovered = first_error.and_then(|first| {
+    // The outage: from the command to the first acknowledgement of a placement sent after
+    // the first error (the placements in flight when it began may still be answered).
+    let back = first_error.and_then(|first| {
         acks.iter()
             .filter(|a| a.sent > first)
-            .map(|a| a.answered - killed_at)
+            .map(|a| a.answered)
             .min()
     });
+    let recovered = back.map(|back| back - started);
+    let unavailable = back.zip(first_error).map(|(back, first)| back - first);
     println!(
-        "failover: {} placements acknowledged, errors {errors:?}, first acknowledged placement after the kill: {recovered:?}",
+        "{what}: {} placements acknowledged, errors {errors:?}, the command took {returned:?}, \
+         first acknowledged placement after the first error: {recovered:?} (from the first \
+         error: {unavailable:?})",
         acks.len()
     );
     assert!(
         acks.iter()
-            .any(|a| a.sent > killed_at + Duration::from_secs(1)),
-        "placements go on after the failover"
+            .any(|a| a.sent > started + returned + Duration::from_secs(1)),
+        "placements go on after the primary changed"
     );
 
     let sql = connect(&database).await;
@@ -304,7 +314,7 @@ async fn nothing_acknowledged_is_lost_when_the_primary_dies() {
             "every watching session reaches the last placement"
         );
     }
-    println!("failover: the watching sessions got {resets} resets");
+    println!("{what}: the watching sessions got {resets} resets");
     for addr in &gateways {
         let http = Http::new(*addr);
         let ready = async {
@@ -322,4 +332,16 @@ async fn nothing_acknowledged_is_lost_when_the_primary_dies() {
             .await
             .unwrap_or_else(|_| panic!("gateway {addr} is ready again"));
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs ./pgplace.sh ha up; ./pgplace.sh test runs it"]
+async fn a_planned_switchover_shows_clients_only_retryable_errors() {
+    primary_changes_under_load("PGPLACE_TEST_HA_SWITCHOVER", "switchover").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs ./pgplace.sh ha up; ./pgplace.sh test runs it"]
+async fn nothing_acknowledged_is_lost_when_the_primary_dies() {
+    primary_changes_under_load("PGPLACE_TEST_HA_KILL", "failover").await;
 }
