@@ -41,25 +41,36 @@ SELECT place.session_subscribe('bench-session-' || :client_id || '-' || :n, 'boa
 SELECT place.session_destroy('bench-session-' || :client_id || '-' || :n);
 EOF
 # One standing session per client, moved between gateways 1 and 2.
-psql_bench -c "SELECT place.session_create('bench-moving-' || c, 1) FROM generate_series(0, $((CLIENTS - 1))) c" >/dev/null
+psql_bench -c "SELECT place.session_create('bench-moving-session-' || c, 1) FROM generate_series(0, $((CLIENTS - 1))) c" >/dev/null
 cat >"$TMP/move.sql" <<EOF
-SELECT version FROM place.session_move('bench-moving-' || :client_id, 2);
-SELECT place.session_hand_over('bench-moving-' || :client_id, 1, '{"session": 1, "gateway": 1, "views": {"board/$BOARD": [1, {"seq": 42}]}}');
-SELECT place.session_take_handover('bench-moving-' || :client_id, 2);
-SELECT version FROM place.session_move('bench-moving-' || :client_id, 1);
-SELECT place.session_hand_over('bench-moving-' || :client_id, 2, '{"session": 1, "gateway": 2, "views": {"board/$BOARD": [1, {"seq": 42}]}}');
-SELECT place.session_take_handover('bench-moving-' || :client_id, 1);
+SELECT version FROM place.session_move('bench-moving-session-' || :client_id, 2);
+SELECT place.session_hand_over('bench-moving-session-' || :client_id, 1, '{"session": 1, "gateway": 1, "views": {"board/$BOARD": [1, {"seq": 42}]}}');
+SELECT place.session_take_handover('bench-moving-session-' || :client_id, 2);
+SELECT version FROM place.session_move('bench-moving-session-' || :client_id, 1);
+SELECT place.session_hand_over('bench-moving-session-' || :client_id, 2, '{"session": 1, "gateway": 2, "views": {"board/$BOARD": [1, {"seq": 42}]}}');
+SELECT place.session_take_handover('bench-moving-session-' || :client_id, 1);
 EOF
 
+# session_views references sessions: a logged table may not reference an unlogged one, so
+# sessions is made logged first and unlogged last. The cell runs only in the mode asked.
 set_tables() {
-    psql_bench -c "ALTER TABLE place.sessions SET $1" -c "ALTER TABLE place.session_views SET $1"
+    if [[ $1 == LOGGED ]]; then
+        psql_bench -c "ALTER TABLE place.sessions SET LOGGED" -c "ALTER TABLE place.session_views SET LOGGED"
+    else
+        psql_bench -c "ALTER TABLE place.session_views SET UNLOGGED" -c "ALTER TABLE place.sessions SET UNLOGGED"
+    fi
+    local want persistence
+    want=$([[ $1 == LOGGED ]] && echo p || echo u)
+    persistence=$(psql_bench -c "SELECT string_agg(DISTINCT relpersistence::text, '') FROM pg_class
+        WHERE oid IN ('place.sessions'::regclass, 'place.session_views'::regclass)")
+    [[ $persistence == "$want" ]] || { echo "the session tables are not $1 ($persistence)" >&2; exit 1; }
 }
 
-# Prints the transactions (statements) per second of one cell.
+# Prints the script passes per second of one cell, on tables set to $1 beforehand; each
+# cell starts from vacuumed tables and after a checkpoint.
 cell() {
-    local mode=$1 workload=$2
-    set_tables "$mode"
-    psql_bench -c CHECKPOINT
+    local workload=$2
+    psql_bench -c "VACUUM place.sessions, place.session_views" -c CHECKPOINT
     "$PG_BIN/pgbench" -n -M prepared -c "$CLIENTS" -j 2 -T "$CELL" -f "$TMP/$workload.sql" "$DB_URL" \
         2>/dev/null | awk '/^tps = / { printf "%.0f\n", $3 }'
 }
@@ -67,8 +78,11 @@ cell() {
 printf '%-6s %-9s %12s %12s %12s %8s\n' round workload logged unlogged logged 'ratio'
 for ((round = 1; round <= ROUNDS; round++)); do
     for workload in life move; do
+        set_tables LOGGED
         a=$(cell LOGGED "$workload")
+        set_tables UNLOGGED
         b=$(cell UNLOGGED "$workload")
+        set_tables LOGGED
         c=$(cell LOGGED "$workload")
         ratio=$(awk -v a="$a" -v b="$b" -v c="$c" 'BEGIN { printf "%.2f", b / ((a + c) / 2) }')
         # A pgbench transaction is one pass of the script: 3 statements (life) or 6 (move).
