@@ -16,6 +16,7 @@ use crate::report::{rate, Latencies, Table};
 use crate::{Result, Setup};
 use rand::Rng;
 use serde::Deserialize;
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use tokio::time::MissedTickBehavior;
@@ -73,12 +74,13 @@ struct Phase {
     commits: i64,
 }
 
-/// One session: a keep-alive connection to each gateway, and its id.
-type Client = ([Conn; 2], String);
+/// One session: the two gateways it polls, and its id. Each phase opens its own keep-alive
+/// connections, as a client does: a gateway closes one left idle for its header timeout
+/// (30 s; longer than a phase and the statistics wait).
+type Client = ([SocketAddr; 2], String);
 
 async fn subscribe(a: &Gateway, b: &Gateway, board: i64) -> Result<Client> {
     let mut on_a = Conn::open(a.addr).await?;
-    let on_b = Conn::open(b.addr).await?;
     let session = on_a.session(None).await?;
     let body = serde_json::json!({
         "jsonrpc": "2.0", "method": "session.subscribe", "id": 1,
@@ -91,7 +93,7 @@ async fn subscribe(a: &Gateway, b: &Gateway, board: i64) -> Result<Client> {
             .to_string()
             .into());
     }
-    Ok(([on_a, on_b], session))
+    Ok(([a.addr, b.addr], session))
 }
 
 async fn phase(setup: &Setup, sessions: Vec<Client>, moving: bool) -> Result<(Vec<Client>, Phase)> {
@@ -166,9 +168,19 @@ async fn write(setup: &Setup, db: &tokio_postgres::Client) -> Result<usize> {
 }
 
 async fn poll(client: Client, moving: bool, mut stopped: watch::Receiver<bool>) -> (Client, Watch) {
-    let (mut conns, session) = client;
+    let (addrs, session) = client;
     let body = get_events_body(&session, POLL_SECS);
     let mut w = Watch::default();
+    let mut conns = Vec::with_capacity(addrs.len());
+    for addr in addrs {
+        match Conn::open(addr).await {
+            Ok(conn) => conns.push(conn),
+            Err(error) => {
+                w.error = Some(format!("connecting to {addr}: {error}"));
+                return ((addrs, session), w);
+            }
+        }
+    }
     let mut on = 0;
     loop {
         let started = Instant::now();
@@ -199,7 +211,7 @@ async fn poll(client: Client, moving: bool, mut stopped: watch::Receiver<bool>) 
             on = 1 - on;
         }
     }
-    ((conns, session), w)
+    ((addrs, session), w)
 }
 
 /// The gateways' hand-overs: (count handed, count not handed, mean wait in ms).
