@@ -4,7 +4,9 @@
 # end to end — the healthchecks turn healthy, JSON-RPC through the gateway sees the demo
 # board, a placement made with SQL inside the postgres container reaches a session and
 # GET /boards/{id}/bits, a placement through the gateway lands in the database — then the
-# nginx profile (two gateways behind nginx), then `down`.
+# nginx profile (two gateways behind nginx), then the ha profile (pg_auto_failover: a
+# placement acknowledged through nginx, the primary's container killed, the standby
+# promoted with that placement, the next placement through nginx), then `down`.
 #
 #   bash tests/container/run.sh
 #
@@ -16,8 +18,8 @@
 # real images are already present, they are used as they are.
 #
 # Environment: PGPLACE_CT_PG_PORT (55432), PGPLACE_CT_HTTP_PORT (18080),
-# PGPLACE_CT_NGINX_PORT (18000) — host ports; PGPLACE_CT_SKIP_NGINX=1 skips the nginx
-# profile; PGPLACE_DEBIAN_MIRROR (http://deb.debian.org/debian).
+# PGPLACE_CT_NGINX_PORT (18000), PGPLACE_CT_HA_NGINX_PORT (18090) — host ports;
+# PGPLACE_CT_SKIP_NGINX=1 skips the nginx profile, PGPLACE_CT_SKIP_HA=1 the ha profile; PGPLACE_DEBIAN_MIRROR (http://deb.debian.org/debian).
 set -Eeuo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -35,6 +37,8 @@ POSTGRES=docker.io/library/postgres:15
 NGINX=docker.io/library/nginx:stable
 PG_IMAGE=localhost/pgplace-postgres:latest
 GW_IMAGE=localhost/pgplace-gateway:latest
+HA_IMAGE=localhost/pgplace-ha:latest
+HA_NGINX_PORT=${PGPLACE_CT_HA_NGINX_PORT:-18090}
 
 START=$SECONDS
 STEP_START=$SECONDS
@@ -89,7 +93,7 @@ cleanup() {
             done
         fi
         say "cleaning up the compose project"
-        compose_env "${COMPOSE[@]}" --profile nginx down -v -t 5 >/dev/null 2>&1
+        compose_env "${COMPOSE[@]}" --profile nginx --profile ha down -v -t 5 >/dev/null 2>&1
         local left
         left=$(podman ps -aq --filter "label=com.docker.compose.project=$PROJECT")
         [[ -n $left ]] && podman rm -f $left >/dev/null 2>&1
@@ -106,6 +110,8 @@ trap 'exit 130' INT TERM
 # compose.yaml has no default passwords: every compose command gets these.
 compose_env() {
     POSTGRES_PASSWORD=citest-superuser PGPLACE_GATEWAY_PASSWORD=citest-gateway \
+        PGPLACE_HA_MONITOR_PASSWORD=citest-monitor PGPLACE_HA_REPLICATION_PASSWORD=citest-replication \
+        PGPLACE_HA_NGINX_PORT=$HA_NGINX_PORT \
         PGPLACE_PG_PORT=$PG_PORT PGPLACE_HTTP_PORT=$HTTP_PORT PGPLACE_NGINX_PORT=$NGINX_PORT \
         "$@"
 }
@@ -353,6 +359,10 @@ step "podman build --target postgres (the builder stage compiles the gateway and
 build postgres "$PG_IMAGE" || fail "building the postgres target"
 step "podman build --target gateway"
 build gateway "$GW_IMAGE" || fail "building the gateway target"
+if [[ ${PGPLACE_CT_SKIP_HA:-0} != 1 ]]; then
+    step "podman build --target ha (pg_auto_failover from Debian's archive)"
+    build ha "$HA_IMAGE" || fail "building the ha target"
+fi
 podman images --filter reference=localhost/pgplace-postgres --filter reference=localhost/pgplace-gateway \
     --format '  {{.Repository}}:{{.Tag}} {{.Size}}'
 
@@ -398,7 +408,7 @@ wait_healthy() {
     [[ $status == healthy ]] || fail "$service: healthcheck passed but status is '$status'"
     echo "  $service ($c): $status after $((SECONDS - t))s"
 }
-for port in "$PG_PORT" "$HTTP_PORT" "$NGINX_PORT"; do
+for port in "$PG_PORT" "$HTTP_PORT" "$NGINX_PORT" "$HA_NGINX_PORT"; do
     if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
         fail "host port $port is taken (set PGPLACE_CT_*_PORT)"
     fi
@@ -577,8 +587,73 @@ if [[ ${PGPLACE_CT_SKIP_NGINX:-0} != 1 ]]; then
     echo "  nginx at $nginx_ip: names each client (host: $refused of 300 refused; another client: 20 of 20 made)"
 fi
 
+if [[ ${PGPLACE_CT_SKIP_HA:-0} != 1 ]]; then
+    step "compose --profile ha: pg_auto_failover, two nodes, two gateways, nginx; the primary killed"
+    # In the order the healthchecks give with podman >= 4.6 or Docker (podman-compose
+    # ignores the conditions on older podman): the monitor, the first node (the primary,
+    # which sets the database up), the standby, then the gateways and nginx.
+    for service in ha-monitor ha-node-1 ha-node-2; do
+        compose_env "${COMPOSE[@]}" --profile ha up -d --no-build "$service" >>"$WORK/compose-up.log" 2>&1 || {
+            cat "$WORK/compose-up.log"; fail "compose --profile ha up $service"
+        }
+        wait_healthy "$service" 180
+    done
+    compose_env "${COMPOSE[@]}" --profile ha up -d --no-build ha-nginx >>"$WORK/compose-up.log" 2>&1 || {
+        cat "$WORK/compose-up.log"; fail "compose --profile ha up ha-nginx"
+    }
+    wait_healthy ha-gateway-1 60
+    wait_healthy ha-gateway-2 60
+    node_sql() { # service, SQL → the answer, as postgres over the node's socket
+        podman exec -i "$(pick_container "$1")" psql -X -q -h /var/run/postgresql -d pgplace -tA -c "$2"
+    }
+    # Synchronous: the primary waits for the standby (pg_auto_failover sets this once the
+    # standby is a secondary).
+    for _ in $(seq 60); do
+        [[ $(node_sql ha-node-1 "SELECT current_setting('synchronous_standby_names') <> '' AND NOT pg_is_in_recovery()" 2>/dev/null) == t ]] && break
+        sleep 1
+    done
+    [[ $(node_sql ha-node-1 "SELECT current_setting('synchronous_standby_names') <> '' AND NOT pg_is_in_recovery()") == t ]] ||
+        fail "ha-node-1 is not a primary with a synchronous standby"
+    [[ $(node_sql ha-node-2 "SELECT pg_is_in_recovery()") == t ]] || fail "ha-node-2 is not a standby"
+    echo "  ha-node-1 primary with synchronous_standby_names '$(node_sql ha-node-1 "SELECT current_setting('synchronous_standby_names')")', ha-node-2 its standby"
+    HA=http://127.0.0.1:$HA_NGINX_PORT
+    for _ in $(seq 30); do curl -fsS "$HA/readyz" >/dev/null 2>&1 && break; sleep 1; done
+    ha_board=$(rpc "$HA" '{"jsonrpc":"2.0","method":"board.list","id":1}' |
+        json '[b["id"] for b in r["result"] if b["name"] == "demo"][0]') || fail "board.list through ha-nginx has no demo board"
+    # Two users (each placement has its cooldown), signed in through nginx.
+    ha_session() {
+        local token session
+        token=$(node_sql ha-node-1 "SELECT token FROM place.create_user('$1')")
+        session=$(rpc "$HA" '{"jsonrpc":"2.0","method":"session.create","id":1}' | json 'r["result"]')
+        rpc "$HA" "{\"jsonrpc\":\"2.0\",\"method\":\"session.authorize\",\"params\":[\"$session\",\"$token\"],\"id\":2}" >/dev/null
+        echo "$session"
+    }
+    before=$(ha_session citest-ha-before)
+    after=$(ha_session citest-ha-after)
+    placed=$(rpc "$HA" "{\"jsonrpc\":\"2.0\",\"method\":\"board.place\",\"params\":[\"$before\",$ha_board,60,61,3],\"id\":3}")
+    acked=$(echo "$placed" | json 'r["result"]["seq"] if r["result"]["placed"] else None')
+    [[ $acked =~ ^[0-9]+$ ]] || fail "board.place through ha-nginx: $placed"
+    echo "  board.place through ha-nginx acknowledged seq $acked"
+    podman kill "$(pick_container ha-node-1)" >/dev/null
+    killed_at=$SECONDS
+    # Through nginx, retrying what the gateways answer while there is no primary (-32009).
+    for _ in $(seq 90); do
+        placed=$(curl -sS --max-time 10 -H 'Content-Type: application/json' -d \
+            "{\"jsonrpc\":\"2.0\",\"method\":\"board.place\",\"params\":[\"$after\",$ha_board,62,63,4],\"id\":4}" "$HA/jsonrpc" || true)
+        grep -q '"placed":true' <<<"$placed" && break
+        sleep 1
+    done
+    grep -q '"placed":true' <<<"$placed" || fail "no placement through ha-nginx within 90 s of the kill: $placed"
+    echo "  ha-node-1 killed (SIGKILL): the next placement acknowledged $((SECONDS - killed_at)) s later"
+    [[ $(node_sql ha-node-2 "SELECT NOT pg_is_in_recovery()") == t ]] || fail "ha-node-2 was not promoted"
+    [[ $(node_sql ha-node-2 "SELECT color FROM place.placements WHERE board_id = $ha_board AND seq = $acked AND x = 60 AND y = 61") == 3 ]] ||
+        fail "the placement acknowledged before the kill (seq $acked) is not on the new primary"
+    echo "  ha-node-2 promoted; seq $acked (acknowledged before the kill) is in its history"
+    compose_env "${COMPOSE[@]}" --profile ha down -v -t 5 >/dev/null 2>&1 || fail "compose --profile ha down"
+fi
+
 step "compose down"
-compose_env "${COMPOSE[@]}" --profile nginx down -v -t 5 >/dev/null 2>&1 || fail "compose down"
+compose_env "${COMPOSE[@]}" --profile nginx --profile ha down -v -t 5 >/dev/null 2>&1 || fail "compose down"
 [[ -z $(podman ps -aq --filter "label=com.docker.compose.project=$PROJECT") ]] || fail "containers left after down"
 COMPOSE_STARTED=
 echo "  no containers left"
