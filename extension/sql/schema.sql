@@ -99,13 +99,18 @@ CREATE TABLE place.user_tokens (
 );
 COMMENT ON TABLE place.user_tokens IS 'SHA-256 of each user''s token (the token itself is shown once, by place.create_user)';
 
+-- No foreign keys (since 0.8.3): their checks, a query per row, were a sixth of a batch's
+-- time. Only the extension writes placements, and a placement holds its board's row (the
+-- seq lock) and its users' rows (KEY SHARE) until commit, so a DELETE of a board or a user
+-- waits for it; the triggers below then see its rows, each statement of theirs taking a
+-- fresh snapshot (READ COMMITTED: a foreign key's cascade sees them the same way).
 CREATE TABLE place.placements (
-    board_id  bigint NOT NULL REFERENCES place.board_settings (id) ON DELETE CASCADE,
+    board_id  bigint NOT NULL,
     seq       bigint NOT NULL CHECK (seq > 0),
     x         int NOT NULL CHECK (x >= 0),
     y         int NOT NULL CHECK (y >= 0),
     color     int NOT NULL CHECK (color >= 0),
-    user_id   bigint NOT NULL REFERENCES place.users (id),
+    user_id   bigint NOT NULL,
     placed_at timestamptz NOT NULL,
     PRIMARY KEY (board_id, seq)
 );
@@ -114,6 +119,73 @@ CREATE TABLE place.placements (
 CREATE INDEX placements_tile_idx ON place.placements (board_id, x, y, seq);
 CREATE INDEX placements_user_idx ON place.placements (board_id, user_id, seq);
 COMMENT ON TABLE place.placements IS 'Every accepted placement, numbered by its board''s seq (1, 2, 3, ... in commit order)';
+
+-- Under REPEATABLE READ or SERIALIZABLE a statement sees the transaction's snapshot, which
+-- misses a placement committed while the DELETE waited for it: refused, where a foreign
+-- key's check would have used a second snapshot.
+CREATE FUNCTION place._require_read_committed(what text) RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    IF current_setting('transaction_isolation') NOT IN ('read committed', 'read uncommitted') THEN
+        RAISE EXCEPTION 'deleting % needs a READ COMMITTED transaction', what
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = format('Under %s a placement committed since the transaction began would be missed.',
+                                  upper(current_setting('transaction_isolation'))),
+                  HINT = 'Delete in a transaction of its own (READ COMMITTED is the default).';
+    END IF;
+END
+$$;
+
+-- A board's history goes with it (the DELETE may be by a role that cannot delete history).
+CREATE FUNCTION place._drop_board_history() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    IF TG_OP = 'TRUNCATE' THEN
+        TRUNCATE place.placements;
+    ELSIF EXISTS (SELECT FROM gone) THEN
+        PERFORM place._require_read_committed('boards');
+        DELETE FROM place.placements p USING gone g WHERE p.board_id = g.id;
+    END IF;
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER drop_history AFTER DELETE ON place.board_settings
+REFERENCING OLD TABLE AS gone
+FOR EACH STATEMENT EXECUTE FUNCTION place._drop_board_history();
+CREATE TRIGGER drop_history_truncated AFTER TRUNCATE ON place.board_settings
+FOR EACH STATEMENT EXECUTE FUNCTION place._drop_board_history();
+
+-- A user with placements stays (the history names who placed each tile): ban them instead.
+CREATE FUNCTION place._keep_users_with_history() RETURNS trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    kept_user bigint;
+    kept_board bigint;
+BEGIN
+    IF TG_OP = 'TRUNCATE' THEN
+        SELECT p.user_id, p.board_id INTO kept_user, kept_board FROM place.placements p LIMIT 1;
+    ELSIF EXISTS (SELECT FROM gone) THEN
+        PERFORM place._require_read_committed('users');
+        SELECT g.id, p.board_id INTO kept_user, kept_board
+        FROM gone g CROSS JOIN place.board_settings b
+        CROSS JOIN LATERAL (SELECT p.board_id FROM place.placements p
+                            WHERE p.board_id = b.id AND p.user_id = g.id LIMIT 1) p
+        LIMIT 1;
+    END IF;
+    IF kept_user IS NOT NULL THEN
+        RAISE EXCEPTION 'user % has placements on board % and cannot be deleted', kept_user, kept_board
+            USING ERRCODE = 'foreign_key_violation',
+                  DETAIL = 'The history keeps every placement with the user who made it.',
+                  HINT = 'Ban the user instead (place.ban_user), or delete their boards first.';
+    END IF;
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER keep_history AFTER DELETE ON place.users
+REFERENCING OLD TABLE AS gone
+FOR EACH STATEMENT EXECUTE FUNCTION place._keep_users_with_history();
+CREATE TRIGGER keep_history_truncated AFTER TRUNCATE ON place.users
+FOR EACH STATEMENT EXECUTE FUNCTION place._keep_users_with_history();
 
 -- Each user's last placement per board: the cooldown is measured from it. As with chunks,
 -- nothing here is updated in place (every placement would leave a dead version of its

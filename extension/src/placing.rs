@@ -215,7 +215,28 @@ static MISSING_OR_BANNED_USERS: Statement = Statement {
     params: &[pg_sys::INT8ARRAYOID],
 };
 
-/// Refuses the call if a user does not exist (42704) or is banned (42501).
+// Locks the users as a foreign key's check would (KEY SHARE, in id order), until commit:
+// place.placements has no foreign keys (their per-row checks were a sixth of a batch), so
+// this lock is what makes a DELETE of one of these users wait for the call and then see
+// its placements (place._keep_users_with_history). It conflicts only with deleting a user
+// or changing its id, never with another placement.
+static LOCK_USERS: Statement = Statement {
+    sql: "SELECT (SELECT count(*) FROM (SELECT FROM place.users WHERE id = ANY($1) \
+                                        ORDER BY id FOR KEY SHARE) l)::int, \
+                 EXISTS (SELECT FROM place.bans b WHERE b.user_id = ANY($1) \
+                         AND (b.until IS NULL OR b.until > now()))",
+    params: &[pg_sys::INT8ARRAYOID],
+};
+
+/// Before 0.2.0 there were no bans.
+static LOCK_USERS_0_1: Statement = Statement {
+    sql: "SELECT (SELECT count(*) FROM (SELECT FROM place.users WHERE id = ANY($1) \
+                                        ORDER BY id FOR KEY SHARE) l)::int, false",
+    params: &[pg_sys::INT8ARRAYOID],
+};
+
+/// Locks the call's users (sorted, distinct) until commit; refuses the call if one does
+/// not exist (42704) or is banned (42501).
 fn check_users(
     client: &mut SpiClient<'_>,
     board: &Board,
@@ -223,7 +244,19 @@ fn check_users(
     items: &[Item],
     label: &dyn Label,
 ) {
-    // A database still on a schema without bans (before ALTER EXTENSION UPDATE) has none.
+    let lock = if board.v0_2 {
+        &LOCK_USERS
+    } else {
+        &LOCK_USERS_0_1
+    };
+    let (found, banned) = run(client, lock, &[users.to_vec().into()])
+        .next()
+        .map(|row| (column::<i32>(&row, 1), column::<bool>(&row, 2)))
+        .expect("one row");
+    if found as usize == users.len() && !banned {
+        return;
+    }
+    // Which user, and why: the first in id order that is missing or banned.
     let statement = if board.v0_2 {
         &MISSING_OR_BANNED_USERS
     } else {
@@ -240,4 +273,9 @@ fn check_users(
             )),
         }
     }
+    // A user missing at the lock was made since: it is not locked, so start again.
+    fail(
+        PgSqlErrorCode::ERRCODE_T_R_SERIALIZATION_FAILURE,
+        "a user was created during the call; try again".to_string(),
+    );
 }
