@@ -29,8 +29,8 @@ FOR EACH STATEMENT EXECUTE FUNCTION place._notify_placements();
 
 -- The seq in a board's payload is the board's seq when the change commits: the functions
 -- that change a board hold its seq lock, so no placement takes a seq meanwhile. A deletion is
--- announced before the row goes, while its history (gone with it by ON DELETE CASCADE)
--- still says the seq; NOTIFY is sent on commit all the same.
+-- announced before the row goes, while its history (gone with it after the statement, by
+-- place._drop_board_history) still says the seq; NOTIFY is sent on commit all the same.
 CREATE FUNCTION place._notify_board_change() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
