@@ -673,7 +673,7 @@ test('a view chosen while the page paces its next poll is followed at once, not 
   await waitLive(page);
   // Zoom out inside the pause between two polls (no poll is open to abort then), the one
   // moment a busy machine made the page miss: the next poll must not wait on the region.
-  await page.evaluate(() => {
+  await page.evaluate(async () => {
     const { live, view } = window.pgplace;
     const pace = live.pace.bind(live);
     live.pace = async () => {
@@ -682,7 +682,11 @@ test('a view chosen while the page paces its next poll is followed at once, not 
       view.onMove();
       await pace();
     };
-    live.poll?.abort();
+    // The loop may be in the pause before its first poll now, which the patch does not
+    // reach: it would then wait out a whole poll on the region. Abort a poll once one is
+    // open, so that the patched pause comes next.
+    while (!live.poll) await new Promise((resolve) => setTimeout(resolve, 5));
+    live.poll.abort();
   });
   await page.waitForFunction((id) => window.pgplace.live.key === `board/${id}/compact`, LARGE, { timeout: 5000 });
   await waitBoard(page, LARGE);
