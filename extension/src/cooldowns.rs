@@ -9,14 +9,15 @@
 //! conditional upsert of the `place.cooldowns` row, which the library still does for those
 //! schemas until ALTER EXTENSION UPDATE.
 
-use crate::input::fail;
+use crate::input::{fail, undefined};
 use crate::spi::{column, run, run_by_index, Statement};
 use crate::storage::Board;
 use crate::writing::timestamp;
 use pgrx::prelude::*;
 use pgrx::spi::SpiClient;
-use pgrx::{pg_sys, PgSqlErrorCode};
+use pgrx::{pg_sys, PgSqlErrorCode, PgTryBuilder};
 use std::collections::{HashMap, HashSet};
+use std::panic::AssertUnwindSafe;
 
 /// What a call's claim found: whose cooldown has passed (their rows are locked until
 /// commit), when the others last placed, and where the claimed users' times are.
@@ -191,11 +192,20 @@ fn claim_versions(
     if users.is_empty() {
         return claims;
     }
-    run(
-        client,
-        &LOCK_CLAIMS,
-        &[board.id.into(), users.to_vec().into()],
-    );
+    // A new claim row's foreign key fails only when the board was deleted while the call
+    // waited for it (the users are locked: crate::placing): say so, not which key. The
+    // handler only raises, so nothing touches the client after the caught error.
+    PgTryBuilder::new(AssertUnwindSafe(|| {
+        run(
+            client,
+            &LOCK_CLAIMS,
+            &[board.id.into(), users.to_vec().into()],
+        );
+    }))
+    .catch_when(PgSqlErrorCode::ERRCODE_FOREIGN_KEY_VIOLATION, |_| {
+        undefined(format!("board {} does not exist", board.id))
+    })
+    .execute();
     let rows = run_by_index(
         client,
         &READ_NEWEST,
