@@ -194,6 +194,7 @@ async fn through_gateways(setup: &Setup, count: usize, dir: &std::path::Path) ->
     let elapsed = started.elapsed();
     let cpu = clock.finish();
     let placed = latencies.len();
+    let groups = mean_group(&gateways).await?;
     drop(nginx);
     for gateway in gateways {
         gateway.stop().await;
@@ -206,10 +207,29 @@ async fn through_gateways(setup: &Setup, count: usize, dir: &std::path::Path) ->
         },
         per_second: rate(placed, elapsed),
         latencies: latencies.sorted().summary(),
-        cpu,
+        cpu: format!("{cpu}, {groups:.1} placements per place_many group"),
         errors,
         error_kinds,
     })
+}
+
+/// How many placements the gateways' groups held on average (their
+/// pgplace_placement_group_size histograms): what one place_many call carried.
+async fn mean_group(gateways: &[crate::process::Gateway]) -> Result<f64> {
+    let (mut sum, mut count) = (0.0, 0.0);
+    for gateway in gateways {
+        let mut conn = Conn::open(gateway.addr).await?;
+        let (_, body) = conn.get("/metrics", None).await?;
+        let text = String::from_utf8_lossy(&body);
+        let value = |series: &str| {
+            text.lines()
+                .find_map(|line| line.strip_prefix(series)?.trim().parse::<f64>().ok())
+                .unwrap_or(0.0)
+        };
+        sum += value("pgplace_placement_group_size_sum");
+        count += value("pgplace_placement_group_size_count");
+    }
+    Ok(sum / count.max(1.0))
 }
 
 /// One placement in Redis as r/Place 2017 and One Million Checkboxes did it.
