@@ -56,8 +56,9 @@ CREATE TRIGGER drop_history_truncated AFTER TRUNCATE ON place.board_settings
 FOR EACH STATEMENT EXECUTE FUNCTION place._drop_board_history();
 
 -- A user with placements stays (the history names who placed each tile): ban them instead.
+-- As the owner, as a foreign key's check was: whoever may delete users need not read history.
 CREATE FUNCTION place._keep_users_with_history() RETURNS trigger
-LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     kept_user bigint;
     kept_board bigint;
@@ -89,3 +90,4 @@ FOR EACH STATEMENT EXECUTE FUNCTION place._keep_users_with_history();
 
 -- As every SECURITY DEFINER function of the extension (functions.sql).
 REVOKE EXECUTE ON FUNCTION place._drop_board_history() FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION place._keep_users_with_history() FROM PUBLIC;

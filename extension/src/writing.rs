@@ -2,6 +2,10 @@
 //! the moderation functions ([`crate::moderation`]): tiles, seq, history, keyframes.
 //!
 //! A call takes its locks in one order, each held until commit, so calls never deadlock:
+//! 0. its users' rows, KEY SHARE ([`crate::placing`]; the moderation user's row is locked
+//!    by the upsert that finds it): the history has no foreign keys, and this is what makes
+//!    a DELETE of a user wait for the placement and then see it; placements never wait
+//!    for each other here;
 //! 1. each user's cooldown claim row ([`crate::cooldowns`]): one placement per user per
 //!    window, however many attempts race (the claimed users' next cooldown versions are
 //!    written before step 3, so the seq lock is not held for them);
