@@ -204,6 +204,20 @@ fn result_of(method: &str, mut response: Value) -> Result<Value> {
 }
 
 /// The params of a compact board subscription.
+/// The values of `series` (each a name with its labels, as /metrics writes it) on the
+/// gateway at `addr`; 0 for a series it does not show.
+pub async fn metric_values(addr: SocketAddr, series: &[&str]) -> Result<Vec<f64>> {
+    let mut conn = Conn::open(addr).await?;
+    let (_, body) = conn.get("/metrics", None).await?;
+    let text = String::from_utf8_lossy(&body);
+    let value = |series: &str| {
+        text.lines()
+            .find_map(|line| line.strip_prefix(series)?.trim().parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    Ok(series.iter().map(|s| value(s)).collect())
+}
+
 pub fn compact_board(session: &str, board: i64) -> Value {
     json!({"session": session, "view": "board", "params": {"board": board, "compact": true}})
 }

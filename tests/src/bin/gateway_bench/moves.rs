@@ -9,7 +9,7 @@
 //! the moving one, the hand-over's wait as the gateways measured it and the database's
 //! commits per move (`pg_stat_database.xact_commit`, less the writer's).
 
-use crate::client::{get_events_body, Conn};
+use crate::client::{get_events_body, metric_values, Conn};
 use crate::delivery::BATCH;
 use crate::process::Gateway;
 use crate::report::{rate, Latencies, Table};
@@ -218,17 +218,18 @@ async fn poll(client: Client, moving: bool, mut stopped: watch::Receiver<bool>) 
 async fn handover_waits(gateways: &[&Gateway]) -> Result<(f64, f64, f64)> {
     let (mut handed, mut not_handed, mut seconds) = (0.0, 0.0, 0.0);
     for gateway in gateways {
-        let mut conn = Conn::open(gateway.addr).await?;
-        let (_, body) = conn.get("/metrics", None).await?;
-        let text = String::from_utf8_lossy(&body);
-        let value = |series: &str| {
-            text.lines()
-                .find_map(|line| line.strip_prefix(series)?.trim().parse::<f64>().ok())
-                .unwrap_or(0.0)
-        };
-        handed += value("pgplace_legacy_handover_seconds_count{outcome=\"handed\"}");
-        not_handed += value("pgplace_legacy_handover_seconds_count{outcome=\"not_handed\"}");
-        seconds += value("pgplace_legacy_handover_seconds_sum{outcome=\"handed\"}");
+        let values = metric_values(
+            gateway.addr,
+            &[
+                "pgplace_legacy_handover_seconds_count{outcome=\"handed\"}",
+                "pgplace_legacy_handover_seconds_count{outcome=\"not_handed\"}",
+                "pgplace_legacy_handover_seconds_sum{outcome=\"handed\"}",
+            ],
+        )
+        .await?;
+        handed += values[0];
+        not_handed += values[1];
+        seconds += values[2];
     }
     Ok((handed, not_handed, seconds * 1000.0 / handed.max(1.0)))
 }

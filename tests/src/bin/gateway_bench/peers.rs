@@ -11,7 +11,7 @@
 //! Snapshot: `GET /boards/{id}/bits` (500 KB) against nginx serving the same bytes from a
 //! file, 16 keep-alive connections each.
 
-use crate::client::Conn;
+use crate::client::{metric_values, Conn};
 use crate::place::{Placers, Tally, CLIENTS};
 use crate::process::cpu_of;
 use crate::report::{rate, Latencies, Table};
@@ -218,16 +218,16 @@ async fn through_gateways(setup: &Setup, count: usize, dir: &std::path::Path) ->
 async fn mean_group(gateways: &[crate::process::Gateway]) -> Result<f64> {
     let (mut sum, mut count) = (0.0, 0.0);
     for gateway in gateways {
-        let mut conn = Conn::open(gateway.addr).await?;
-        let (_, body) = conn.get("/metrics", None).await?;
-        let text = String::from_utf8_lossy(&body);
-        let value = |series: &str| {
-            text.lines()
-                .find_map(|line| line.strip_prefix(series)?.trim().parse::<f64>().ok())
-                .unwrap_or(0.0)
-        };
-        sum += value("pgplace_placement_group_size_sum");
-        count += value("pgplace_placement_group_size_count");
+        let values = metric_values(
+            gateway.addr,
+            &[
+                "pgplace_placement_group_size_sum",
+                "pgplace_placement_group_size_count",
+            ],
+        )
+        .await?;
+        sum += values[0];
+        count += values[1];
     }
     Ok(sum / count.max(1.0))
 }
