@@ -220,18 +220,27 @@ static MISSING_OR_BANNED_USERS: Statement = Statement {
 // this lock is what makes a DELETE of one of these users wait for the call and then see
 // its placements (place._keep_users_with_history). It conflicts only with deleting a user
 // or changing its id, never with another placement.
+macro_rules! lock_users {
+    ($banned:literal) => {
+        concat!(
+            "SELECT (SELECT count(*) FROM (SELECT FROM place.users WHERE id = ANY($1) \
+                                           ORDER BY id FOR KEY SHARE) l)::int, ",
+            $banned
+        )
+    };
+}
+
 static LOCK_USERS: Statement = Statement {
-    sql: "SELECT (SELECT count(*) FROM (SELECT FROM place.users WHERE id = ANY($1) \
-                                        ORDER BY id FOR KEY SHARE) l)::int, \
-                 EXISTS (SELECT FROM place.bans b WHERE b.user_id = ANY($1) \
-                         AND (b.until IS NULL OR b.until > now()))",
+    sql: lock_users!(
+        "EXISTS (SELECT FROM place.bans b WHERE b.user_id = ANY($1) \
+                 AND (b.until IS NULL OR b.until > now()))"
+    ),
     params: &[pg_sys::INT8ARRAYOID],
 };
 
 /// Before 0.2.0 there were no bans.
 static LOCK_USERS_0_1: Statement = Statement {
-    sql: "SELECT (SELECT count(*) FROM (SELECT FROM place.users WHERE id = ANY($1) \
-                                        ORDER BY id FOR KEY SHARE) l)::int, false",
+    sql: lock_users!("false"),
     params: &[pg_sys::INT8ARRAYOID],
 };
 
@@ -244,10 +253,10 @@ fn check_users(
     items: &[Item],
     label: &dyn Label,
 ) {
-    let lock = if board.v0_2 {
-        &LOCK_USERS
+    let (lock, which) = if board.v0_2 {
+        (&LOCK_USERS, &MISSING_OR_BANNED_USERS)
     } else {
-        &LOCK_USERS_0_1
+        (&LOCK_USERS_0_1, &MISSING_USERS)
     };
     let (found, banned) = run(client, lock, &[users.to_vec().into()])
         .next()
@@ -257,12 +266,7 @@ fn check_users(
         return;
     }
     // Which user, and why: the first in id order that is missing or banned.
-    let statement = if board.v0_2 {
-        &MISSING_OR_BANNED_USERS
-    } else {
-        &MISSING_USERS
-    };
-    if let Some(row) = run(client, statement, &[users.to_vec().into()]).next() {
+    if let Some(row) = run(client, which, &[users.to_vec().into()]).next() {
         let user = column::<i64>(&row, 1);
         let i = items.iter().position(|item| item.user == user).unwrap_or(0);
         match row.get::<String>(2).ok().flatten() {

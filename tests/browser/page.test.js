@@ -685,8 +685,9 @@ test('a view chosen while the page paces its next poll is followed at once, not 
     // The loop may be in the pause before its first poll now, which the patch does not
     // reach: it would then wait out a whole poll on the region. Abort a poll once one is
     // open, so that the patched pause comes next.
-    while (!live.poll) await new Promise((resolve) => setTimeout(resolve, 5));
-    live.poll.abort();
+    const until = Date.now() + 10000;
+    while (!live.poll && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 5));
+    live.poll?.abort();
   });
   await page.waitForFunction((id) => window.pgplace.live.key === `board/${id}/compact`, LARGE, { timeout: 5000 });
   await waitBoard(page, LARGE);

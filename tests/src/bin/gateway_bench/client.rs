@@ -203,7 +203,6 @@ fn result_of(method: &str, mut response: Value) -> Result<Value> {
     }
 }
 
-/// The params of a compact board subscription.
 /// The values of `series` (each a name with its labels, as /metrics writes it) on the
 /// gateway at `addr`; 0 for a series it does not show.
 pub async fn metric_values(addr: SocketAddr, series: &[&str]) -> Result<Vec<f64>> {
@@ -218,6 +217,7 @@ pub async fn metric_values(addr: SocketAddr, series: &[&str]) -> Result<Vec<f64>
     Ok(series.iter().map(|s| value(s)).collect())
 }
 
+/// The params of a compact board subscription.
 pub fn compact_board(session: &str, board: i64) -> Value {
     json!({"session": session, "view": "board", "params": {"board": board, "compact": true}})
 }
