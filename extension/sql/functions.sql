@@ -38,14 +38,13 @@ COMMENT ON FUNCTION place.resize_board(bigint, int, int) IS
 COMMENT ON FUNCTION place.set_palette(bigint, text[]) IS
     'Replaces the palette (#rrggbb strings, at most 2^bits_per_tile); it must still name every colour on the board. Listeners get a settings notification.';
 COMMENT ON FUNCTION place._placement_payloads(bigint[], bigint[], int[], int[], int[], bigint[], timestamptz[]) IS
-    'Internal: the NOTIFY payloads for rows inserted into place.placements.';
+    'Internal: the NOTIFY payloads for rows inserted into place.placements (the library sends them since 0.8.4).';
 COMMENT ON FUNCTION place._apply_tiles(bytea, int, bigint[], int[]) IS
     'Internal: a chunk with tiles set in order (used by place and place_many).';
 COMMENT ON FUNCTION place._newest_bits(bigint) IS
     'Internal: a board''s packed bits, the newest version of each chunk (used by board_bits).';
 COMMENT ON FUNCTION place._board_payload(bigint, bigint, text) IS
     'Internal: the NOTIFY payload for a board created, changed or deleted.';
-COMMENT ON FUNCTION place._notify_placements() IS 'Internal: statement trigger announcing placements.';
 COMMENT ON FUNCTION place._notify_board_change() IS 'Internal: row trigger announcing board changes.';
 COMMENT ON FUNCTION place.tile_history(bigint, int, int, bigint, int) IS
     'Who placed tile (x, y) and when, newest first: lim rows (1 to 10,000) with seq < before_seq (NULL: the newest); pass a page''s last seq for the next.';

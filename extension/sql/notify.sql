@@ -1,31 +1,9 @@
 -- Change notifications on channel 'pgplace' (payload format: README, "Notifications").
 -- NOTIFY is delivered only on commit, so listeners never see a rolled-back placement.
 
--- One firing per statement, never per row: a batch of placements becomes as few payloads
--- as fit under NOTIFY's 8,000-byte limit.
-CREATE FUNCTION place._notify_placements() RETURNS trigger
-LANGUAGE plpgsql AS $$
-BEGIN
-    PERFORM pg_catalog.pg_notify('pgplace', payload)
-    FROM unnest((
-        SELECT place._placement_payloads(
-            array_agg(board_id),
-            array_agg(seq),
-            array_agg(x),
-            array_agg(y),
-            array_agg(color),
-            array_agg(user_id),
-            array_agg(placed_at))
-        FROM added
-    )) AS payload;
-    RETURN NULL;
-END
-$$;
-
-CREATE TRIGGER notify_placements
-AFTER INSERT ON place.placements
-REFERENCING NEW TABLE AS added
-FOR EACH STATEMENT EXECUTE FUNCTION place._notify_placements();
+-- Placements are announced by the library as it writes them (since 0.8.4:
+-- extension/src/notify.rs), one set of payloads per call, each under NOTIFY's 8,000-byte
+-- limit.
 
 -- The seq in a board's payload is the board's seq when the change commits: the functions
 -- that change a board hold its seq lock, so no placement takes a seq meanwhile. A deletion is

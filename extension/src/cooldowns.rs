@@ -10,6 +10,7 @@
 //! schemas until ALTER EXTENSION UPDATE.
 
 use crate::input::{fail, undefined};
+use crate::snapshots::repeatable_read;
 use crate::spi::{column, run, run_by_index, Statement};
 use crate::storage::Board;
 use crate::writing::timestamp;
@@ -83,7 +84,12 @@ pub fn record(
         timestamp(now).into(),
         lasts.into(),
     ];
-    if run_by_index(client, &WRITE_VERSIONS, &args).len() != wanted {
+    let statement = if repeatable_read() {
+        &WRITE_VERSIONS_REPEATABLE
+    } else {
+        &WRITE_VERSIONS
+    };
+    if run_by_index(client, statement, &args).len() != wanted {
         fail(
             PgSqlErrorCode::ERRCODE_T_R_SERIALIZATION_FAILURE,
             format!(
@@ -161,22 +167,37 @@ static READ_NEWEST: Statement = Statement {
     params: &[pg_sys::INT8OID, pg_sys::INT8ARRAYOID],
 };
 
-static WRITE_VERSIONS: Statement = Statement {
-    sql: "WITH replaced AS (DELETE FROM place.cooldown_versions \
-                            WHERE ctid = ANY ($3::text[]::tid[])) \
-          INSERT INTO place.cooldown_versions AS v (board_id, user_id, version, last_placed_at) \
-          SELECT $1, t.u, t.n + 1, greatest(t.last, $5) \
-          FROM unnest($2::bigint[], $4::bigint[], $6::timestamptz[]) AS t(u, n, last) \
-          ON CONFLICT (board_id, user_id, version) DO NOTHING RETURNING v.user_id",
-    params: &[
-        pg_sys::INT8OID,
-        pg_sys::INT8ARRAYOID,
-        pg_sys::TEXTARRAYOID,
-        pg_sys::INT8ARRAYOID,
-        pg_sys::TIMESTAMPTZOID,
-        pg_sys::TIMESTAMPTZARRAYOID,
-    ],
-};
+// The claim holds the users' rows, so in READ COMMITTED each next version number is free;
+// under REPEATABLE READ it may be taken by a version the snapshot misses, and ON CONFLICT
+// then fails with 40001 (a plain INSERT would say 23505). Only then, as with chunks
+// (crate::chunks): the speculative insertion costs each version a probe and a WAL record.
+macro_rules! write_versions {
+    ($conflict:literal) => {
+        Statement {
+            sql: concat!(
+                "WITH replaced AS (DELETE FROM place.cooldown_versions \
+                                   WHERE ctid = ANY ($3::text[]::tid[])) \
+                 INSERT INTO place.cooldown_versions AS v (board_id, user_id, version, last_placed_at) \
+                 SELECT $1, t.u, t.n + 1, greatest(t.last, $5) \
+                 FROM unnest($2::bigint[], $4::bigint[], $6::timestamptz[]) AS t(u, n, last)",
+                $conflict,
+                " RETURNING v.user_id"
+            ),
+            params: &[
+                pg_sys::INT8OID,
+                pg_sys::INT8ARRAYOID,
+                pg_sys::TEXTARRAYOID,
+                pg_sys::INT8ARRAYOID,
+                pg_sys::TIMESTAMPTZOID,
+                pg_sys::TIMESTAMPTZARRAYOID,
+            ],
+        }
+    };
+}
+
+static WRITE_VERSIONS: Statement = write_versions!("");
+static WRITE_VERSIONS_REPEATABLE: Statement =
+    write_versions!(" ON CONFLICT (board_id, user_id, version) DO NOTHING");
 
 fn claim_versions(
     client: &mut SpiClient<'_>,

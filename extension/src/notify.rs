@@ -1,15 +1,60 @@
-//! The payload builders the notification triggers (`../sql/notify.sql`) call; the format
-//! itself is `pgplace_core::payload`.
+//! Change notifications on channel `pgplace`: placements are announced by the library as
+//! it writes them ([`announce_placements`]), board changes by the triggers of
+//! `../sql/notify.sql`, which call the payload builders here; the format itself is
+//! `pgplace_core::payload`.
 
 use crate::input::{fail, required_elements};
+use crate::item::Item;
 use pgplace_core::payload::{
-    encode_placements, BoardChange, BoardPayload, Payload, Placement, PG_EPOCH_OFFSET_US,
+    encode_placements, BoardChange, BoardPayload, Payload, Placement, CHANNEL, PG_EPOCH_OFFSET_US,
 };
 use pgrx::prelude::*;
-use pgrx::PgSqlErrorCode;
+use pgrx::{pg_sys, PgSqlErrorCode};
+
+/// Announces placements `first_seq`, `first_seq + 1`, … (one per accepted item, all stamped
+/// `stamp`) as one set of payloads, sent when the transaction commits. Since 0.8.4 the
+/// library does this itself where a statement trigger on `place.placements` did before: the
+/// trigger's transition table, PL/pgSQL call and seven array_aggs cost a place() call a
+/// third of its history INSERT, and only the library writes placements.
+pub fn announce_placements(
+    board_id: i64,
+    first_seq: i64,
+    accepted: &[&Item],
+    stamp: pg_sys::TimestampTz,
+) {
+    let at = stamp + PG_EPOCH_OFFSET_US;
+    let rows: Vec<Placement> = accepted
+        .iter()
+        .zip(first_seq..)
+        .map(|(item, seq)| Placement {
+            board: board_id,
+            seq,
+            x: item.x,
+            y: item.y,
+            color: item.color,
+            user: item.user,
+            at,
+        })
+        .collect();
+    for payload in encode_placements(&rows) {
+        notify(&payload);
+    }
+}
+
+/// NOTIFY pgplace, payload: pg_notify itself, so its checks (length, a standby) are kept.
+fn notify(payload: &str) {
+    // SAFETY: pg_notify takes two text arguments, both given and non-NULL.
+    unsafe {
+        pgrx::direct_function_call_as_datum(
+            pg_sys::pg_notify,
+            &[CHANNEL.into_datum(), payload.into_datum()],
+        );
+    }
+}
 
 /// The payloads announcing the rows one statement inserted into `place.placements`,
-/// given column by column in any order.
+/// given column by column in any order: what the statement trigger of schemas before 0.8.4
+/// sends.
 #[pg_extern(immutable, parallel_safe, strict, name = "_placement_payloads")]
 pub fn placement_payloads(
     board_ids: Vec<Option<i64>>,

@@ -14,7 +14,7 @@
 //!    whoever writes a chunk first also commits first, so the bits always equal the
 //!    history replayed in seq order;
 //! 3. the board's seq lock, reading the newest seq ([`crate::storage::bump_seq`]), then the
-//!    history INSERT, whose statement trigger sends the NOTIFY. Seqs are thus handed out
+//!    history INSERT and its NOTIFY ([`crate::notify`]). Seqs are thus handed out
 //!    gap-free in commit order, and the seq lock is held only for the last two statements
 //!    and the commit: calls on one board overlap in everything before. Settings changes
 //!    take the seq lock before the board's row ([`crate::storage::Board::load`]).
@@ -109,8 +109,8 @@ const PLACEMENT_PARAMS: [pg_sys::Oid; 7] = [
     pg_sys::TIMESTAMPTZOID,
 ];
 
-/// One INSERT for the whole batch (seqs `first_seq`, `first_seq + 1`, …), so its statement
-/// trigger sends one set of payloads.
+/// One INSERT for the whole batch (seqs `first_seq`, `first_seq + 1`, …), announced as
+/// one set of payloads.
 fn append_history(
     client: &mut SpiClient<'_>,
     board_id: i64,
@@ -139,5 +139,8 @@ fn append_history(
             PgSqlErrorCode::ERRCODE_T_R_SERIALIZATION_FAILURE,
             format!("board {}: seq {first_seq} is taken; try again", board_id),
         );
+    }
+    if !crate::catalog::placements_announced_by_trigger() {
+        crate::notify::announce_placements(board_id, first_seq, accepted, now);
     }
 }

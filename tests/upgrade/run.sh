@@ -27,6 +27,27 @@ q() { "$PSQL" -X -q -v ON_ERROR_STOP=1 "$@"; }
 pg_tool() { "$(dirname "$(command -v "$PSQL")")/$1" "${@:2}"; }
 # Every board of database URL $1: name, seq and a digest of its bits, one line each.
 boards() { q "$1" -At -c "SELECT b.name, b.seq, md5(bb.bits) FROM place.boards b, place.board_bits(b.id) bb ORDER BY b.id"; }
+# How many tiles payloads one placement sends to a LISTENer in database $1: before 0.8.4 a
+# trigger announced placements, since then the library does, and both an old schema under
+# the new library and an updated one must hear of each placement. (Twice would look like
+# once: NOTIFY folds a transaction's identical payloads; the library leaves the sending to
+# an old schema's trigger all the same.)
+announced() {
+    q "$1" -At <<'SQL' | grep -c '"type":"tiles"' || true
+LISTEN pgplace;
+SELECT place.create_board('listened ' || clock_timestamp(), 4, 4, 1, '0') AS board \gset
+SELECT user_id AS u FROM place.create_user('listener ' || clock_timestamp()) \gset
+SELECT count(*) FROM place.place(:board, 1, 1, 1, :u);
+SQL
+}
+expect_announced_once() {
+    local n
+    n=$(announced "$1")
+    if [[ $n != 1 ]]; then
+        echo "upgrade: $2: one placement sent $n tiles notifications, not 1" >&2
+        status=1
+    fi
+}
 fresh_db() {
     q "$PGPLACE_ADMIN_URL" -c "DROP DATABASE IF EXISTS $1 WITH (FORCE)" -c "CREATE DATABASE $1" 2>&1 |
         grep -v 'does not exist, skipping' || true
@@ -79,5 +100,10 @@ for script in "$here"/pgplace--*.sql; do
         echo "upgrade: $old -> $new: the updated database does not work as expected" >&2
         status=1
     fi
+    fresh_db "${db}_listened"
+    q "$(url_of "${db}_listened")" -c "CREATE EXTENSION pgplace VERSION '$old'"
+    expect_announced_once "$(url_of "${db}_listened")" "$old's schema under the $new library"
+    q "$(url_of "${db}_listened")" -c "ALTER EXTENSION pgplace UPDATE"
+    expect_announced_once "$(url_of "${db}_listened")" "$old updated to $new"
 done
 exit $status
