@@ -7,7 +7,8 @@
 --                   get_tile, bitfield_get/set, tile_history, user_history, tiles,
 --                   board_at, board_at_seq, render_png, frozen_tiles, watched, views,
 --                   changes_since, change_pos, change_feed, view_rows, views_touched,
---                   and the helpers _newest_bits, _ticked_changes and _check_log_read).
+--                   and the helpers _current_bits, _newest_bits, _apply_tiles,
+--                   _ticked_changes and _check_log_read).
 --   pgplace_player  what pgplace_reader may, plus placing: place, place_many,
 --                   user_for_token and settled_seq (it holds off writers while it
 --                   runs), the gateway's session_* functions, and tick (which
@@ -83,9 +84,11 @@ SELECT :'pgplace_reader', unnest(ARRAY[
     'board_bits', 'get_tile', 'bitfield_get', 'bitfield_set',
     'tile_history', 'user_history', 'tiles', 'board_at', 'board_at_seq', 'render_png',
     'frozen_tiles', 'watched', 'views', 'changes_since', 'change_pos', 'change_feed', 'view_rows', 'views_touched',
-    -- board_bits reads the chunks through it (as its caller: the check is SELECT on the table),
-    -- changes_since and change_feed the log through these two.
-    '_newest_bits', '_ticked_changes', '_check_log_read']), false
+    -- board_bits reads the board through _current_bits, which reads the chunks through
+    -- _newest_bits and applies the history after their fold with _apply_tiles (as its
+    -- caller: the checks are SELECT on the tables), changes_since and change_feed the log
+    -- through the last two.
+    '_current_bits', '_newest_bits', '_apply_tiles', '_ticked_changes', '_check_log_read']), false
 UNION ALL
 SELECT :'pgplace_player', unnest(ARRAY[
     'place', 'place_many', 'user_for_token', 'settled_seq', 'session_create', 'session_load',

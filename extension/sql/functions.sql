@@ -42,7 +42,9 @@ COMMENT ON FUNCTION place._placement_payloads(bigint[], bigint[], int[], int[], 
 COMMENT ON FUNCTION place._apply_tiles(bytea, int, bigint[], int[]) IS
     'Internal: a chunk with tiles set in order (used by place and place_many).';
 COMMENT ON FUNCTION place._newest_bits(bigint) IS
-    'Internal: a board''s packed bits, the newest version of each chunk (used by board_bits).';
+    'Internal: a board''s packed bits as its chunks store them, the newest version of each (place._current_bits adds the history after their fold).';
+COMMENT ON FUNCTION place._current_bits(bigint) IS
+    'Internal: a board''s packed bits now: its chunks and the history after their fold (used by board_bits).';
 COMMENT ON FUNCTION place._board_payload(bigint, bigint, text) IS
     'Internal: the NOTIFY payload for a board created, changed or deleted.';
 COMMENT ON FUNCTION place._notify_board_change() IS 'Internal: row trigger announcing board changes.';

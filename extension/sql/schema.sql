@@ -83,6 +83,21 @@ CREATE TRIGGER drop_versions AFTER DELETE ON place.chunks
 REFERENCING OLD TABLE AS gone
 FOR EACH STATEMENT EXECUTE FUNCTION place._drop_chunk_versions();
 
+-- Since 0.8.4 placements write no chunk: a chunk version written per placement (a 512-byte
+-- row to change 4 bits, under a lock every batch on the board queued for) was a third of
+-- a batch's time and half its WAL. The chunks hold the board as of the board's folded
+-- seq, the newest row here; readers apply the history after it (place._newest_bits,
+-- get_tile), and every 10,000 placements the placement that reaches them folds them in,
+-- writing each chunk they touched once. A board without a row has chunks that are current
+-- (as every board's were before 0.8.4); its first placement since adds its row. Rows are
+-- versions, as chunks are: a fold inserts the next and deletes the one it replaces.
+CREATE TABLE place.chunk_folds (
+    board_id   bigint NOT NULL REFERENCES place.board_settings (id) ON DELETE CASCADE,
+    folded_seq bigint NOT NULL CHECK (folded_seq >= 0),
+    PRIMARY KEY (board_id, folded_seq)
+);
+COMMENT ON TABLE place.chunk_folds IS 'The seq each board''s chunks are folded up to (newest row; none: the chunks are current)';
+
 CREATE SEQUENCE place.users_id_seq;
 CREATE TABLE place.users (
     id         bigint PRIMARY KEY DEFAULT nextval('place.users_id_seq'),
@@ -292,29 +307,6 @@ $$;
 CREATE TRIGGER insert_board INSTEAD OF INSERT ON place.boards
 FOR EACH ROW EXECUTE FUNCTION place._insert_board();
 
--- Each board's chunks as they are now (the newest version of each): the table of this
--- name before 0.6.0. One probe of chunk_versions' primary key per chunk.
-CREATE VIEW place.board_chunks AS
-SELECT c.board_id, c.chunk_no, v.bits
-FROM place.chunks c
-CROSS JOIN LATERAL (SELECT cv.bits FROM place.chunk_versions cv
-                    WHERE cv.board_id = c.board_id AND cv.chunk_no = c.chunk_no
-                    ORDER BY cv.version DESC LIMIT 1) v;
-COMMENT ON VIEW place.board_chunks IS 'The packed bits of each board in 512-byte chunks (read them whole with place.board_bits)';
-
--- Restoring a dump of a version before 0.6.0, whose place.board_chunks was a table.
-CREATE FUNCTION place._insert_chunk() RETURNS trigger
-LANGUAGE plpgsql AS $$
-BEGIN
-    INSERT INTO place.chunks (board_id, chunk_no) VALUES (NEW.board_id, NEW.chunk_no);
-    INSERT INTO place.chunk_versions (board_id, chunk_no, version, bits)
-    VALUES (NEW.board_id, NEW.chunk_no, 1, NEW.bits);
-    RETURN NEW;
-END
-$$;
-CREATE TRIGGER insert_chunk INSTEAD OF INSERT ON place.board_chunks
-FOR EACH ROW EXECUTE FUNCTION place._insert_chunk();
-
 -- When each user last placed on each board (the cooldown runs from there): the table of
 -- this name before 0.6.0, with the same columns. A superuser may still insert, update and
 -- delete its rows (a cooldown lifted by hand): the triggers below write the tables.
@@ -355,6 +347,7 @@ SELECT pg_catalog.pg_extension_config_dump('place.board_settings', '');
 SELECT pg_catalog.pg_extension_config_dump('place.boards_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('place.chunks', '');
 SELECT pg_catalog.pg_extension_config_dump('place.chunk_versions', '');
+SELECT pg_catalog.pg_extension_config_dump('place.chunk_folds', '');
 SELECT pg_catalog.pg_extension_config_dump('place.users', '');
 SELECT pg_catalog.pg_extension_config_dump('place.users_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('place.user_tokens', '');
@@ -366,4 +359,4 @@ SELECT pg_catalog.pg_extension_config_dump('place.bans', '');
 
 GRANT USAGE ON SCHEMA place TO PUBLIC;
 -- Boards are public: anyone may read them (board_bits and get_tile read the chunks).
-GRANT SELECT ON place.boards, place.board_settings, place.board_chunks, place.chunks, place.chunk_versions, place.users, place.placements, place.cooldowns, place.cooldown_claims, place.cooldown_versions, place.keyframes, place.bans TO PUBLIC;
+GRANT SELECT ON place.boards, place.board_settings, place.chunks, place.chunk_versions, place.chunk_folds, place.users, place.placements, place.cooldowns, place.cooldown_claims, place.cooldown_versions, place.keyframes, place.bans TO PUBLIC;

@@ -194,6 +194,9 @@ fn get_tile(board_id: Option<i64>, x: Option<i32>, y: Option<i32>) -> i32 {
         let board = Board::load(client, board_id, false);
         board.check_coordinate('x', "x", x);
         board.check_coordinate('y', "y", y);
+        if board.folds {
+            return i32::from(crate::folds::tile_colors(client, &board, &[(x, y)])[0]);
+        }
         let (chunk_no, n) = crate::chunks::locate(&board, x, y);
         let chunk = read_chunks(client, board_id, vec![chunk_no])
             .remove(&chunk_no)

@@ -23,6 +23,11 @@ pub fn chunk_versions_exist() -> bool {
     place_relation(c"chunk_versions").is_some()
 }
 
+/// Whether placements leave the chunks to folds (0.8.4 and later: [`crate::folds`]).
+pub fn chunk_folds_exist() -> bool {
+    place_relation(c"chunk_folds").is_some()
+}
+
 /// Whether a board's settings have a table of their own and its seq comes from the history
 /// (0.5.0 and later).
 pub fn board_settings_exist() -> bool {

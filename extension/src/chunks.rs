@@ -133,9 +133,13 @@ fn lock_chunks(client: &mut SpiClient<'_>, board: &Board, chunk_nos: Vec<i32>) {
     }
 }
 
-/// Locks the chunks holding `tiles` (as placements do), so that nothing changes them until
-/// commit.
+/// Keeps `tiles` as they are until commit: locks the chunks holding them, as placements
+/// do; since 0.8.4 (placements lock no chunk) the board's seq lock.
 pub fn lock_tiles(client: &mut SpiClient<'_>, board: &Board, tiles: &[(i32, i32)]) {
+    if board.folds {
+        crate::storage::lock_seqs(client, board.id);
+        return;
+    }
     let mut chunks: Vec<i32> = tiles.iter().map(|(x, y)| locate(board, *x, *y).0).collect();
     chunks.sort_unstable();
     chunks.dedup();
@@ -367,6 +371,14 @@ pub fn write_tiles(
             .set(&mut chunk.bits, *n, item.color.into())
             .expect("checked against the palette and inside the chunk");
     }
+    replace(client, board, current);
+    before
+}
+
+/// Writes each chunk's new bits where the version read was (a new version since 0.6.0,
+/// in place before); 40001 if one of them changed meanwhile.
+fn replace(client: &mut SpiClient<'_>, board: &Board, current: BTreeMap<i32, Current>) {
+    let wanted = current.len();
     let mut chunk_nos = Vec::with_capacity(wanted);
     let mut rewritten = Vec::with_capacity(wanted);
     let mut ctids = Vec::with_capacity(wanted);
@@ -394,7 +406,30 @@ pub fn write_tiles(
     if written != wanted {
         changed_during_call(board.id);
     }
-    before
+}
+
+/// A fold ([`crate::folds::fold`]): sets each chunk's tiles (tile number in the chunk,
+/// colour), in order, on its newest version, and writes each chunk once. The caller holds
+/// the board's maintenance row: nothing else writes the chunks of a folded schema.
+pub fn rewrite(client: &mut SpiClient<'_>, board: &Board, touched: BTreeMap<i32, Vec<(i64, u8)>>) {
+    let wanted = touched.len();
+    let chunk_nos: Vec<i32> = touched.keys().copied().collect();
+    let mut current = read_locked(client, &READ_NEWEST, board.id, chunk_nos);
+    if current.len() != wanted {
+        changed_size(board.id);
+    }
+    for (chunk_no, tiles) in touched {
+        let chunk = current.get_mut(&chunk_no).expect("every chunk was read");
+        for (n, color) in tiles {
+            board.tile.set(&mut chunk.bits, n, color.into()).unwrap_or_else(|e| {
+                fail(
+                    PgSqlErrorCode::ERRCODE_DATA_CORRUPTED,
+                    format!("board {}: a placement is outside its chunks: {e}", board.id),
+                )
+            });
+        }
+    }
+    replace(client, board, current);
 }
 
 /// A chunk as a call read it under its lock.

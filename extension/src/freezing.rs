@@ -117,6 +117,14 @@ pub fn frozen_items(
     if rested.is_empty() {
         return frozen;
     }
+    if board.folds {
+        let tiles: Vec<(i32, i32)> = rested.iter().map(|&i| (items[i].x, items[i].y)).collect();
+        let colors = crate::folds::tile_colors(client, board, &tiles);
+        for (&i, color) in rested.iter().zip(colors) {
+            frozen[i] = color != 0;
+        }
+        return frozen;
+    }
     let located: Vec<(i32, i64)> = rested
         .iter()
         .map(|&i| crate::chunks::locate(board, items[i].x, items[i].y))

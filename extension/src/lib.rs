@@ -2,8 +2,9 @@
 //!
 //! # Layout
 //! - `../sql/schema.sql`: the tables (board settings, chunks and their versions, users,
-//!   user_tokens, placements, cooldowns) and the views boards and board_chunks.
-//! - `../sql/notify.sql`: the triggers that announce changes on channel `pgplace`.
+//!   user_tokens, placements, cooldowns) and the view boards.
+//! - `../sql/board_chunks.sql`: the view board_chunks (the board read whole, in chunks).
+//! - `../sql/notify.sql`: the triggers that announce board changes on channel `pgplace`.
 //! - `../sql/watch.sql`: watching any table (`watch`, `kick`), the change log and its
 //!   commit-ordered positions.
 //! - `../sql/views.sql`: named list views over watched tables (`create_view`, `view_rows`).
@@ -13,6 +14,7 @@
 //! - [`catalog`]: which relations of schema `place` exist: the schema's version.
 //! - [`storage`]: a board's settings, its seq lock and seqs, its packed bits read whole.
 //! - [`chunks`]: the packed bits in 512-byte chunks, each written as a new version.
+//! - [`folds`]: the chunks as of a folded seq, the history after it applied by readers.
 //! - [`newest`]: the packed board read from the chunks' newest versions, without SQL.
 //! - [`bitfield`]: `bitfield_get` / `bitfield_set`, the packed layout for SQL users.
 //! - [`boards`]: creating boards, their settings, reading the packed board and tiles.
@@ -46,6 +48,7 @@ pub mod catalog;
 pub mod chunks;
 pub mod cooldowns;
 pub mod expressions;
+pub mod folds;
 pub mod freezing;
 pub mod history;
 pub mod input;
@@ -70,6 +73,11 @@ extension_sql_file!(
     "../sql/notify.sql",
     name = "notify",
     requires = [notify::placement_payloads, notify::board_payload]
+);
+extension_sql_file!(
+    "../sql/board_chunks.sql",
+    name = "board_chunks",
+    requires = ["schema", newest::_newest_bits]
 );
 extension_sql_file!("../sql/watch.sql", name = "watch", requires = ["schema"]);
 extension_sql_file!(

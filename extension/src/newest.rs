@@ -17,7 +17,7 @@ use pgrx::{pg_sys, PgSqlErrorCode};
 /// the calling statement's snapshot, concatenated; ends at the first chunk without one.
 /// Called inside the statement that also reads the board's seq, so both are one snapshot.
 #[pg_extern(stable, strict, parallel_restricted)]
-fn _newest_bits(board_id: i64) -> Vec<u8> {
+pub fn _newest_bits(board_id: i64) -> Vec<u8> {
     // SAFETY: runs inside a statement (an active snapshot, checked), on relations opened
     // and locked here; every pointer comes from Postgres and is used before it is freed.
     unsafe { newest_bits(board_id) }

@@ -118,6 +118,10 @@ fn resize_board(board_id: Option<i64>, width: Option<i32>, height: Option<i32>) 
         );
         delete_chunks(client, &board);
         insert_chunks(client, board_id, &resized);
+        if board.folds {
+            // The new chunks are the board at the resize's seq (read under the seq lock).
+            crate::folds::set_folded(client, board_id, seq);
+        }
         run(
             client,
             &SET_SIZE,

@@ -31,6 +31,9 @@ pub struct Board {
     /// Whether this database's schema is 0.6.0's or later: chunks and cooldowns are written
     /// as versions ([`crate::chunks`], [`crate::cooldowns`]); before, updated in place.
     pub versions: bool,
+    /// Whether this database's schema is 0.8.4's or later: placements write no chunk, the
+    /// chunks are folded up to a seq ([`crate::folds`]).
+    pub folds: bool,
     pub history_from: i64,
     /// How long a non-zero tile rests unchanged before it freezes (None: never).
     pub freeze_after_us: Option<i64>,
@@ -102,6 +105,7 @@ impl Board {
             v0_2: row.get_by_name::<i32, _>("keyframe_every").is_ok(),
             seqs_from_history: crate::catalog::board_settings_exist(),
             versions: crate::catalog::chunk_versions_exist(),
+            folds: crate::catalog::chunk_folds_exist(),
             history_from: optional(&row, "history_from").unwrap_or(0),
             freeze_after_us: optional::<Interval>(&row, "freeze_after").map(micros),
         };
@@ -210,24 +214,42 @@ pub fn settle_seqs(client: &mut SpiClient<'_>, board_id: i64) {
 // taken when it starts, so this one sees every placement committed before the lock came.
 // The same seq and stamp as the view place.boards shows, with one probe of the history.
 macro_rules! head {
-    () => {
-        "SELECT coalesce(p.seq, s.history_from) + 1, s.state, s.width, s.height, s.bits_per_tile, \
-                cardinality(s.palette), \
-                greatest(coalesce(p.placed_at, \
-                                  (SELECT k.taken_at FROM place.keyframes k \
-                                   WHERE k.board_id = s.id AND k.seq = s.history_from AND s.history_from > 0)), \
-                         $3), \
-                s.freeze_after, clock_timestamp(), s.history_from \
-         FROM place.board_settings s \
-         LEFT JOIN LATERAL (SELECT seq, placed_at FROM place.placements \
-                            WHERE board_id = s.id ORDER BY seq DESC LIMIT 1) p ON true \
-         WHERE s.id = $1 AND $2 > 0"
+    ($($folded:tt)*) => {
+        concat!(
+            "SELECT coalesce(p.seq, s.history_from) + 1, s.state, s.width, s.height, s.bits_per_tile, \
+                    cardinality(s.palette), \
+                    greatest(coalesce(p.placed_at, \
+                                      (SELECT k.taken_at FROM place.keyframes k \
+                                       WHERE k.board_id = s.id AND k.seq = s.history_from AND s.history_from > 0)), \
+                             $3), \
+                    s.freeze_after, clock_timestamp(), s.history_from, ",
+            $($folded)*,
+            " FROM place.board_settings s \
+             LEFT JOIN LATERAL (SELECT seq, placed_at FROM place.placements \
+                                WHERE board_id = s.id ORDER BY seq DESC LIMIT 1) p ON true \
+             WHERE s.id = $1 AND $2 > 0"
+        )
     };
 }
 
+// Since 0.8.4 also the seq the chunks are folded up to (crate::folds), under the same lock.
+macro_rules! folded {
+    () => {
+        "(SELECT f.folded_seq FROM place.chunk_folds f WHERE f.board_id = s.id \
+          ORDER BY f.folded_seq DESC LIMIT 1)"
+    };
+}
+
+const HEAD_PARAMS: [pg_sys::Oid; 3] = [pg_sys::INT8OID, pg_sys::INT8OID, pg_sys::TIMESTAMPTZOID];
+
 static HEAD: Statement = Statement {
-    sql: head!(),
-    params: &[pg_sys::INT8OID, pg_sys::INT8OID, pg_sys::TIMESTAMPTZOID],
+    sql: head!("NULL::bigint"),
+    params: &HEAD_PARAMS,
+};
+
+static HEAD_FOLDED: Statement = Statement {
+    sql: head!(folded!()),
+    params: &HEAD_PARAMS,
 };
 
 /// Under REPEATABLE READ the transaction's snapshot may predate a settings change that
@@ -235,8 +257,13 @@ static HEAD: Statement = Statement {
 /// instead of placing by the settings of before. (A placement the snapshot misses makes
 /// the history INSERT fail with 40001: [`crate::writing`].)
 static HEAD_REPEATABLE: Statement = Statement {
-    sql: concat!(head!(), " FOR SHARE OF s"),
-    params: &[pg_sys::INT8OID, pg_sys::INT8OID, pg_sys::TIMESTAMPTZOID],
+    sql: concat!(head!("NULL::bigint"), " FOR SHARE OF s"),
+    params: &HEAD_PARAMS,
+};
+
+static HEAD_FOLDED_REPEATABLE: Statement = Statement {
+    sql: concat!(head!(folded!()), " FOR SHARE OF s"),
+    params: &HEAD_PARAMS,
 };
 
 static BUMP_SEQ: Statement = Statement {
@@ -269,6 +296,8 @@ pub struct Bumped {
     pub freeze_after_us: Option<i64>,
     /// history_from now (a compaction may have committed while the call waited).
     pub history_from: i64,
+    /// Since 0.8.4, the seq the chunks are folded up to (None: they are current).
+    pub folded_seq: Option<i64>,
 }
 
 /// Takes the board's seq lock (held until commit) and `count` seqs: the newest seq in the
@@ -288,10 +317,11 @@ pub fn bump_seq(
         // Seqs from the history came with place.board_settings (0.5.0): its row is the lock,
         // without asking the catalog again as lock_seqs does.
         run(client, &SEQ_LOCK, &[board.id.into()]);
-        if repeatable_read() {
-            &HEAD_REPEATABLE
-        } else {
-            &HEAD
+        match (board.folds, repeatable_read()) {
+            (false, false) => &HEAD,
+            (false, true) => &HEAD_REPEATABLE,
+            (true, false) => &HEAD_FOLDED,
+            (true, true) => &HEAD_FOLDED_REPEATABLE,
         }
     } else if board.v0_2 {
         &BUMP_SEQ
@@ -332,6 +362,7 @@ pub fn bump_seq(
             .unwrap_or_else(|e| panic!("boards.freeze_after: {e}"))
             .map(micros),
         history_from: column::<i64>(&row, 10),
+        folded_seq: row.get::<i64>(11).ok().flatten(),
     }
 }
 
@@ -396,9 +427,17 @@ static READ_PACKED_VERSIONS: Statement = Statement {
     params: &[pg_sys::INT8OID],
 };
 
+/// Since 0.8.4: the chunks and the history after their fold (crate::folds).
+static READ_PACKED_FOLDED: Statement = Statement {
+    sql: "SELECT b.seq, place._current_bits(b.id) FROM place.boards b WHERE b.id = $1",
+    params: &[pg_sys::INT8OID],
+};
+
 /// The whole packed board and the seq it reflects, read in one statement (one snapshot).
 pub fn read_packed(client: &mut SpiClient<'_>, board_id: i64) -> (i64, Vec<u8>) {
-    let statement = if crate::catalog::chunk_versions_exist() {
+    let statement = if crate::catalog::chunk_folds_exist() {
+        &READ_PACKED_FOLDED
+    } else if crate::catalog::chunk_versions_exist() {
         &READ_PACKED_VERSIONS
     } else {
         &READ_PACKED

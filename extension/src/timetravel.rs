@@ -44,11 +44,23 @@ static WRITE_KEYFRAME_VERSIONS: Statement = Statement {
     params: &[pg_sys::INT8OID, pg_sys::TIMESTAMPTZOID],
 };
 
+/// Since 0.8.4: the chunks and the history after their fold (crate::folds).
+static WRITE_KEYFRAME_FOLDED: Statement = Statement {
+    sql:
+        "INSERT INTO place.keyframes (board_id, seq, taken_at, width, height, bits_per_tile, bits) \
+          SELECT b.id, b.seq, $2, b.width, b.height, b.bits_per_tile, place._current_bits(b.id) \
+          FROM place.boards b WHERE b.id = $1 \
+          ON CONFLICT DO NOTHING",
+    params: &[pg_sys::INT8OID, pg_sys::TIMESTAMPTZOID],
+};
+
 /// Stores the board as this transaction leaves it. Called by a placement holding the
 /// board's seq lock, after its own writes: no other placement can be in the bits it reads.
 pub fn write_keyframe(client: &mut SpiClient<'_>, board: &Board, at: pg_sys::TimestampTz) {
     let at = TimestampWithTimeZone::try_from(at).expect("a clock reading is a valid time");
-    let statement = if board.versions {
+    let statement = if board.folds {
+        &WRITE_KEYFRAME_FOLDED
+    } else if board.versions {
         &WRITE_KEYFRAME_VERSIONS
     } else {
         &WRITE_KEYFRAME
@@ -390,6 +402,11 @@ fn compact_history(board_id: Option<i64>, before: Option<TimestampWithTimeZone>)
         }
         let past = board_at(client, &board, seq);
         store_keyframe(client, &board, seq, past);
+        // The chunks must hold what is dropped (crate::folds): the fold reaches the newest
+        // placement, at or after seq.
+        if board.folds {
+            crate::folds::fold(client, &board, crate::folds::Turn::Wait);
+        }
         let dropped = run(client, &DROP_HISTORY, &[board_id.into(), seq.into()])
             .next()
             .map_or(0, |row| column::<i64>(&row, 1));

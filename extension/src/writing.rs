@@ -9,10 +9,12 @@
 //! 1. each user's cooldown claim row ([`crate::cooldowns`]): one placement per user per
 //!    window, however many attempts race (the claimed users' next cooldown versions are
 //!    written before step 3, so the seq lock is not held for them);
-//! 2. the touched chunks' rows, in chunk order, then writes their next versions
-//!    ([`crate::chunks`]):
-//!    whoever writes a chunk first also commits first, so the bits always equal the
-//!    history replayed in seq order;
+//! 2. before 0.8.4, the touched chunks' rows, in chunk order, then writes their next
+//!    versions ([`crate::chunks`]): whoever writes a chunk first also commits first, so the
+//!    bits always equal the history replayed in seq order. Since 0.8.4 placements write no
+//!    chunk ([`crate::folds`]): the chunks are the board as of a seq, the history after it
+//!    the rest, and a placement that folds them does so last, under the seq lock, taking
+//!    the board's fold row only if no other fold holds it;
 //! 3. the board's seq lock, reading the newest seq ([`crate::storage::bump_seq`]), then the
 //!    history INSERT and its NOTIFY ([`crate::notify`]). Seqs are thus handed out
 //!    gap-free in commit order, and the seq lock is held only for the last two statements
@@ -20,6 +22,7 @@
 //!    take the seq lock before the board's row ([`crate::storage::Board::load`]).
 
 use crate::chunks::write_tiles;
+use crate::folds::tile_colors;
 use crate::freezing::check_still_open_tiles;
 use crate::input::fail;
 use crate::item::Item;
@@ -44,9 +47,21 @@ pub fn commit_tiles(
     // Moderation's repairs may write frozen tiles; players may not, even when a tile froze
     // while the call waited for its locks: that check needs the colours the tiles showed.
     let check_frozen = require_open && board.freeze_after_us.is_some();
-    let before = write_tiles(client, board, accepted, check_frozen);
+    // Since 0.8.4 the tiles are in the history alone until a fold (crate::folds).
+    let before = if board.folds {
+        None
+    } else {
+        write_tiles(client, board, accepted, check_frozen)
+    };
     let bumped = bump_seq(client, board, accepted.len() as i64, now, require_open);
     if require_open && bumped.freeze_after_us.is_some() {
+        // Under the seq lock nothing else places: the colours read now are final.
+        let before = if board.folds {
+            let tiles: Vec<(i32, i32)> = accepted.iter().map(|item| (item.x, item.y)).collect();
+            Some(tile_colors(client, board, &tiles))
+        } else {
+            before
+        };
         match before {
             Some(before) => check_still_open_tiles(client, board, accepted, &before, &bumped),
             None => fail(
@@ -61,6 +76,9 @@ pub fn commit_tiles(
     let (first_seq, stamp) = (bumped.first_seq, bumped.stamp);
     append_history(client, board.id, first_seq, accepted, stamp);
     let last_seq = first_seq + accepted.len() as i64 - 1;
+    if board.folds {
+        crate::folds::after_placements(client, board, bumped.folded_seq, first_seq, last_seq);
+    }
     if crate::timetravel::crosses_keyframe(board, first_seq, last_seq) {
         crate::timetravel::write_keyframe(client, board, stamp);
     }

@@ -126,7 +126,7 @@ SELECT expect_error(format('SELECT place.set_cooldown(%s, ''1 hour'')', :small))
 SELECT expect_error(format('SELECT place.set_board_state(%s, ''paused'')', :small));
 SELECT expect_error($$SELECT place.create_board('mine', 2, 2)$$);
 SELECT expect_error($$SELECT place.create_user('me')$$);
-SELECT expect_error($$SELECT place._apply_tiles('\x00', 4, '{0}', '{1}')$$);
+SELECT expect_error($$SELECT place._placement_payloads('{1}', '{1}', '{0}', '{0}', '{0}', '{1}', ARRAY[now()])$$);
 SELECT expect_error($$SELECT place._board_payload(1, 1, 'deleted')$$);
 -- It makes the change log's positions (the change feed) and reads them.
 SELECT place.tick() >= 0 AS ticks, count(*) >= 0 AS reads_the_feed FROM place.change_feed(place.change_pos());
@@ -219,7 +219,7 @@ SELECT md5(string_agg(format('%s %s', oid::regprocedure, proacl), ';' ORDER BY o
         WHERE r.rolname LIKE :'prefix' || '%') AS memberships
 FROM pg_proc WHERE pronamespace = 'place'::regnamespace \gset first_
 GRANT INSERT ON place.placements TO :"pgplace_reader";
-GRANT EXECUTE ON FUNCTION place._apply_tiles(bytea, int, bigint[], int[]) TO :"pgplace_player";
+GRANT EXECUTE ON FUNCTION place._board_payload(bigint, bigint, text) TO :"pgplace_player";
 \set ECHO none
 \i :roles_sql
 \set ECHO all
