@@ -11,7 +11,7 @@
 
 use crate::input::{fail, required_elements};
 use crate::item::Item;
-use crate::snapshots::repeatable_read;
+use crate::snapshots::for_isolation;
 use crate::spi::{column, run, run_by_index, Statement};
 use crate::storage::{changed_size, Board};
 use pgplace_core::bits::TileWidth;
@@ -256,15 +256,6 @@ static REPLACE_READ: Statement = replace_read!("");
 static REPLACE_READ_REPEATABLE: Statement =
     replace_read!(" ON CONFLICT (board_id, chunk_no, version) DO NOTHING");
 
-/// The statement of a pair for this transaction's isolation ([`replace_versions`]).
-fn for_isolation(committed: &'static Statement, repeatable: &'static Statement) -> &'static Statement {
-    if repeatable_read() {
-        repeatable
-    } else {
-        committed
-    }
-}
-
 static READ_NEWEST: Statement = Statement {
     sql:
         "SELECT n.chunk_no, v.bits, v.version, v.ctid::text FROM unnest($2::int[]) AS n(chunk_no), \
@@ -421,12 +412,15 @@ pub fn rewrite(client: &mut SpiClient<'_>, board: &Board, touched: BTreeMap<i32,
     for (chunk_no, tiles) in touched {
         let chunk = current.get_mut(&chunk_no).expect("every chunk was read");
         for (n, color) in tiles {
-            board.tile.set(&mut chunk.bits, n, color.into()).unwrap_or_else(|e| {
-                fail(
-                    PgSqlErrorCode::ERRCODE_DATA_CORRUPTED,
-                    format!("board {}: a placement is outside its chunks: {e}", board.id),
-                )
-            });
+            board
+                .tile
+                .set(&mut chunk.bits, n, color.into())
+                .unwrap_or_else(|e| {
+                    fail(
+                        PgSqlErrorCode::ERRCODE_DATA_CORRUPTED,
+                        format!("board {}: a placement is outside its chunks: {e}", board.id),
+                    )
+                });
         }
     }
     replace(client, board, current);

@@ -10,7 +10,7 @@
 //! schemas until ALTER EXTENSION UPDATE.
 
 use crate::input::{fail, undefined};
-use crate::snapshots::repeatable_read;
+use crate::snapshots::for_isolation;
 use crate::spi::{column, run, run_by_index, Statement};
 use crate::storage::Board;
 use crate::writing::timestamp;
@@ -84,11 +84,7 @@ pub fn record(
         timestamp(now).into(),
         lasts.into(),
     ];
-    let statement = if repeatable_read() {
-        &WRITE_VERSIONS_REPEATABLE
-    } else {
-        &WRITE_VERSIONS
-    };
+    let statement = for_isolation(&WRITE_VERSIONS, &WRITE_VERSIONS_REPEATABLE);
     if run_by_index(client, statement, &args).len() != wanted {
         fail(
             PgSqlErrorCode::ERRCODE_T_R_SERIALIZATION_FAILURE,

@@ -46,7 +46,8 @@ fn folded_seq(client: &mut SpiClient<'_>, board_id: i64) -> Option<i64> {
 
 static SET_FOLDED: Statement = Statement {
     // The rows before go (versions, as chunks'); the newest one is what readers take.
-    sql: "WITH replaced AS (DELETE FROM place.chunk_folds WHERE board_id = $1 AND folded_seq < $2) \
+    sql:
+        "WITH replaced AS (DELETE FROM place.chunk_folds WHERE board_id = $1 AND folded_seq < $2) \
           INSERT INTO place.chunk_folds (board_id, folded_seq) VALUES ($1, $2) \
           ON CONFLICT DO NOTHING",
     params: &[pg_sys::INT8OID, pg_sys::INT8OID],
@@ -193,7 +194,10 @@ pub fn tile_colors(client: &mut SpiClient<'_>, board: &Board, tiles: &[(i32, i32
         let i = column::<i32>(&row, 1) as usize - 1;
         colors[i] = match row.get::<i32>(2).ok().flatten() {
             Some(placed) => Some(placed as u8),
-            None => board.tile.get(&column::<Vec<u8>>(&row, 3), located[i].1).ok(),
+            None => board
+                .tile
+                .get(&column::<Vec<u8>>(&row, 3), located[i].1)
+                .ok(),
         };
     }
     colors

@@ -16,6 +16,20 @@ pub fn repeatable_read() -> bool {
     unsafe { pg_sys::XactIsoLevel >= pg_sys::XACT_REPEATABLE_READ as i32 }
 }
 
+/// Of two forms of a statement, the one for this transaction's isolation: a write that
+/// READ COMMITTED's fresh snapshot keeps free of conflicts, and its form with ON CONFLICT,
+/// which turns a conflict with a row the snapshot misses into 40001 (crate::chunks).
+pub fn for_isolation(
+    committed: &'static Statement,
+    repeatable: &'static Statement,
+) -> &'static Statement {
+    if repeatable_read() {
+        repeatable
+    } else {
+        committed
+    }
+}
+
 static NEWEST_SEQ: Statement = Statement {
     sql: "SELECT max(seq) FROM place.placements WHERE board_id = $1",
     params: &[pg_sys::INT8OID],
