@@ -7,7 +7,8 @@
 //! transaction holds an old snapshot, the deleted versions cannot be pruned, but the newest
 //! one is the first entry of the primary key read backwards, so no write or read walks
 //! them. (Schemas before 0.6.0 keep one `place.board_chunks` row per chunk, updated in
-//! place: the library still writes them that way until ALTER EXTENSION UPDATE.)
+//! place: the library still writes them that way until ALTER EXTENSION UPDATE.) Since
+//! 0.8.4 placements write no chunk: folds do ([`crate::folds`]), with [`rewrite`].
 
 use crate::input::{fail, required_elements};
 use crate::item::Item;
@@ -187,7 +188,7 @@ pub fn delete_chunks(client: &mut SpiClient<'_>, board: &Board) {
 // through ON CONFLICT (meeting a row the snapshot cannot see), where a plain INSERT would
 // say 23505; deleting the one before fails with 40001 too (concurrent delete). Only then:
 // ON CONFLICT's speculative insertion costs every version an index probe and a WAL record
-// more, a tenth of a place_many's writes.
+// more.
 macro_rules! replace_versions {
     ($new:literal, $conflict:literal) => {
         concat!(
@@ -401,7 +402,7 @@ fn replace(client: &mut SpiClient<'_>, board: &Board, current: BTreeMap<i32, Cur
 
 /// A fold ([`crate::folds::fold`]): sets each chunk's tiles (tile number in the chunk,
 /// colour), in order, on its newest version, and writes each chunk once. The caller holds
-/// the board's maintenance row: nothing else writes the chunks of a folded schema.
+/// the board's fold row: nothing else writes the chunks of a folded schema meanwhile.
 pub fn rewrite(client: &mut SpiClient<'_>, board: &Board, touched: BTreeMap<i32, Vec<(i64, u8)>>) {
     let wanted = touched.len();
     let chunk_nos: Vec<i32> = touched.keys().copied().collect();
