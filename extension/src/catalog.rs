@@ -33,27 +33,3 @@ pub fn chunk_folds_exist() -> bool {
 pub fn board_settings_exist() -> bool {
     place_relation(c"board_settings").is_some()
 }
-
-/// Whether placements are announced by the statement trigger `notify_placements` on
-/// `place.placements` (schemas before 0.8.4; since, the library announces them).
-pub fn placements_announced_by_trigger() -> bool {
-    let Some(oid) = place_relation(c"placements") else {
-        return false;
-    };
-    // SAFETY: the caller has just inserted into the table, so it is open and locked and its
-    // relcache entry (with its triggers) is valid until it is closed again here.
-    unsafe {
-        let rel = pg_sys::RelationIdGetRelation(oid);
-        if rel.is_null() {
-            return false;
-        }
-        let triggers = (*rel).trigdesc;
-        let found = !triggers.is_null()
-            && (0..(*triggers).numtriggers as usize).any(|i| {
-                let trigger = &*(*triggers).triggers.add(i);
-                CStr::from_ptr(trigger.tgname) == c"notify_placements"
-            });
-        pg_sys::RelationClose(rel);
-        found
-    }
-}

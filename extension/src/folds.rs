@@ -30,9 +30,21 @@ use std::collections::BTreeMap;
 /// at most about this many placements to the chunks.
 pub const FOLD_AFTER: i64 = 10_000;
 
+/// The board's newest fold row (`$board`: the SQL that names the board), which readers
+/// take and folds lock.
+macro_rules! newest_fold {
+    ($board:literal) => {
+        concat!(
+            "SELECT folded_seq FROM place.chunk_folds WHERE board_id = ",
+            $board,
+            " ORDER BY folded_seq DESC LIMIT 1"
+        )
+    };
+}
+pub(crate) use newest_fold;
+
 static FOLDED_SEQ: Statement = Statement {
-    sql: "SELECT folded_seq FROM place.chunk_folds WHERE board_id = $1 \
-          ORDER BY folded_seq DESC LIMIT 1",
+    sql: newest_fold!("$1"),
     params: &[pg_sys::INT8OID],
 };
 
@@ -59,14 +71,12 @@ pub fn set_folded(client: &mut SpiClient<'_>, board_id: i64, seq: i64) {
 }
 
 static LOCK_FOLD_IF_FREE: Statement = Statement {
-    sql: "SELECT folded_seq FROM place.chunk_folds WHERE board_id = $1 \
-          ORDER BY folded_seq DESC LIMIT 1 FOR UPDATE SKIP LOCKED",
+    sql: concat!(newest_fold!("$1"), " FOR UPDATE SKIP LOCKED"),
     params: &[pg_sys::INT8OID],
 };
 
 static LOCK_FOLD: Statement = Statement {
-    sql: "SELECT folded_seq FROM place.chunk_folds WHERE board_id = $1 \
-          ORDER BY folded_seq DESC LIMIT 1 FOR UPDATE",
+    sql: concat!(newest_fold!("$1"), " FOR UPDATE"),
     params: &[pg_sys::INT8OID],
 };
 
@@ -128,10 +138,12 @@ static HISTORY_AFTER: Statement = Statement {
 
 /// Folds the history after the chunks' fold into them, up to the newest placement this
 /// transaction sees, holding the board's fold row (`turn`): nothing else writes the chunks
-/// meanwhile; placements go on (they write none). Returns the seq folded to (None: the
-/// chunks are current, nothing to fold; or another fold holds the row).
-pub fn fold(client: &mut SpiClient<'_>, board: &Board, turn: Turn) -> Option<i64> {
-    let from = lock_fold(client, board.id, turn)?;
+/// meanwhile; placements go on (they write none). Nothing to do when the chunks are
+/// current (no fold row) or, with `IfFree`, another fold holds the row.
+pub fn fold(client: &mut SpiClient<'_>, board: &Board, turn: Turn) {
+    let Some(from) = lock_fold(client, board.id, turn) else {
+        return;
+    };
     let mut to = from;
     // Each touched chunk's tiles, in seq order.
     let mut touched: BTreeMap<i32, Vec<(i64, u8)>> = BTreeMap::new();
@@ -146,27 +158,28 @@ pub fn fold(client: &mut SpiClient<'_>, board: &Board, turn: Turn) -> Option<i64
         touched.entry(chunk_no).or_default().push((n, color as u8));
     }
     if to == from {
-        return Some(from);
+        return;
     }
     crate::chunks::rewrite(client, board, touched);
     set_folded(client, board.id, to);
-    Some(to)
 }
 
 static TILE_COLORS: Statement = Statement {
     // Each tile's newest placement after the fold (none: the chunk shows it), and its
     // chunk, in one snapshot with the board's size: no row when a resize came between.
-    sql: "SELECT i.ord::int, p.color, c.bits \
+    sql: concat!(
+        "SELECT i.ord::int, p.color, c.bits \
           FROM unnest($2::int[], $3::int[], $4::int[]) WITH ORDINALITY AS i(x, y, chunk_no, ord) \
           JOIN place.board_settings s ON s.id = $1 AND s.width = $5 AND s.height = $6 \
           LEFT JOIN LATERAL (SELECT p.color FROM place.placements p \
                              WHERE p.board_id = $1 AND p.x = i.x AND p.y = i.y \
-                               AND p.seq > (SELECT f.folded_seq FROM place.chunk_folds f \
-                                            WHERE f.board_id = $1 ORDER BY f.folded_seq DESC LIMIT 1) \
-                             ORDER BY p.seq DESC LIMIT 1) p ON true \
+                               AND p.seq > (",
+        newest_fold!("$1"),
+        ") ORDER BY p.seq DESC LIMIT 1) p ON true \
           CROSS JOIN LATERAL (SELECT v.bits FROM place.chunk_versions v \
                               WHERE v.board_id = $1 AND v.chunk_no = i.chunk_no \
-                              ORDER BY v.version DESC LIMIT 1) c",
+                              ORDER BY v.version DESC LIMIT 1) c"
+    ),
     params: &[
         pg_sys::INT8OID,
         pg_sys::INT4ARRAYOID,

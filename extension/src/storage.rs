@@ -32,7 +32,8 @@ pub struct Board {
     /// as versions ([`crate::chunks`], [`crate::cooldowns`]); before, updated in place.
     pub versions: bool,
     /// Whether this database's schema is 0.8.4's or later: placements write no chunk, the
-    /// chunks are folded up to a seq ([`crate::folds`]).
+    /// chunks are folded up to a seq ([`crate::folds`]), and the library announces the
+    /// placements (before, the statement trigger that 0.8.4's update drops did).
     pub folds: bool,
     pub history_from: i64,
     /// How long a non-zero tile rests unchanged before it freezes (None: never).
@@ -235,8 +236,7 @@ macro_rules! head {
 // Since 0.8.4 also the seq the chunks are folded up to (crate::folds), under the same lock.
 macro_rules! folded {
     () => {
-        "(SELECT f.folded_seq FROM place.chunk_folds f WHERE f.board_id = s.id \
-          ORDER BY f.folded_seq DESC LIMIT 1)"
+        concat!("(", crate::folds::newest_fold!("s.id"), ")")
     };
 }
 

@@ -74,7 +74,7 @@ pub fn commit_tiles(
         }
     }
     let (first_seq, stamp) = (bumped.first_seq, bumped.stamp);
-    append_history(client, board.id, first_seq, accepted, stamp);
+    append_history(client, board, first_seq, accepted, stamp);
     let last_seq = first_seq + accepted.len() as i64 - 1;
     if board.folds {
         crate::folds::after_placements(client, board, bumped.folded_seq, first_seq, last_seq);
@@ -128,14 +128,15 @@ const PLACEMENT_PARAMS: [pg_sys::Oid; 7] = [
 ];
 
 /// One INSERT for the whole batch (seqs `first_seq`, `first_seq + 1`, …), announced as
-/// one set of payloads.
+/// one set of payloads (by this library since 0.8.4, by the schema's trigger before).
 fn append_history(
     client: &mut SpiClient<'_>,
-    board_id: i64,
+    board: &Board,
     first_seq: i64,
     accepted: &[&Item],
     now: pg_sys::TimestampTz,
 ) {
+    let board_id = board.id;
     let args = [
         board_id.into(),
         first_seq.into(),
@@ -158,7 +159,7 @@ fn append_history(
             format!("board {}: seq {first_seq} is taken; try again", board_id),
         );
     }
-    if !crate::catalog::placements_announced_by_trigger() {
+    if board.folds {
         crate::notify::announce_placements(board_id, first_seq, accepted, now);
     }
 }
