@@ -203,41 +203,23 @@ FOR EACH STATEMENT EXECUTE FUNCTION place._keep_users_with_history();
 CREATE TRIGGER keep_history_truncated AFTER TRUNCATE ON place.users
 FOR EACH STATEMENT EXECUTE FUNCTION place._keep_users_with_history();
 
--- Each user's last placement per board: the cooldown is measured from it. As with chunks,
--- nothing here is updated in place (every placement would leave a dead version of its
--- user's row while a snapshot is held, and that user's next claim would walk them all):
--- a placement claims (locks) its user's row here, which makes the cooldown atomic ...
+-- Each user's last placement per board: the cooldown is measured from it, and the history
+-- has it (placements_user_idx). A placement claims (locks) its user's row here, which makes
+-- the cooldown atomic: a second call for the user waits for the first, then reads the
+-- history in a statement of its own and sees what the first committed. The row is never
+-- written by a placement (every write would leave a dead version behind while a snapshot
+-- is held, for the user's next claim to walk). Since 0.8.5 the time comes from the history
+-- alone, but for what the history no longer shows: a time set by hand (place.cooldowns),
+-- or the last placement of a user whose placements place.compact_history dropped, is
+-- known_at as of known_seq, and the user's placements after known_seq supersede it.
 CREATE TABLE place.cooldown_claims (
-    board_id bigint NOT NULL REFERENCES place.board_settings (id) ON DELETE CASCADE,
-    user_id  bigint NOT NULL REFERENCES place.users (id) ON DELETE CASCADE,
+    board_id  bigint NOT NULL REFERENCES place.board_settings (id) ON DELETE CASCADE,
+    user_id   bigint NOT NULL REFERENCES place.users (id) ON DELETE CASCADE,
+    known_seq bigint NOT NULL DEFAULT 0 CHECK (known_seq >= 0),
+    known_at  timestamptz,
     PRIMARY KEY (board_id, user_id)
 );
-COMMENT ON TABLE place.cooldown_claims IS 'One row per user who placed on a board: a placement locks its user''s row (the times are in place.cooldown_versions)';
-
--- ... and inserts the time of its placement as the row's next version, deleting the one
--- it replaces; the newest is the first entry of the primary key read backwards.
-CREATE TABLE place.cooldown_versions (
-    board_id       bigint NOT NULL,
-    user_id        bigint NOT NULL,
-    version        bigint NOT NULL CHECK (version > 0),
-    last_placed_at timestamptz NOT NULL,
-    PRIMARY KEY (board_id, user_id, version)
-);
-COMMENT ON TABLE place.cooldown_versions IS 'When each user last placed on each board, newest version first (read place.cooldowns)';
--- No foreign key to place.cooldown_claims either (a check per placement): only the
--- extension writes versions, of users whose claim it holds locked; a user's versions go
--- with the claim (a board or user deleted, a cooldown deleted by hand) by this trigger.
-CREATE FUNCTION place._drop_cooldown_versions() RETURNS trigger
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
-BEGIN
-    DELETE FROM place.cooldown_versions v USING gone g
-    WHERE v.board_id = g.board_id AND v.user_id = g.user_id;
-    RETURN NULL;
-END
-$$;
-CREATE TRIGGER drop_versions AFTER DELETE ON place.cooldown_claims
-REFERENCING OLD TABLE AS gone
-FOR EACH STATEMENT EXECUTE FUNCTION place._drop_cooldown_versions();
+COMMENT ON TABLE place.cooldown_claims IS 'One row per user who placed on a board: a placement locks its user''s row; the cooldown runs from the user''s newest placement after known_seq, else from known_at (read place.cooldowns)';
 
 -- Snapshots of whole boards, so that the board at any seq is a keyframe plus at most
 -- keyframe_every placements replayed (place.board_at, place.board_at_seq).
@@ -309,38 +291,72 @@ FOR EACH ROW EXECUTE FUNCTION place._insert_board();
 
 -- When each user last placed on each board (the cooldown runs from there): the table of
 -- this name before 0.6.0, with the same columns. A superuser may still insert, update and
--- delete its rows (a cooldown lifted by hand): the triggers below write the tables.
+-- delete its rows (a cooldown set or lifted by hand): the trigger below writes the claims.
 CREATE VIEW place.cooldowns AS
-SELECT c.board_id, c.user_id, v.last_placed_at
+SELECT c.board_id, c.user_id, coalesce(p.placed_at, c.known_at) AS last_placed_at
 FROM place.cooldown_claims c
-CROSS JOIN LATERAL (SELECT cv.last_placed_at FROM place.cooldown_versions cv
-                    WHERE cv.board_id = c.board_id AND cv.user_id = c.user_id
-                    ORDER BY cv.version DESC LIMIT 1) v;
+LEFT JOIN LATERAL (SELECT p.placed_at FROM place.placements p
+                   WHERE p.board_id = c.board_id AND p.user_id = c.user_id AND p.seq > c.known_seq
+                   ORDER BY p.seq DESC LIMIT 1) p ON true
+WHERE coalesce(p.placed_at, c.known_at) IS NOT NULL;
 COMMENT ON VIEW place.cooldowns IS 'When each user last placed on each board (the cooldown runs from there)';
 
+-- A time set by hand holds as of the board's newest placement: the user's older ones no
+-- longer count, their next one does. The claim row is locked first, so that the newest
+-- seq is read after any placement of the user that held it has committed.
 CREATE FUNCTION place._write_cooldown() RETURNS trigger
 LANGUAGE plpgsql AS $$
+DECLARE
+    head bigint;
 BEGIN
     IF TG_OP = 'DELETE' THEN
         DELETE FROM place.cooldown_claims WHERE board_id = OLD.board_id AND user_id = OLD.user_id;
         RETURN OLD;
     END IF;
-    IF TG_OP = 'INSERT' THEN
-        INSERT INTO place.cooldown_claims (board_id, user_id) VALUES (NEW.board_id, NEW.user_id);
-    ELSIF (NEW.board_id, NEW.user_id) IS DISTINCT FROM (OLD.board_id, OLD.user_id) THEN
-        RAISE EXCEPTION 'a cooldown''s board_id and user_id cannot change'
-            USING ERRCODE = 'feature_not_supported';
+    IF NEW.last_placed_at IS NULL THEN
+        RAISE EXCEPTION 'a cooldown''s last_placed_at cannot be NULL (delete the row to lift the cooldown)'
+            USING ERRCODE = 'not_null_violation';
     END IF;
-    WITH replaced AS (DELETE FROM place.cooldown_versions
-                      WHERE board_id = NEW.board_id AND user_id = NEW.user_id
-                      RETURNING version)
-    INSERT INTO place.cooldown_versions (board_id, user_id, version, last_placed_at)
-    SELECT NEW.board_id, NEW.user_id, coalesce(max(version), 0) + 1, NEW.last_placed_at FROM replaced;
+    IF TG_OP = 'UPDATE' THEN
+        IF (NEW.board_id, NEW.user_id) IS DISTINCT FROM (OLD.board_id, OLD.user_id) THEN
+            RAISE EXCEPTION 'a cooldown''s board_id and user_id cannot change'
+                USING ERRCODE = 'feature_not_supported';
+        END IF;
+        PERFORM FROM place.cooldown_claims WHERE board_id = NEW.board_id AND user_id = NEW.user_id FOR UPDATE;
+    END IF;
+    SELECT coalesce(max(p.seq), 0) INTO head FROM place.placements p WHERE p.board_id = NEW.board_id;
+    IF TG_OP = 'INSERT' THEN
+        INSERT INTO place.cooldown_claims (board_id, user_id, known_seq, known_at)
+        VALUES (NEW.board_id, NEW.user_id, head, NEW.last_placed_at);
+    ELSE
+        UPDATE place.cooldown_claims SET known_seq = head, known_at = NEW.last_placed_at
+        WHERE board_id = NEW.board_id AND user_id = NEW.user_id;
+    END IF;
     RETURN NEW;
 END
 $$;
 CREATE TRIGGER write_cooldown INSTEAD OF INSERT OR UPDATE OR DELETE ON place.cooldowns
 FOR EACH ROW EXECUTE FUNCTION place._write_cooldown();
+
+-- Until 0.8.5 the times were versions in a table of this name. A view now, so that a dump
+-- of 0.6.0 to 0.8.4 restores: each row it copies here becomes its claim's known_at. (As of
+-- seq 0: the user's placements, restored beside it, still count, so a time set by hand in
+-- the old database yields to the user's newest placement.)
+CREATE VIEW place.cooldown_versions AS
+SELECT board_id, user_id, 1::bigint AS version, last_placed_at FROM place.cooldowns;
+COMMENT ON VIEW place.cooldown_versions IS 'Before 0.8.5 the cooldown times; kept so that an older dump restores (read place.cooldowns)';
+
+CREATE FUNCTION place._restore_cooldown_version() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO place.cooldown_claims AS c (board_id, user_id, known_at)
+    VALUES (NEW.board_id, NEW.user_id, NEW.last_placed_at)
+    ON CONFLICT (board_id, user_id) DO UPDATE SET known_at = greatest(c.known_at, excluded.known_at);
+    RETURN NEW;
+END
+$$;
+CREATE TRIGGER restore_cooldown_version INSTEAD OF INSERT ON place.cooldown_versions
+FOR EACH ROW EXECUTE FUNCTION place._restore_cooldown_version();
 
 -- pg_dump keeps the data of extension tables only when they are marked.
 SELECT pg_catalog.pg_extension_config_dump('place.board_settings', '');
@@ -353,7 +369,6 @@ SELECT pg_catalog.pg_extension_config_dump('place.users_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('place.user_tokens', '');
 SELECT pg_catalog.pg_extension_config_dump('place.placements', '');
 SELECT pg_catalog.pg_extension_config_dump('place.cooldown_claims', '');
-SELECT pg_catalog.pg_extension_config_dump('place.cooldown_versions', '');
 SELECT pg_catalog.pg_extension_config_dump('place.keyframes', '');
 SELECT pg_catalog.pg_extension_config_dump('place.bans', '');
 

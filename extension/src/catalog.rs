@@ -33,3 +33,14 @@ pub fn chunk_folds_exist() -> bool {
 pub fn board_settings_exist() -> bool {
     place_relation(c"board_settings").is_some()
 }
+
+/// Whether the history is the cooldowns (0.8.5 and later: [`crate::cooldowns`]): the claims
+/// know the times the history does not show. (`place.cooldown_versions` is a view then.)
+pub fn cooldowns_from_history() -> bool {
+    place_relation(c"cooldown_claims").is_some_and(|claims| {
+        // SAFETY: a catalog cache lookup by name, valid in any transaction.
+        unsafe {
+            pg_sys::get_attnum(claims, c"known_seq".as_ptr()) != pg_sys::InvalidAttrNumber as i16
+        }
+    })
+}

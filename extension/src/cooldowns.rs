@@ -2,12 +2,20 @@
 //! (locks them until commit): a second call for the same user waits for the first and then
 //! sees its placement, so one cooldown window places one tile however many attempts race.
 //!
-//! Since 0.6.0 a user's row in `place.cooldown_claims` is only ever locked, and the times
-//! are versions in `place.cooldown_versions`: a placement inserts the next one and deletes
-//! the one it replaces, so a snapshot held elsewhere leaves nothing for the user's next
-//! claim to walk (as with chunks: [`crate::chunks`]). Before 0.6.0 the claim is a
-//! conditional upsert of the `place.cooldowns` row, which the library still does for those
-//! schemas until ALTER EXTENSION UPDATE.
+//! Since 0.8.5 a placement writes nothing here: a user's last placement is the newest of
+//! the user's placements in the history (`placements_user_idx`), read after the claim in
+//! a statement of its own, which in READ COMMITTED sees what the claim's previous holder
+//! committed. Under REPEATABLE READ the snapshot may miss that placement; the call then
+//! meets its seq, taken already, and fails with 40001 ([`crate::writing`]): every
+//! placement a snapshot misses has a seq after the newest one it sees. The claim row holds
+//! what the history does not show (`known_at` as of `known_seq`: a time set by hand, a last
+//! placement compacted away); the user's placements after `known_seq` supersede it.
+//!
+//! From 0.6.0 to 0.8.4 the times are versions in `place.cooldown_versions`: a placement
+//! inserts the next one and deletes the one it replaces (a snapshot held elsewhere leaves
+//! nothing for the user's next claim to walk, as with chunks: [`crate::chunks`]). Before
+//! 0.6.0 the claim is a conditional upsert of the `place.cooldowns` row. The library still
+//! does both for those schemas until ALTER EXTENSION UPDATE.
 
 use crate::input::{fail, undefined};
 use crate::snapshots::for_isolation;
@@ -46,7 +54,9 @@ pub fn claim(
     users: &[i64],
     now: pg_sys::TimestampTz,
 ) -> Claims {
-    if board.versions {
+    if board.cooldowns_from_history {
+        claim_from_history(client, board, users, now)
+    } else if board.versions {
         claim_versions(client, board, users, now)
     } else {
         claim_in_place(client, board, users, now)
@@ -61,8 +71,8 @@ pub fn record(
     claims: &Claims,
     now: pg_sys::TimestampTz,
 ) {
-    // Before 0.6.0 the claim wrote `now` already.
-    if !board.versions || claims.held.is_empty() {
+    // Before 0.6.0 the claim wrote `now` already; since 0.8.5 the history is the record.
+    if !board.versions || board.cooldowns_from_history || claims.held.is_empty() {
         return;
     }
     let wanted = claims.held.len();
@@ -105,7 +115,8 @@ pub fn restamp(
     claims: &Claims,
     stamp: pg_sys::TimestampTz,
 ) {
-    if claims.claimed.is_empty() {
+    // Since 0.8.5 the history shows the stamp.
+    if claims.claimed.is_empty() || board.cooldowns_from_history {
         return;
     }
     if !board.versions {
@@ -209,20 +220,7 @@ fn claim_versions(
     if users.is_empty() {
         return claims;
     }
-    // A new claim row's foreign key fails only when the board was deleted while the call
-    // waited for it (the users are locked: crate::placing): say so, not which key. The
-    // handler only raises, so nothing touches the client after the caught error.
-    PgTryBuilder::new(AssertUnwindSafe(|| {
-        run(
-            client,
-            &LOCK_CLAIMS,
-            &[board.id.into(), users.to_vec().into()],
-        );
-    }))
-    .catch_when(PgSqlErrorCode::ERRCODE_FOREIGN_KEY_VIOLATION, |_| {
-        undefined(format!("board {} does not exist", board.id))
-    })
-    .execute();
+    lock_claims(client, board, &LOCK_CLAIMS, users);
     let rows = run_by_index(
         client,
         &READ_NEWEST,
@@ -247,6 +245,105 @@ fn claim_versions(
     }
     claims
 }
+
+static LOCK_KNOWN_CLAIMS: Statement = Statement {
+    // As LOCK_CLAIMS. A new row (a user who never placed here, or whose cooldown was lifted
+    // by hand) starts at the board's newest seq: the user's older placements do not count.
+    sql: "INSERT INTO place.cooldown_claims AS c (board_id, user_id, known_seq) \
+          SELECT $1, u, (SELECT coalesce(max(seq), 0) FROM place.placements WHERE board_id = $1) \
+          FROM unnest($2::bigint[]) AS u ORDER BY u \
+          ON CONFLICT (board_id, user_id) DO UPDATE SET board_id = c.board_id WHERE false",
+    params: &[pg_sys::INT8OID, pg_sys::INT8ARRAYOID],
+};
+
+static READ_LAST_PLACED: Statement = Statement {
+    // After the claim, in a statement of its own (see the module's comment).
+    sql: "SELECT u, coalesce(p.placed_at, c.known_at) FROM unnest($2::bigint[]) AS u \
+          JOIN place.cooldown_claims c ON c.board_id = $1 AND c.user_id = u \
+          LEFT JOIN LATERAL (SELECT placed_at FROM place.placements \
+                             WHERE board_id = $1 AND user_id = u AND seq > c.known_seq \
+                             ORDER BY seq DESC LIMIT 1) p ON true",
+    params: &[pg_sys::INT8OID, pg_sys::INT8ARRAYOID],
+};
+
+/// Since 0.8.5: the claim, then each claimed user's last placement from the history.
+fn claim_from_history(
+    client: &mut SpiClient<'_>,
+    board: &Board,
+    users: &[i64],
+    now: pg_sys::TimestampTz,
+) -> Claims {
+    let mut claims = Claims {
+        claimed: HashSet::new(),
+        last_of_refused: HashMap::new(),
+        held: Vec::new(),
+    };
+    if users.is_empty() {
+        return claims;
+    }
+    lock_claims(client, board, &LOCK_KNOWN_CLAIMS, users);
+    let rows = run(
+        client,
+        &READ_LAST_PLACED,
+        &[board.id.into(), users.to_vec().into()],
+    );
+    for row in rows {
+        let user = column::<i64>(&row, 1);
+        let last = row
+            .get::<TimestampWithTimeZone>(2)
+            .ok()
+            .flatten()
+            .map(pg_sys::TimestampTz::from);
+        match last {
+            Some(at) if board.cooldown_us > 0 && at > now - board.cooldown_us => {
+                claims.last_of_refused.insert(user, at);
+            }
+            _ => {
+                claims.claimed.insert(user);
+            }
+        }
+    }
+    claims
+}
+
+/// Locks (inserting where missing) the users' claim rows with `statement`.
+fn lock_claims(
+    client: &mut SpiClient<'_>,
+    board: &Board,
+    statement: &'static Statement,
+    users: &[i64],
+) {
+    // A new claim row's foreign key fails only when the board was deleted while the call
+    // waited for it (the users are locked: crate::placing): say so, not which key. The
+    // handler only raises, so nothing touches the client after the caught error.
+    PgTryBuilder::new(AssertUnwindSafe(|| {
+        run(client, statement, &[board.id.into(), users.to_vec().into()]);
+    }))
+    .catch_when(PgSqlErrorCode::ERRCODE_FOREIGN_KEY_VIOLATION, |_| {
+        undefined(format!("board {} does not exist", board.id))
+    })
+    .execute();
+}
+
+/// Since 0.8.5, before `place.compact_history` drops the placements up to `seq`: each
+/// user whose last placement is among them keeps its time as the claim's `known_at`.
+pub fn keep_compacted(client: &mut SpiClient<'_>, board: &Board, seq: i64) {
+    if board.cooldowns_from_history {
+        run(client, &KEEP_COMPACTED, &[board.id.into(), seq.into()]);
+    }
+}
+
+static KEEP_COMPACTED: Statement = Statement {
+    sql: "UPDATE place.cooldown_claims c SET known_seq = $2, known_at = n.placed_at \
+          FROM (SELECT k.user_id, p.placed_at FROM place.cooldown_claims k \
+                CROSS JOIN LATERAL (SELECT seq, placed_at FROM place.placements \
+                                    WHERE board_id = k.board_id AND user_id = k.user_id \
+                                      AND seq > k.known_seq \
+                                    ORDER BY seq DESC LIMIT 1) p \
+                WHERE k.board_id = $1 AND p.seq <= $2) n \
+          WHERE c.board_id = $1 AND c.user_id = n.user_id",
+    params: &[pg_sys::INT8OID, pg_sys::INT8OID],
+};
 
 static CLAIM: Statement = Statement {
     // Before 0.6.0. Users in id order, as above.

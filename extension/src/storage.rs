@@ -35,6 +35,9 @@ pub struct Board {
     /// chunks are folded up to a seq ([`crate::folds`]), and the library announces the
     /// placements (before, the statement trigger that 0.8.4's update drops did).
     pub folds: bool,
+    /// Whether this database's schema is 0.8.5's or later: a placement writes no cooldown,
+    /// the history is its users' cooldowns ([`crate::cooldowns`]).
+    pub cooldowns_from_history: bool,
     pub history_from: i64,
     /// How long a non-zero tile rests unchanged before it freezes (None: never).
     pub freeze_after_us: Option<i64>,
@@ -107,6 +110,7 @@ impl Board {
             seqs_from_history: crate::catalog::board_settings_exist(),
             versions: crate::catalog::chunk_versions_exist(),
             folds: crate::catalog::chunk_folds_exist(),
+            cooldowns_from_history: crate::catalog::cooldowns_from_history(),
             history_from: optional(&row, "history_from").unwrap_or(0),
             freeze_after_us: optional::<Interval>(&row, "freeze_after").map(micros),
         };

@@ -407,6 +407,7 @@ fn compact_history(board_id: Option<i64>, before: Option<TimestampWithTimeZone>)
         if board.folds {
             crate::folds::fold(client, &board, crate::folds::Turn::Wait);
         }
+        crate::cooldowns::keep_compacted(client, &board, seq);
         let dropped = run(client, &DROP_HISTORY, &[board_id.into(), seq.into()])
             .next()
             .map_or(0, |row| column::<i64>(&row, 1));

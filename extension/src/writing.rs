@@ -7,8 +7,9 @@
 //!    a DELETE of a user wait for the placement and then see it; placements never wait
 //!    for each other here;
 //! 1. each user's cooldown claim row ([`crate::cooldowns`]): one placement per user per
-//!    window, however many attempts race (the claimed users' next cooldown versions are
-//!    written before step 3, so the seq lock is not held for them);
+//!    window, however many attempts race (since 0.8.5 the history is the cooldown; from
+//!    0.6.0 to 0.8.4 the claimed users' next cooldown versions are written before step 3,
+//!    so the seq lock is not held for them);
 //! 2. before 0.8.4, the touched chunks' rows, in chunk order, then writes their next
 //!    versions ([`crate::chunks`]): whoever writes a chunk first also commits first, so the
 //!    bits always equal the history replayed in seq order. Since 0.8.4 placements write no

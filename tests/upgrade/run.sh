@@ -26,7 +26,14 @@ q() { "$PSQL" -X -q -v ON_ERROR_STOP=1 "$@"; }
 # pg_dump and pg_restore of the same installation as psql.
 pg_tool() { "$(dirname "$(command -v "$PSQL")")/$1" "${@:2}"; }
 # Every board of database URL $1: name, seq and a digest of its bits, one line each.
-boards() { q "$1" -At -c "SELECT b.name, b.seq, md5(bb.bits) FROM place.boards b, place.board_bits(b.id) bb ORDER BY b.id"; }
+# Then every cooldown: board, user and when the user last placed (place.cooldowns has had
+# these columns in every release: a table, a view over versions, a view over the history).
+boards() {
+    q "$1" -At -c "SELECT b.name, b.seq, md5(bb.bits) FROM place.boards b, place.board_bits(b.id) bb ORDER BY b.id" \
+        -c "SELECT b.name, u.name, c.last_placed_at FROM place.cooldowns c
+            JOIN place.boards b ON b.id = c.board_id JOIN place.users u ON u.id = c.user_id
+            ORDER BY b.name, u.name"
+}
 # How many tiles payloads one placement sends to a LISTENer in database $1: before 0.8.4 a
 # trigger announced placements, since then the library does, and both an old schema under
 # the new library and an updated one must hear of each placement. (Twice would look like
@@ -73,6 +80,10 @@ for script in "$here"/pgplace--*.sql; do
     # EXTENSION without a version: the restore makes the new schema, then copies the old
     # tables' rows into it).
     pg_tool pg_dump -Fc -f "$out/dump-$old.custom" "$url"
+    # A cooldown set by hand, which the history does not show, survives the update too.
+    q "$url" -c "UPDATE place.cooldowns SET last_placed_at = '2001-02-03 04:05:06+00'
+                 WHERE user_id = (SELECT id FROM place.users WHERE name = 'up-v')"
+    boards "$url" >"$out/edited-$old.txt"
     q "$url" -c "ALTER EXTENSION pgplace UPDATE"
     q "$url" -f "$here/describe.sql" >"$out/updated-from-$old.txt"
     if ! diff -u "$out/fresh-$new.txt" "$out/updated-from-$old.txt"; then
@@ -80,8 +91,8 @@ for script in "$here"/pgplace--*.sql; do
         status=1
     fi
     boards "$url" >"$out/after-$old.txt"
-    if ! diff -u "$out/before-$old.txt" "$out/after-$old.txt"; then
-        echo "upgrade: $old -> $new changed the boards" >&2
+    if ! diff -u "$out/edited-$old.txt" "$out/after-$old.txt"; then
+        echo "upgrade: $old -> $new changed the boards or the cooldowns" >&2
         status=1
     fi
     fresh_db "${db}_restored"
@@ -92,7 +103,7 @@ for script in "$here"/pgplace--*.sql; do
     fi
     boards "$(url_of "${db}_restored")" >"$out/restored-$old.txt"
     if ! diff -u "$out/before-$old.txt" "$out/restored-$old.txt"; then
-        echo "upgrade: a dump of $old restored into $new has different boards" >&2
+        echo "upgrade: a dump of $old restored into $new has different boards or cooldowns" >&2
         status=1
     fi
     q "$url" -At -f "$here/check.sql" >"$out/check-$old.txt"
