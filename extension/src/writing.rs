@@ -77,10 +77,12 @@ pub fn commit_tiles(
     let (first_seq, stamp) = (bumped.first_seq, bumped.stamp);
     append_history(client, board, first_seq, accepted, stamp);
     let last_seq = first_seq + accepted.len() as i64 - 1;
+    let keyframe_due = crate::timetravel::crosses_keyframe(board, first_seq, last_seq);
     if board.folds {
-        crate::folds::after_placements(client, board, bumped.folded_seq, first_seq, last_seq);
+        let seqs = (first_seq, last_seq);
+        crate::folds::after_placements(client, board, bumped.folded_seq, seqs, keyframe_due);
     }
-    if crate::timetravel::crosses_keyframe(board, first_seq, last_seq) {
+    if keyframe_due {
         crate::timetravel::write_keyframe(client, board, stamp);
     }
     (first_seq, stamp)

@@ -54,3 +54,22 @@ SELECT place.get_tile(:fold, 49, 49)
 -- A board deleted takes its fold rows.
 WITH d AS (DELETE FROM place.board_settings WHERE id = :fold RETURNING 1) SELECT count(*) AS deleted FROM d;
 SELECT count(*) AS fold_rows_left FROM place.chunk_folds WHERE board_id = :fold;
+
+-- A placement that writes a keyframe folds first, so that the keyframe reads the chunks
+-- alone: with keyframes every 3,000, ten batches of 1,000 fold at 9,000 (the newest
+-- keyframe), not at 10,000; each keyframe is the history replayed from an empty board.
+SELECT place.create_board('fold-keyframes', 100, 100, 4, '0') AS fk \gset
+SELECT place.set_keyframe_every(:fk, 3000);
+SELECT sum(n) AS placed FROM generate_series(1, 10) k,
+    LATERAL (SELECT count(*) AS n FROM place.place_many(:fk,
+        array_fill(:folder::bigint, ARRAY[1000]),
+        ARRAY(SELECT (g * 37 + k * 11) % 100 FROM generate_series(1, 1000) g),
+        ARRAY(SELECT (g * 53 + k * 7) % 100 FROM generate_series(1, 1000) g),
+        ARRAY(SELECT (g + k) % 16 FROM generate_series(1, 1000) g)) WHERE placed) b;
+SELECT folded_seq FROM place.chunk_folds WHERE board_id = :fk;
+SELECT k.seq, k.bits = (SELECT place._apply_tiles(decode(repeat('00', 5000), 'hex'), 4,
+                                                  array_agg(p.x::bigint + 100 * p.y ORDER BY p.seq),
+                                                  array_agg(p.color ORDER BY p.seq))
+                        FROM place.placements p WHERE p.board_id = :fk AND p.seq <= k.seq) AS is_the_history
+FROM place.keyframes k WHERE k.board_id = :fk ORDER BY k.seq;
+SELECT (SELECT bits FROM place.board_bits(:fk)) = (SELECT bits FROM place.board_at_seq(:fk, 10000)) AS bits_are_the_history;
