@@ -1,5 +1,5 @@
 -- pgplace 0.8.4 -> 0.8.5: a placement writes no cooldown; the history is its cooldown.
--- And place._current_bits runs without JIT (at the end).
+-- And place._current_bits reads by the key, without JIT (at the end).
 --
 -- A user's last placement on a board is the newest of the user's placements, which
 -- placements_user_idx finds; the claim row (place.cooldown_claims) is still what a
@@ -99,7 +99,10 @@ CREATE TRIGGER restore_cooldown_version INSTEAD OF INSERT ON place.cooldown_vers
 FOR EACH ROW EXECUTE FUNCTION place._restore_cooldown_version();
 GRANT SELECT ON place.cooldown_versions TO PUBLIC;
 
--- Reading a board whole (board_bits, keyframes) without JIT: the placements after the fold
--- looked like a third of the history to the planner, and compiling for them took 10-40 ms
--- of a read that takes 1-4 ms.
+-- Reading a board whole (board_bits, keyframes) by the history's key and without JIT: the
+-- placements after the fold looked like a third of the history to the planner, which then
+-- read the whole history (400 ms on 7 M placements, where the key takes 1-4 ms) or
+-- JIT-compiled the query (10-40 ms).
 ALTER FUNCTION place._current_bits(bigint) SET jit = off;
+ALTER FUNCTION place._current_bits(bigint) SET enable_seqscan = off;
+ALTER FUNCTION place._current_bits(bigint) SET enable_bitmapscan = off;
