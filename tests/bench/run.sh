@@ -68,7 +68,8 @@ expect_placed() {
 drop_db
 psql_admin -c "CREATE DATABASE $DB"
 psql_bench -c "CREATE EXTENSION pgplace" \
-    -c "CREATE TABLE bench_baseline (id bigserial PRIMARY KEY, x int, y int, c int, at timestamptz DEFAULT now())"
+    -c "CREATE TABLE bench_baseline (id bigserial PRIMARY KEY, x int, y int, c int, at timestamptz DEFAULT now())" \
+    -c "CREATE TABLE bench_history (LIKE place.placements INCLUDING ALL)" -c "CREATE SEQUENCE bench_history_seq"
 BOARD=$(psql_bench -c "SELECT place.create_board('bench', 1000, 1000, 4, '0')")
 # The same board with freeze_after: what checking each tile's last change costs.
 FREEZING=$(psql_bench -c "SELECT place.create_board('bench-freezing', 1000, 1000, 4, '0')")
@@ -137,6 +138,11 @@ for round in 1 2; do
     pgplace_phase "place_many_random_$round" 2 place_many_random.sql 100
     naive_phase "naive_many_$round" 2 naive_many.sql 100
     bench "baseline_many_$round" -c 2 -j 2 -T "$SECONDS_PER_PHASE" -f "$HERE/baseline_many.sql"
+    # The copy holds what the history holds now (the other phases' placements too).
+    psql_bench -c "TRUNCATE bench_history" -c "INSERT INTO bench_history SELECT * FROM place.placements" \
+        -c "SELECT setval('bench_history_seq', coalesce(max(seq), 0) + 1) FROM bench_history" \
+        -c "VACUUM ANALYZE bench_history" >/dev/null
+    bench "history_shape_$round" -c 2 -j 2 -T "$SECONDS_PER_PHASE" -D ubase="$RANDOM_BASE" -f "$HERE/history_shape.sql"
 done
 
 # Per-transaction log: the 3rd column is the latency in µs.
@@ -164,6 +170,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 for round in 1 2; do
     pr=$(tps "place_random_$round") nr=$(tps "naive_random_$round") po=$(tps "place_one_$round") no=$(tps "naive_one_$round")
     pm=$(tps "place_many_random_$round") nm=$(tps "naive_many_$round") bm=$(tps "baseline_many_$round")
+    hs=$(tps "history_shape_$round")
     row "round $round: place(), 8 clients, random users of 20k" "$(printf '%.0f tx/s' "$pr")" ""
     row "  PL/pgSQL baseline, same workload" "$(printf '%.0f tx/s: pgplace %sx' "$nr" "$(ratio "$pr" "$nr")")" "≥ 1.0x"
     row "  INSERT+pg_notify (first row)" "pgplace $(ratio "$pr" "$base_tps")x" "≥ 0.6x"
@@ -172,6 +179,7 @@ for round in 1 2; do
     row "round $round: place_many(100), 2 clients, random users" "$(printf '%.0f placements/s' "$(awk -v t="$pm" 'BEGIN { print t * 100 }')")" ""
     row "  PL/pgSQL baseline, same workload" "$(printf '%.0f placements/s: pgplace %sx' "$(awk -v t="$nm" 'BEGIN { print t * 100 }')" "$(ratio "$pm" "$nm")")" ""
     row "  100-row INSERT + 1 pg_notify, 2 clients" "$(printf '%.0f rows/s: pgplace %sx' "$(awk -v t="$bm" 'BEGIN { print t * 100 }')" "$(ratio "$pm" "$bm")")" "≥ 0.5x"
+    row "  the same into the history's shape (3 indexes)" "$(printf '%.0f rows/s: %sx; pgplace %sx' "$(awk -v t="$hs" 'BEGIN { print t * 100 }')" "$(ratio "$hs" "$bm")" "$(ratio "$pm" "$hs")")" ""
     row "  CPU per placement: place(), random users" "$(cpu_per "place_random_$round" 1)" ""
     row "    PL/pgSQL baseline, same workload" "$(cpu_per "naive_random_$round" 1)" ""
     row "    INSERT+pg_notify (per row)" "$(cpu_per baseline 1)" ""
