@@ -30,6 +30,7 @@ use std::panic::AssertUnwindSafe;
 
 /// What a call's claim found: whose cooldown has passed (their rows are locked until
 /// commit), when the others last placed, and where the claimed users' times are.
+#[derive(Default)]
 pub struct Claims {
     /// Users whose cooldown on the board has passed.
     pub claimed: HashSet<i64>,
@@ -54,6 +55,9 @@ pub fn claim(
     users: &[i64],
     now: pg_sys::TimestampTz,
 ) -> Claims {
+    if users.is_empty() {
+        return Claims::default();
+    }
     if board.cooldowns_from_history {
         claim_from_history(client, board, users, now)
     } else if board.versions {
@@ -212,14 +216,7 @@ fn claim_versions(
     users: &[i64],
     now: pg_sys::TimestampTz,
 ) -> Claims {
-    let mut claims = Claims {
-        claimed: HashSet::new(),
-        last_of_refused: HashMap::new(),
-        held: Vec::new(),
-    };
-    if users.is_empty() {
-        return claims;
-    }
+    let mut claims = Claims::default();
     lock_claims(client, board, &LOCK_CLAIMS, users);
     let rows = run_by_index(
         client,
@@ -273,14 +270,7 @@ fn claim_from_history(
     users: &[i64],
     now: pg_sys::TimestampTz,
 ) -> Claims {
-    let mut claims = Claims {
-        claimed: HashSet::new(),
-        last_of_refused: HashMap::new(),
-        held: Vec::new(),
-    };
-    if users.is_empty() {
-        return claims;
-    }
+    let mut claims = Claims::default();
     lock_claims(client, board, &LOCK_KNOWN_CLAIMS, users);
     let rows = run(
         client,
