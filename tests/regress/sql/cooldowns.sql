@@ -67,3 +67,14 @@ WHERE c.board_id = :cb AND c.user_id = :cu;
 -- A deleted board takes its claims along.
 DELETE FROM place.board_settings WHERE id = :cb;
 SELECT count(*) AS claims_left FROM place.cooldown_claims WHERE board_id = :cb;
+
+-- Without a cooldown the history is not read for a placement, yet the claim is taken: a
+-- cooldown set afterwards runs from the placements made without one.
+SELECT place.create_board('no-cooldown', 8, 8, 1, '0') AS nb \gset
+SELECT placed, seq FROM place.place_many(:nb, ARRAY[:cu, :cu, :cu2], ARRAY[1, 2, 3], ARRAY[1, 1, 1], ARRAY[1, 1, 1]);
+SELECT count(*) AS claims FROM place.cooldown_claims WHERE board_id = :nb;
+SELECT place.set_cooldown(:nb, '1 hour');
+SELECT placed, next_allowed_at = (SELECT placed_at FROM place.placements WHERE board_id = :nb AND seq = 2) + interval '1 hour' AS from_second
+FROM place.place(:nb, 4, 4, 1, :cu);
+SELECT user_id AS cu3 FROM place.create_user('cooldowns-late') \gset
+SELECT placed, seq FROM place.place(:nb, 4, 4, 1, :cu3);
