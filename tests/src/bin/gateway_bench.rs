@@ -128,6 +128,8 @@ pub struct Setup {
     pub placers: Vec<(i64, String)>,
     /// Users who place through SQL (one per placement of a batch).
     pub writers: Vec<i64>,
+    /// The cluster's postmaster, when it runs on this machine: its CPU is measured too.
+    pub postmaster: Option<u32>,
 }
 
 impl Setup {
@@ -183,9 +185,19 @@ async fn prepare(admin: &tokio_postgres::Client, args: Args) -> Result<Setup> {
         small_board: create_board(&client, "small", (16, 16), 4, "0").await,
         placers: create_users_with_tokens(&client, "placer", place::CLIENTS as i32).await,
         writers: create_users(&client, "writer", delivery::BATCH as i32).await,
+        postmaster: postmaster_pid(admin).await,
         args,
         db_url,
     })
+}
+
+/// The postmaster's pid, from its data directory's postmaster.pid: None when the cluster
+/// is not on this machine or its directory cannot be read.
+async fn postmaster_pid(admin: &tokio_postgres::Client) -> Option<u32> {
+    let row = admin.query_one("SHOW data_directory", &[]).await.ok()?;
+    let dir: String = row.get(0);
+    let text = std::fs::read_to_string(PathBuf::from(dir).join("postmaster.pid")).ok()?;
+    text.lines().next()?.trim().parse().ok()
 }
 
 /// Runs every chosen scenario; one that fails leaves its error in the table, and the

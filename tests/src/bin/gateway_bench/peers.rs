@@ -13,7 +13,7 @@
 
 use crate::client::{metric_values, Conn};
 use crate::place::{Placers, Tally, CLIENTS};
-use crate::process::cpu_of;
+use crate::process::{cluster_cpu, cpu_of, machine_idle};
 use crate::report::{rate, Latencies, Table};
 use crate::{Result, Setup};
 use pgplace_tests::processes::{free_port, Nginx};
@@ -57,40 +57,70 @@ pub async fn run(setup: &Setup) -> Result<Table> {
     Ok(report(&durable, &snapshot))
 }
 
-/// CPU of this process and of other processes over a phase, in % of one core.
+/// CPU of this process, of other processes and of the cluster over a phase, in % of one
+/// core and per placement, and how long the machine's cores sat idle: what a placement
+/// costs each party, and whether the phase was short of CPU or waiting.
 struct Clock {
     wall: Instant,
+    idle: Duration,
     ours: Duration,
     others: Vec<(String, u32, Duration)>,
+    cluster: Option<(u32, Duration)>,
 }
 
 impl Clock {
-    fn start(others: &[(&str, u32)]) -> Self {
+    /// `cluster`: the postmaster, for the phases that place in PostgreSQL.
+    fn start(others: &[(&str, u32)], cluster: Option<u32>) -> Self {
         Clock {
             wall: Instant::now(),
+            idle: machine_idle(),
             ours: cpu_of("/proc/self/stat"),
             others: others
                 .iter()
                 .map(|(name, pid)| (name.to_string(), *pid, cpu_of(&format!("/proc/{pid}/stat"))))
                 .collect(),
+            cluster: cluster.map(|pid| (pid, cluster_cpu(pid))),
         }
     }
 
-    fn finish(&self) -> String {
+    /// "load generator N%, … (100% = one core); per placement: load generator M µs, …"
+    /// for `done` of `unit` (placement, request).
+    fn finish(&self, done: usize, unit: &str) -> String {
         let wall = self.wall.elapsed().as_secs_f64();
-        let pct = |d: Duration| 100.0 * d.as_secs_f64() / wall;
-        let mut out = format!(
-            "load generator {:.0}%",
-            pct(cpu_of("/proc/self/stat").saturating_sub(self.ours))
-        );
+        let mut spent = vec![(
+            "load generator".to_string(),
+            cpu_of("/proc/self/stat").saturating_sub(self.ours),
+        )];
         for (name, pid, before) in &self.others {
             let now = cpu_of(&format!("/proc/{pid}/stat"));
-            out.push_str(&format!(
-                ", {name} {:.0}%",
-                pct(now.saturating_sub(*before))
+            spent.push((name.clone(), now.saturating_sub(*before)));
+        }
+        if let Some((pid, before)) = self.cluster {
+            spent.push((
+                "PostgreSQL".to_string(),
+                cluster_cpu(pid).saturating_sub(before),
             ));
         }
-        out
+        let pct = |d: Duration| 100.0 * d.as_secs_f64() / wall;
+        let shares: Vec<String> = spent
+            .iter()
+            .map(|(name, d)| format!("{name} {:.0}%", pct(*d)))
+            .collect();
+        let each: Vec<String> = spent
+            .iter()
+            .map(|(name, d)| {
+                format!(
+                    "{name} {:.1} µs",
+                    d.as_secs_f64() * 1e6 / done.max(1) as f64
+                )
+            })
+            .collect();
+        format!(
+            "{}, idle {:.0}% (100% = one core); per {unit}: {}",
+            shares.join(", "),
+            pct(machine_idle().saturating_sub(self.idle)),
+            each.join(", ")
+        )
     }
 }
 
@@ -132,7 +162,7 @@ async fn sql_place_many(setup: &Setup) -> Result<Measured> {
         }));
     }
     ready.wait().await;
-    let clock = Clock::start(&[]);
+    let clock = Clock::start(&[], setup.postmaster);
     let started = Instant::now();
     let (mut placed, mut latencies) = (0, Latencies::default());
     for task in tasks {
@@ -140,13 +170,14 @@ async fn sql_place_many(setup: &Setup) -> Result<Measured> {
         placed += p;
         latencies.extend(l);
     }
+    let elapsed = started.elapsed();
     Ok(Measured {
         system: format!(
             "pgplace place_many over SQL ({SQL_CONNECTIONS} connections, batches of {SQL_BATCH})"
         ),
-        per_second: rate(placed, started.elapsed()),
+        per_second: rate(placed, elapsed),
         latencies: format!("per batch {}", latencies.sorted().summary()),
-        cpu: clock.finish(),
+        cpu: clock.finish(placed, "placement"),
         errors: 0,
         error_kinds: BTreeMap::new(),
     })
@@ -184,7 +215,7 @@ async fn through_gateways(setup: &Setup, count: usize, dir: &std::path::Path) ->
     }
     let watched: Vec<(&str, u32)> = watched.iter().map(|(n, p)| (n.as_str(), *p)).collect();
     let placers = Placers::start(setup, target, setup.phase()).await?;
-    let clock = Clock::start(&watched);
+    let clock = Clock::start(&watched, setup.postmaster);
     let started = Instant::now();
     let Tally {
         latencies,
@@ -192,8 +223,8 @@ async fn through_gateways(setup: &Setup, count: usize, dir: &std::path::Path) ->
     } = placers.join().await?;
     let errors = error_kinds.values().sum();
     let elapsed = started.elapsed();
-    let cpu = clock.finish();
     let placed = latencies.len();
+    let cpu = clock.finish(placed, "placement");
     let groups = mean_group(&gateways).await?;
     drop(nginx);
     for gateway in gateways {
@@ -341,7 +372,7 @@ async fn redis_lua(setup: &Setup, fsync: &str, dir: &std::path::Path) -> Result<
         }));
     }
     ready.wait().await;
-    let clock = Clock::start(&[("redis-server", redis.child.id())]);
+    let clock = Clock::start(&[("redis-server", redis.child.id())], None);
     let started = Instant::now();
     let (mut latencies, mut errors) = (Latencies::default(), 0);
     for task in tasks {
@@ -350,8 +381,8 @@ async fn redis_lua(setup: &Setup, fsync: &str, dir: &std::path::Path) -> Result<
         errors += e;
     }
     let elapsed = started.elapsed();
-    let cpu = clock.finish();
     let placed = latencies.len();
+    let cpu = clock.finish(placed, "placement");
     Ok(Measured {
         system: format!("Redis + Lua, appendfsync {fsync} ({CLIENTS} connections; no history)"),
         per_second: rate(placed, elapsed),
@@ -412,10 +443,10 @@ async fn bits_from_gateway(setup: &Setup) -> Result<Measured> {
     let gateway = setup.gateway(&format!("{NAME}-bits")).await?;
     let path = format!("/boards/{}/bits", setup.board);
     Conn::open(gateway.addr).await?.get(&path, None).await?;
-    let clock = Clock::start(&[("gateway", gateway.pid)]);
+    let clock = Clock::start(&[("gateway", gateway.pid)], None);
     let (n, latencies, wrong, elapsed) =
         get_many(gateway.addr, &path, BOARD_BYTES, setup.phase()).await?;
-    let cpu = clock.finish();
+    let cpu = clock.finish(n, "request");
     gateway.stop().await;
     Ok(Measured {
         system: format!("pgplace GET /boards/{{id}}/bits ({SNAPSHOT_CONNECTIONS} connections)"),
@@ -450,14 +481,14 @@ async fn bits_from_nginx(setup: &Setup, dir: &std::path::Path) -> Result<Measure
     nginx.wait_ready().await;
     let workers = nginx.worker_pids();
     let watched: Vec<(&str, u32)> = workers.iter().map(|p| ("nginx", *p)).collect();
-    let clock = Clock::start(&watched);
+    let clock = Clock::start(&watched, None);
     let (n, latencies, wrong, elapsed) =
         get_many(nginx.addr, "/bits", bits.len(), setup.phase()).await?;
     Ok(Measured {
         system: format!("nginx, the same bytes from a file ({SNAPSHOT_CONNECTIONS} connections)"),
         per_second: rate(n, elapsed),
         latencies: latencies.sorted().summary(),
-        cpu: clock.finish(),
+        cpu: clock.finish(n, "request"),
         errors: wrong,
         error_kinds: BTreeMap::new(),
     })

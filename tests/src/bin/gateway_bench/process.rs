@@ -154,19 +154,65 @@ fn free_port() -> Result<SocketAddr> {
 
 /// utime + stime of a /proc/<pid>/stat file.
 pub fn cpu_of(stat_path: &str) -> Duration {
+    // After the name, utime and stime are the 12th and 13th fields (fields 14 and 15).
+    ticks_of(&stat_fields(stat_path), &[11, 12])
+}
+
+/// The fields of a /proc/<pid>/stat after the command's name (empty when it is gone).
+fn stat_fields(stat_path: &str) -> Vec<String> {
     let text = std::fs::read_to_string(stat_path).unwrap_or_default();
     // The command name (field 2) is in parentheses and may hold spaces: count from its end.
-    let fields: Vec<&str> = text
-        .rsplit_once(')')
+    text.rsplit_once(')')
         .map_or("", |(_, rest)| rest)
         .split_whitespace()
-        .collect();
-    // After the name, utime and stime are the 12th and 13th fields (fields 14 and 15).
-    let ticks: u64 = [11, 12]
+        .map(str::to_string)
+        .collect()
+}
+
+fn ticks_of(fields: &[String], which: &[usize]) -> Duration {
+    let ticks: u64 = which
         .iter()
         .filter_map(|&i| fields.get(i)?.parse::<u64>().ok())
         .sum();
     Duration::from_secs_f64(ticks as f64 / clock_ticks_per_second())
+}
+
+/// The CPU a PostgreSQL cluster has spent so far: its postmaster's own and its reaped
+/// children's (backends that have exited), plus every live child's.
+pub fn cluster_cpu(postmaster: u32) -> Duration {
+    // After the name: the ppid is the 2nd field; cutime and cstime the 14th and 15th.
+    let mut total = ticks_of(
+        &stat_fields(&format!("/proc/{postmaster}/stat")),
+        &[11, 12, 13, 14],
+    );
+    let parent = postmaster.to_string();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        else {
+            continue;
+        };
+        let fields = stat_fields(&format!("/proc/{pid}/stat"));
+        if fields.get(1) == Some(&parent) {
+            total += ticks_of(&fields, &[11, 12]);
+        }
+    }
+    total
+}
+
+/// The time every core of the machine has been idle so far (/proc/stat: idle and iowait).
+pub fn machine_idle() -> Duration {
+    let text = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let fields: Vec<String> = text
+        .lines()
+        .find_map(|line| line.strip_prefix("cpu "))
+        .unwrap_or("")
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
+    ticks_of(&fields, &[3, 4])
 }
 
 fn clock_ticks_per_second() -> f64 {
