@@ -16,8 +16,10 @@ server_cpu_seconds() {
     # cutime, cstime (in clock ticks).
     {
         sed 's/^.*) //' "/proc/$pid/stat" | awk '{ print $12 + $13 + $14 + $15 }'
+        # A process that exits between the glob and the read is skipped (under pipefail
+        # its failed sed would end the caller's script).
         for stat in /proc/[0-9]*/stat; do
-            sed 's/^.*) //' "$stat" 2>/dev/null | awk -v p="$pid" '$2 == p { print $12 + $13 }'
+            { sed 's/^.*) //' "$stat" 2>/dev/null || true; } | awk -v p="$pid" '$2 == p { print $12 + $13 }'
         done
     } | awk -v hz="$(getconf CLK_TCK)" '{ t += $1 } END { printf "%.3f\n", t / hz }'
 }
