@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# pgplace's developer entry point: `./pgplace.sh up | test | bench | bench-feed | bench-history | bench-sessions | bench-cliff | bench-gateway | bench-page | bench-peers | bench-ha | ha | soak | psql | stop` (and `restart-cluster`, for the fault tests).
+# pgplace's developer entry point: `./pgplace.sh up | test | bench | bench-feed | bench-groups | bench-history | bench-sessions | bench-cliff | bench-gateway | bench-page | bench-peers | bench-ha | ha | soak | psql | stop` (and `restart-cluster`, for the fault tests).
 # Everything it creates lives under .pgplace/ (git-ignored; /var/tmp/pgplace-<hash> when
 # the postgres user cannot reach the checkout): the cluster's data, its
 # socket and log, the demo user's token, the gateway's log and pid.
@@ -299,6 +299,14 @@ cmd_bench_feed() {
     return $status
 }
 
+# What the database allows the gateways' group commit: place_many by S streams of groups of G
+# (tests/bench/groups.sh; PGPLACE_GROUPS="1x28 2x14 ...").
+cmd_bench_groups() {
+    setup
+    PGPLACE_ADMIN_URL="postgresql://postgres@$PGHOST:$PGPORT/postgres" \
+        PG_BIN="$PG_BIN" bash "$ROOT/tests/bench/groups.sh"
+}
+
 # Placements while another session holds an old snapshot: ./pgplace.sh bench-cliff
 # (PGPLACE_CLIFF_SECONDS, PGPLACE_CLIFF_WINDOW).
 cmd_bench_cliff() {
@@ -389,6 +397,7 @@ case "${1:-}" in
     test) cmd_test ;;
     bench) cmd_bench ;;
     bench-feed) cmd_bench_feed ;;
+    bench-groups) cmd_bench_groups ;;
     soak) shift; cmd_soak "$@" ;;
     bench-gateway) shift; cmd_bench_gateway "$@" ;;
     bench-history) cmd_bench_history ;;
@@ -401,5 +410,5 @@ case "${1:-}" in
     stop) cmd_stop ;;
     restart-cluster) cmd_restart_cluster ;;
     psql) shift; exec "$PG_BIN/psql" -d pgplace "$@" ;;
-    *) echo "usage: $0 up | test | bench | bench-feed | bench-history | bench-sessions | bench-cliff | bench-gateway | bench-page | bench-peers | bench-ha | ha | soak | psql | stop" >&2; exit 2 ;;
+    *) echo "usage: $0 up | test | bench | bench-feed | bench-groups | bench-history | bench-sessions | bench-cliff | bench-gateway | bench-page | bench-peers | bench-ha | ha | soak | psql | stop" >&2; exit 2 ;;
 esac
