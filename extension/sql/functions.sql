@@ -209,9 +209,18 @@ ALTER FUNCTION place.tick()
     SET pgplace.log_writer = on;
 ALTER FUNCTION place.change_feed(bigint, int) SET enable_seqscan = off SET jit = off;
 ALTER FUNCTION place.changes_since(bigint, int) SET enable_seqscan = off SET jit = off;
--- The guard of watched tables runs for whoever altered one, and reads place.watches.
+-- The guard of watched tables runs for whoever altered one, and reads place.watches; the
+-- event trigger that forgets dropped tables, for whoever dropped one.
 ALTER FUNCTION place._guard_watched_tables()
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION place._forget_dropped_tables()
+    SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+-- The functions that change identity (owner_reads.rs, filters.rs) are not SECURITY DEFINER:
+-- they run as their caller, which must be the extension's owner (they check). Nobody else
+-- may EXECUTE them either: one runs any query as a table's owner.
+REVOKE EXECUTE ON FUNCTION place._read_as_owner(oid, text, text, jsonb) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION place._check_filter(text, oid, text[], text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION place._lock_table(oid) FROM PUBLIC;
 
 -- Every SECURITY DEFINER function of the extension (these above, the session functions,
 -- the triggers that keep versions) is taken from PUBLIC here, by the extension itself: one

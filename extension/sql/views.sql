@@ -9,8 +9,8 @@ CREATE TABLE place.views (
     filter     text,
     descending boolean NOT NULL,
     max_limit  int NOT NULL CHECK (max_limit BETWEEN 1 AND 1000),
-    -- The SELECT that reads the view (made by place._prepare_view from the above; $1 is
-    -- the limit). Only the watched columns and the key are in it.
+    -- The SELECT that reads the view, as it was made (place._prepare_view), for the DBA to
+    -- read. Reads make it anew (place._view_query), naming the table by its OID.
     query      text NOT NULL,
     -- The filter reads a float column: a change announced through jsonb (whose numbers
     -- keep 15 digits of a float) cannot tell whether it matches, so every change of the
@@ -27,10 +27,49 @@ CREATE TABLE place.views (
 COMMENT ON TABLE place.views IS 'Named list views the gateway serves (place.create_view)';
 SELECT pg_catalog.pg_extension_config_dump('place.views', '');
 
--- Checks a view's parts against the table as watched now and returns its query. Errors
--- name the bad part: 42703 unknown or unwatched column, 22023 a filter that is not one
--- boolean expression over the row, uses a subquery, or calls a function that is not
--- immutable (its result could change without the row changing), 42883 an unknown function.
+-- The query that reads a view, in two parts around the table's name: place._read_as_owner
+-- names the table by its OID at every read, so a name stored earlier can never be re-bound
+-- (a table renamed, another relation given its name). $1 is the limit, as jsonb. Only the
+-- watched columns and the key are in it.
+CREATE FUNCTION place._view_query(tbl regclass, order_by text[], filter text, descending boolean,
+                                  OUT head text, OUT tail text)
+LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    w place.watches;
+    obj text;
+    key text;
+    ordering text;
+    dir text := CASE WHEN descending THEN ' DESC' ELSE '' END;
+BEGIN
+    SELECT * INTO w FROM place.watches x WHERE x.tbl = _view_query.tbl;
+    IF w.columns IS NULL THEN
+        obj := 'to_jsonb(t)';
+    ELSE
+        SELECT format('jsonb_build_object(%s)', string_agg(format('%L, t.%I', c, c), ', ')) INTO obj
+        FROM unnest(w.columns) c;
+    END IF;
+    IF cardinality(w.key_columns) = 1 THEN
+        key := format('to_jsonb(t.%I)', w.key_columns[1]);
+    ELSE
+        SELECT format('jsonb_build_object(%s)', string_agg(format('%L, t.%I', c, c), ', ')) INTO key
+        FROM unnest(w.key_columns) c;
+    END IF;
+    -- The key breaks ties, so that the window is the same on every read.
+    SELECT string_agg(format('t.%I%s', c, dir), ', ') INTO ordering
+    FROM unnest(order_by || w.key_columns) c;
+    head := format('SELECT coalesce(jsonb_agg(q.r), ''[]''::jsonb) FROM (SELECT %s || jsonb_build_object(''id'', %s) FROM ONLY ',
+                   obj, key);
+    tail := format(E' t WHERE (\n%s\n) ORDER BY %s LIMIT ($1)::int) q(r)', coalesce(filter, 'true'), ordering);
+END
+$$;
+
+-- Checks a view's parts against the table as watched now and returns its query (as it
+-- reads the table now; place.views.query keeps it for the DBA to read). Errors name the
+-- bad part: 42703 unknown or unwatched column, 22023 a filter that is not one boolean
+-- expression over the row, uses a subquery, or calls a function that is not immutable (its
+-- result could change without the row changing), 42883 an unknown function, 42501 a
+-- function, operator or type that is not built into PostgreSQL. The filter is checked from
+-- its analysed tree (place._check_filter) before anything runs it.
 CREATE FUNCTION place._prepare_view(name text, tbl regclass, order_by text[], filter text, descending boolean,
                                     OUT select_sql text, OUT touch_always boolean)
 LANGUAGE plpgsql AS $$
@@ -38,10 +77,7 @@ DECLARE
     w place.watches;
     visible text[];
     bad text;
-    obj text;
-    key text;
-    ordering text;
-    dir text := CASE WHEN descending THEN ' DESC' ELSE '' END;
+    q record;
 BEGIN
     SELECT * INTO w FROM place.watches x WHERE x.tbl = _prepare_view.tbl;
     IF NOT FOUND THEN
@@ -61,83 +97,27 @@ BEGIN
         RAISE EXCEPTION 'order_by names %, which is not a watched column of % (watched: %)', bad, tbl, visible
             USING ERRCODE = '42703';
     END IF;
+    touch_always := false;
     IF filter IS NOT NULL THEN
         IF NOT place._is_one_expression(filter) THEN
             RAISE EXCEPTION 'filter % is not one SQL expression', filter
                 USING ERRCODE = '22023', HINT = 'Write a boolean expression over the row''s columns, such as: status = ''live'' AND viewers > 10';
         END IF;
-        -- A partial index's predicate must be an immutable boolean expression over the
-        -- row without subqueries: exactly what a view can keep incrementally. The check
-        -- runs on an empty copy of the visible columns, so others are unknown there.
-        EXECUTE format('CREATE TEMP TABLE pgplace_view_check ON COMMIT DROP AS SELECT %s FROM ONLY %s LIMIT 0',
-                       (SELECT string_agg(quote_ident(c), ', ') FROM unnest(visible) c), tbl);
         BEGIN
-            EXECUTE format(E'CREATE INDEX pgplace_view_check_idx ON pg_temp.pgplace_view_check ((1)) WHERE (\n%s\n)', filter);
+            touch_always := place._check_filter(name, tbl, visible, filter);
         EXCEPTION
-            WHEN undefined_column OR undefined_function OR syntax_error THEN
-                DROP TABLE pg_temp.pgplace_view_check;
+            WHEN undefined_column OR undefined_function OR syntax_error OR undefined_object THEN
                 RAISE EXCEPTION 'filter % of view %: %', filter, name, SQLERRM
                     USING ERRCODE = SQLSTATE, HINT = format('A filter may use these columns of %s: %s', tbl, array_to_string(visible, ', '));
-            WHEN OTHERS THEN
-                DROP TABLE pg_temp.pgplace_view_check;
+            WHEN datatype_mismatch OR cannot_coerce OR grouping_error OR windowing_error OR feature_not_supported THEN
                 RAISE EXCEPTION 'filter % of view % is not an immutable boolean expression over the row: %', filter, name, SQLERRM
                     USING ERRCODE = '22023', HINT = 'No subqueries, no volatile or stable functions (now(), random()): a view must change only when its rows change.';
         END;
-        -- Views run as the extension's owner: a function that merely says it is immutable
-        -- could do anything with those rights. Only the built-in functions and operators.
-        SELECT string_agg(DISTINCT coalesce(p.oid::regprocedure::text, o.oid::regoperator::text), ', ')
-        INTO bad
-        FROM pg_catalog.pg_depend d
-        LEFT JOIN pg_catalog.pg_proc p ON d.refclassid = 'pg_catalog.pg_proc'::regclass AND p.oid = d.refobjid
-        LEFT JOIN pg_catalog.pg_operator o ON d.refclassid = 'pg_catalog.pg_operator'::regclass AND o.oid = d.refobjid
-        WHERE d.classid = 'pg_catalog.pg_class'::regclass
-          AND d.objid = 'pg_temp.pgplace_view_check_idx'::regclass
-          AND (p.pronamespace <> 'pg_catalog'::regnamespace OR o.oprnamespace <> 'pg_catalog'::regnamespace);
-        -- A value cast to a user's type runs its domain CHECKs or its cast function.
-        SELECT concat_ws(', ', bad, string_agg(DISTINCT d.refobjid::regtype::text, ', '))
-        INTO bad
-        FROM pg_catalog.pg_depend d
-        WHERE d.classid = 'pg_catalog.pg_class'::regclass
-          AND d.objid = 'pg_temp.pgplace_view_check_idx'::regclass
-          AND d.refclassid = 'pg_catalog.pg_type'::regclass
-          AND d.refobjid >= 16384;
-        bad := nullif(bad, '');
-        SELECT EXISTS (
-            SELECT FROM pg_catalog.pg_depend d
-            JOIN pg_catalog.pg_attribute a ON a.attrelid = d.refobjid AND a.attnum = d.refobjsubid
-            JOIN pg_catalog.pg_type t ON t.oid = a.atttypid
-            WHERE d.classid = 'pg_catalog.pg_class'::regclass
-              AND d.objid = 'pg_temp.pgplace_view_check_idx'::regclass
-              AND d.refclassid = 'pg_catalog.pg_class'::regclass
-              AND (t.oid IN ('float4'::regtype, 'float8'::regtype)
-                   OR t.typbasetype IN ('float4'::regtype, 'float8'::regtype)))
-        INTO touch_always;
-        DROP TABLE pg_temp.pgplace_view_check;
-        IF bad IS NOT NULL THEN
-            RAISE EXCEPTION 'filter % of view % uses %, which is not built into PostgreSQL', filter, name, bad
-                USING ERRCODE = '42501', HINT = 'A filter may use only the functions, operators and types of pg_catalog.';
-        END IF;
     END IF;
-    IF w.columns IS NULL THEN
-        obj := 'to_jsonb(t)';
-    ELSE
-        SELECT format('jsonb_build_object(%s)', string_agg(format('%L, t.%I', c, c), ', ')) INTO obj
-        FROM unnest(w.columns) c;
-    END IF;
-    IF cardinality(w.key_columns) = 1 THEN
-        key := format('to_jsonb(t.%I)', w.key_columns[1]);
-    ELSE
-        SELECT format('jsonb_build_object(%s)', string_agg(format('%L, t.%I', c, c), ', ')) INTO key
-        FROM unnest(w.key_columns) c;
-    END IF;
-    -- The key breaks ties, so that the window is the same on every read.
-    SELECT string_agg(format('t.%I%s', c, dir), ', ') INTO ordering
-    FROM unnest(order_by || w.key_columns) c;
-    select_sql := format(E'SELECT %s || jsonb_build_object(''id'', %s) FROM ONLY %s t WHERE (\n%s\n) ORDER BY %s LIMIT $1',
-                    obj, key, tbl, coalesce(filter, 'true'), ordering);
+    SELECT * INTO q FROM place._view_query(tbl, order_by, filter, descending);
+    select_sql := q.head || tbl::text || q.tail;
     -- Types without an ordering (json, point ...) fail here, not at the first subscribe.
-    EXECUTE select_sql USING 0;
-    touch_always := coalesce(touch_always, false);
+    PERFORM place._read_as_owner(tbl, q.head, q.tail, '0');
 END
 $$;
 
@@ -223,15 +203,19 @@ BEGIN
         RAISE EXCEPTION 'limit must be between 1 and % for view %, not %', v.max_limit, quote_literal(view_name), lim
             USING ERRCODE = '22003';
     END IF;
-    RETURN QUERY EXECUTE format(
-        'SELECT place.change_pos(), $2, $3, coalesce(jsonb_agg(q.r), ''[]''::jsonb), $4 FROM (%s) q(r)',
-        v.query) USING coalesce(lim, v.max_limit), v.max_limit, v.tbl::oid, v.signed_in;
+    -- One snapshot for the position and the rows: this function is STABLE, and the read
+    -- runs read-only in the snapshot of the statement that called it.
+    RETURN QUERY
+    SELECT place.change_pos(), v.max_limit, v.tbl::oid,
+           place._read_as_owner(v.tbl, q.head, q.tail, to_jsonb(coalesce(lim, v.max_limit))), v.signed_in
+    FROM place._view_query(v.tbl, v.order_by, v.filter, v.descending) q;
 END
 $$;
 
--- Before a view's rows are read (or its filter run) with the extension owner's rights: the
--- table is still one pgplace may read that way (place._check_watchable), and the view's
--- creator may still read it - a view never shows more than its creator may see.
+-- Before a view's rows are read (or its filter run) for a client: the table is still one
+-- pgplace may read (place._check_watchable), and the view's creator may still read it - a
+-- view never shows more than its creator may see. (The read itself runs as the table's
+-- owner: place._read_as_owner.)
 CREATE FUNCTION place._check_view(view_name text) RETURNS void
 LANGUAGE plpgsql STABLE AS $$
 DECLARE
@@ -296,9 +280,11 @@ BEGIN
         RAISE EXCEPTION 'views_touched takes views of one table' USING ERRCODE = '22023';
     END IF;
     PERFORM place._check_view(v.name) FROM place.views v WHERE v.name = ANY (view_names);
-    EXECUTE format('SELECT array_remove(ARRAY[%s], NULL) FROM jsonb_populate_recordset(NULL::%s, $1) AS r',
-                   tests, t)
-    INTO hits USING changed;
+    -- The filters run over records of the table's row type, as the table's owner.
+    SELECT array_agg(h) INTO hits
+    FROM jsonb_array_elements_text(place._read_as_owner(
+             t, format('SELECT to_jsonb(array_remove(ARRAY[%s], NULL)) FROM jsonb_populate_recordset(NULL::', tests),
+             ', $1) AS t', changed)) h;
     RETURN coalesce(hits, '{}');
 END
 $$;

@@ -153,27 +153,39 @@ CREATE FUNCTION place._no_snapshot() RETURNS pg_snapshot
 LANGUAGE sql IMMUTABLE AS $$ SELECT '3:3:'::pg_catalog.pg_snapshot $$;
 
 -- Whether a transaction not visible in `prev` has staged changes that this statement's
--- snapshot sees committed (an index range of place.changes: the transactions of `prev`'s
--- xmin on). Reads only.
+-- snapshot sees committed. The transactions not visible in `prev` are those from its xmax
+-- on and those in progress when it was taken (its xip): two index lookups, whatever
+-- `prev`'s xmin is. (Its xmin can be far behind: any login that holds a transaction id
+-- holds every snapshot's xmin back, and a range from xmin would read every change staged
+-- since.) Reads only.
 CREATE FUNCTION place._changed_since(prev pg_snapshot) RETURNS boolean
 LANGUAGE sql STABLE AS $$
     SELECT EXISTS (SELECT FROM place.changes c
-                   WHERE c.xid >= pg_catalog.pg_snapshot_xmin(prev)
-                     AND NOT pg_catalog.pg_visible_in_snapshot(c.xid, prev)
+                   WHERE c.xid >= pg_catalog.pg_snapshot_xmax(prev)
                      -- The caller's own transaction's, not yet committed, wait for it.
                      AND pg_catalog.pg_visible_in_snapshot(c.xid, pg_catalog.pg_current_snapshot()))
+        OR EXISTS (SELECT FROM pg_catalog.pg_snapshot_xip(prev) x
+                   JOIN place.changes c ON c.xid = x
+                   WHERE pg_catalog.pg_visible_in_snapshot(c.xid, pg_catalog.pg_current_snapshot()))
 $$;
 
--- The changes of the positions after `after_pos` (at most lim positions), in order.
+-- The changes of the positions after `after_pos` (at most lim positions), in order. A
+-- position's transactions are those visible in its snapshot and not in the one before:
+-- from the one before's xmax on, or in its xip (as place._changed_since).
 CREATE FUNCTION place._ticked_changes(after_pos bigint, lim int)
 RETURNS TABLE (pos bigint, ticked_at timestamptz, n bigint, tbl regclass, rows json)
 LANGUAGE sql STABLE AS $$
     SELECT t.pos, t.ticked_at, c.n, c.tbl, c.rows
     FROM (SELECT * FROM place.change_ticks x WHERE x.pos > after_pos ORDER BY x.pos LIMIT lim) t
-    JOIN place.changes c
-      ON c.xid >= pg_catalog.pg_snapshot_xmin(t.prev) AND c.xid < pg_catalog.pg_snapshot_xmax(t.snap)
-     AND pg_catalog.pg_visible_in_snapshot(c.xid, t.snap)
-     AND NOT pg_catalog.pg_visible_in_snapshot(c.xid, t.prev)
+    CROSS JOIN LATERAL (
+        SELECT c.n, c.tbl, c.rows FROM place.changes c
+        WHERE c.xid >= pg_catalog.pg_snapshot_xmax(t.prev) AND c.xid < pg_catalog.pg_snapshot_xmax(t.snap)
+          AND pg_catalog.pg_visible_in_snapshot(c.xid, t.snap)
+        UNION ALL
+        SELECT c.n, c.tbl, c.rows FROM pg_catalog.pg_snapshot_xip(t.prev) x
+        JOIN place.changes c ON c.xid = x
+        WHERE pg_catalog.pg_visible_in_snapshot(c.xid, t.snap)
+    ) c
 $$;
 
 -- Makes the next position if transactions that changed watched tables committed since the
@@ -238,9 +250,11 @@ BEGIN
     IF NOT FOUND THEN
         RETURN 0;
     END IF;
-    -- Every transaction older than the xmin of the last removed snapshot has ended: its
-    -- changes are in a removed position, or it rolled back.
-    DELETE FROM place.changes c WHERE c.xid < pg_catalog.pg_snapshot_xmin(last.snap);
+    -- Every transaction visible in the last removed snapshot has ended: its changes are in
+    -- a removed position, or it rolled back. (Not only those below its xmin: a transaction
+    -- that any login holds open would keep every change staged after it.)
+    DELETE FROM place.changes c
+    WHERE c.xid < pg_catalog.pg_snapshot_xmax(last.snap) AND pg_catalog.pg_visible_in_snapshot(c.xid, last.snap);
     DELETE FROM place.change_ticks t WHERE t.pos <= last.pos;
     GET DIAGNOSTICS removed = ROW_COUNT;
     INSERT INTO place.change_settings AS s (one, kept_after) VALUES (true, last.pos)
@@ -333,6 +347,9 @@ BEGIN
     IF tbl IS NULL OR all_rows IS NULL THEN
         RAISE EXCEPTION 'tbl and all_rows must not be NULL' USING ERRCODE = '22004';
     END IF;
+    -- Locked by its OID before anything below names it: a rename now waits, so the name
+    -- each statement below is given is this table's.
+    PERFORM place._lock_table(tbl);
     PERFORM place._check_watchable(tbl, all_rows);
     PERFORM place._check_owns(tbl);
     IF (SELECT relnamespace FROM pg_catalog.pg_class WHERE oid = tbl) = 'place'::regnamespace THEN
@@ -436,10 +453,17 @@ DECLARE
     c record;
     bad text;
 BEGIN
-    SELECT x.relkind, x.relispartition, x.relrowsecurity INTO c FROM pg_catalog.pg_class x WHERE x.oid = tbl;
+    SELECT x.relkind, x.relispartition, x.relrowsecurity, x.relpersistence INTO c
+    FROM pg_catalog.pg_class x WHERE x.oid = tbl;
     IF NOT FOUND OR c.relkind <> 'r' THEN
         RAISE EXCEPTION '% is not an ordinary table (only tables can be watched)', tbl
             USING ERRCODE = '42809';
+    END IF;
+    -- A temporary table is its session's alone (and in pg_temp, which is on every search
+    -- path pgplace pins): nothing another session could serve.
+    IF c.relpersistence = 't' THEN
+        RAISE EXCEPTION '% is a temporary table, which cannot be watched', tbl
+            USING ERRCODE = '0A000', HINT = 'Watch a permanent table (an unlogged one will do).';
     END IF;
     IF c.relispartition OR EXISTS (SELECT FROM pg_catalog.pg_inherits i WHERE i.inhrelid = tbl) THEN
         RAISE EXCEPTION '% is a partition or an inheritance child: changes made through its parent would not be announced', tbl
@@ -499,6 +523,27 @@ EXECUTE FUNCTION place._guard_watched_tables();
 -- Also while changes are replicated in (session_replication_role = replica).
 ALTER EVENT TRIGGER pgplace_guard_watched_tables ENABLE ALWAYS;
 
+-- A dropped table leaves no watch and no view behind (their rows name it by OID, which a
+-- new relation could be given some day). The views' trigger tells the gateways.
+CREATE FUNCTION place._forget_dropped_tables() RETURNS event_trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+    dropped oid[];
+BEGIN
+    SELECT array_agg(d.objid) INTO dropped
+    FROM pg_catalog.pg_event_trigger_dropped_objects() d
+    WHERE d.classid = 'pg_catalog.pg_class'::regclass AND d.objsubid = 0;
+    IF dropped IS NOT NULL THEN
+        DELETE FROM place.views v WHERE v.tbl::oid = ANY (dropped);
+        DELETE FROM place.watches w WHERE w.tbl::oid = ANY (dropped);
+    END IF;
+END
+$$;
+CREATE EVENT TRIGGER pgplace_forget_dropped_tables ON sql_drop
+WHEN TAG IN ('DROP TABLE', 'DROP SCHEMA', 'DROP OWNED')
+EXECUTE FUNCTION place._forget_dropped_tables();
+ALTER EVENT TRIGGER pgplace_forget_dropped_tables ENABLE ALWAYS;
+
 CREATE FUNCTION place._drop_watch_triggers(tbl regclass) RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -528,6 +573,7 @@ BEGIN
             USING ERRCODE = '2BP01', HINT = 'SELECT place.drop_view(name) for each of them.';
     END IF;
     IF EXISTS (SELECT FROM pg_catalog.pg_class WHERE oid = tbl) THEN
+        PERFORM place._lock_table(tbl);
         PERFORM place._check_owns(tbl);
         PERFORM place._drop_watch_triggers(tbl);
     END IF;
@@ -580,7 +626,7 @@ BEGIN
     INTO cond
     FROM unnest(w.key_columns) c
     JOIN pg_catalog.pg_attribute a ON a.attrelid = tbl AND a.attname = c;
-    EXECUTE format('SELECT to_jsonb(t) FROM ONLY %s t WHERE %s', tbl, cond) INTO row_json USING pk;
+    row_json := place._read_as_owner(tbl, 'SELECT to_jsonb(t) FROM ONLY ', format(' t WHERE %s', cond), pk);
     IF row_json IS NULL THEN
         RAISE EXCEPTION 'table % has no row with key %', tbl, pk USING ERRCODE = 'P0002';
     END IF;

@@ -33,6 +33,9 @@
 //! - [`resize`]: growing and shrinking a board.
 //! - [`timetravel`]: keyframes, the board at a seq or a time, compacting the history.
 //! - [`expressions`]: checks that a view's filter is one SQL expression.
+//! - [`filters`]: checks a view's filter from its analysed tree, as the session user.
+//! - [`acting_as`]: running work as another role under `SECURITY_RESTRICTED_OPERATION`.
+//! - [`owner_reads`]: every read of a user's table, as its owner, the table named by OID.
 //! - [`snapshots`]: REPEATABLE READ callers and placements their snapshot missed.
 //! - [`spi`]: statements planned once per backend.
 //!
@@ -41,6 +44,7 @@
 
 use pgrx::prelude::*;
 
+pub mod acting_as;
 pub mod bitfield;
 pub mod boards;
 pub mod capture;
@@ -48,6 +52,7 @@ pub mod catalog;
 pub mod chunks;
 pub mod cooldowns;
 pub mod expressions;
+pub mod filters;
 pub mod folds;
 pub mod freezing;
 pub mod history;
@@ -56,6 +61,7 @@ pub mod item;
 pub mod moderation;
 pub mod newest;
 pub mod notify;
+pub mod owner_reads;
 pub mod placing;
 pub mod render;
 pub mod resize;
@@ -79,11 +85,20 @@ extension_sql_file!(
     name = "board_chunks",
     requires = ["schema", newest::_newest_bits]
 );
-extension_sql_file!("../sql/watch.sql", name = "watch", requires = ["schema"]);
+extension_sql_file!(
+    "../sql/watch.sql",
+    name = "watch",
+    requires = ["schema", owner_reads::_read_as_owner]
+);
 extension_sql_file!(
     "../sql/views.sql",
     name = "views",
-    requires = ["watch", expressions::_is_one_expression]
+    requires = [
+        "watch",
+        expressions::_is_one_expression,
+        filters::_check_filter,
+        owner_reads::_read_as_owner
+    ]
 );
 extension_sql_file!(
     "../sql/sessions.sql",

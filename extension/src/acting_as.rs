@@ -1,0 +1,67 @@
+//! Running a piece of work as another role, the way PostgreSQL itself runs user code for
+//! REFRESH MATERIALIZED VIEW, ANALYZE and index builds (`matview.c`, `analyze.c`).
+//!
+//! pgplace's SECURITY DEFINER functions run as the extension's owner, a superuser. Whatever
+//! they plan or run over a user's relation can run that user's code (index predicates and
+//! expressions, statistics expressions, policies, defaults, a filter's literals): never
+//! with those rights. [`ActingAs::begin`] switches the current user to a role that could
+//! run the code anyway, with `SECURITY_RESTRICTED_OPERATION` (no SET ROLE, no temporary
+//! objects, no cursors or prepared statements that outlive it) and a GUC nest level, so
+//! settings the code changes are undone when the work ends.
+
+use pgrx::pg_sys;
+
+/// The identity and settings to go back to. `end` restores them; if the work raised an
+/// ERROR instead, dropping it restores the identity while the error unwinds, and the
+/// (sub)transaction's abort undoes the settings, as it does for PostgreSQL's own callers.
+pub struct ActingAs {
+    user: pg_sys::Oid,
+    context: i32,
+    nest: i32,
+}
+
+impl ActingAs {
+    pub fn begin(role: pg_sys::Oid) -> ActingAs {
+        let mut user = pg_sys::InvalidOid;
+        let mut context = 0;
+        // SAFETY: the calls PostgreSQL's ANALYZE makes around an owner's index expressions;
+        // the saved identity is valid for the rest of this call.
+        unsafe {
+            pg_sys::GetUserIdAndSecContext(&mut user, &mut context);
+            pg_sys::SetUserIdAndSecContext(
+                role,
+                context | pg_sys::SECURITY_RESTRICTED_OPERATION as i32,
+            );
+            ActingAs {
+                user,
+                context,
+                nest: pg_sys::NewGUCNestLevel(),
+            }
+        }
+    }
+
+    pub fn end(self) {
+        // SAFETY: closes the nest level opened in `begin` (undoing any setting the work
+        // changed), then `drop` restores the identity.
+        unsafe { pg_sys::AtEOXact_GUC(false, self.nest) };
+    }
+}
+
+impl Drop for ActingAs {
+    fn drop(&mut self) {
+        // SAFETY: the identity saved in `begin`.
+        unsafe { pg_sys::SetUserIdAndSecContext(self.user, self.context) };
+    }
+}
+
+/// The current user: inside pgplace's SECURITY DEFINER functions, the extension's owner.
+pub fn current_user() -> pg_sys::Oid {
+    // SAFETY: reads the backend's current identity.
+    unsafe { pg_sys::GetUserId() }
+}
+
+/// The role that logged in (or SET SESSION AUTHORIZATION chose): who called pgplace.
+pub fn session_user() -> pg_sys::Oid {
+    // SAFETY: reads the backend's session identity.
+    unsafe { pg_sys::GetSessionUserId() }
+}
