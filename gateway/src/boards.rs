@@ -78,6 +78,8 @@ impl Boards {
         let id = match board {
             BoardRef::Id(id) => *id,
             BoardRef::Name(name) => {
+                // No board has a longer name: refused before the cache or a query.
+                crate::names::check_board_name(name)?;
                 let by_name = self
                     .all()
                     .into_iter()
@@ -203,5 +205,42 @@ impl Drop for CellGuard<'_> {
         if unused {
             cells.remove(&self.id);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::errors::{UNAVAILABLE, UNKNOWN_BOARD};
+
+    /// Boards over a database that is not there: any lookup that reaches it says so.
+    fn nowhere(unknown: Arc<Unknown>) -> Boards {
+        let pg: tokio_postgres::Config = "host=127.0.0.1 port=1 user=nobody dbname=nowhere"
+            .parse()
+            .unwrap();
+        let (catch_up, _) = mpsc::unbounded_channel();
+        Boards::new(db::pool(&pg, 1), 16, 1, catch_up, unknown)
+    }
+
+    #[tokio::test]
+    async fn a_name_no_board_can_have_is_refused_before_the_cache_or_a_query() {
+        let unknown = Arc::new(Unknown::default());
+        let boards = nowhere(unknown.clone());
+        for name in ["b".repeat(65), "b".repeat(1 << 20), String::new()] {
+            let error = boards
+                .get(&BoardRef::Name(name.clone()))
+                .await
+                .err()
+                .unwrap();
+            assert_eq!(error.code, UNKNOWN_BOARD, "{}", error.message);
+            assert!(!unknown.is_known_missing(&Name::BoardName(name.into())));
+        }
+        // One that could be a board's is looked up (and this database is not there).
+        let error = boards
+            .get(&BoardRef::Name("b".repeat(64)))
+            .await
+            .err()
+            .unwrap();
+        assert_eq!(error.code, UNAVAILABLE, "{}", error.message);
     }
 }

@@ -1,9 +1,10 @@
 //! pgplace's gateway: long-polling JSON-RPC sessions over pgplace's boards and views.
 //!
 //! The rooms, each using only those listed before it (gateway/README.md, Layout):
-//! - base: `config`, `errors`, `metrics`, `limits`, `params` (params into serde structs),
-//!   `json`, `fragments` (answers made of shared buffers), `shared_log` (events serialized
-//!   once, read by many by cursor), `unknown`, `cors`;
+//! - base: `config`, `errors`, `names` (what a client's session id, board name or view
+//!   name may be, checked before any lookup), `metrics`, `limits`, `params` (params into
+//!   serde structs), `json`, `fragments` (answers made of shared buffers), `shared_log`
+//!   (events serialized once, read by many by cursor), `unknown`, `cors`;
 //! - `db`: the gateway's SQL (the sessions' own is in `sessions::store`);
 //! - `mirror`: a board's copy and its log, fed by the listener; it hands each change to the
 //!   views made from it through `mirror::feed::Feed`;
@@ -30,6 +31,7 @@ pub mod limits;
 pub mod listener;
 pub mod metrics;
 pub mod mirror;
+pub mod names;
 pub mod params;
 pub mod placer;
 pub mod rpc;

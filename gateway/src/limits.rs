@@ -26,6 +26,16 @@ use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
+/// The maps here are bounded by their entries, each of a fixed size: every key is an
+/// address (`LimitKey`, an IPv4 address or an IPv6 /64: what a client cannot choose without
+/// owning it, a TCP peer or our proxy's word) or a string `names::is_session_id` accepted (32
+/// bytes), and every value a count, a rate limiter's state, a semaphore or weak pointers to
+/// what the address holds. None keeps a string a client wrote. How many entries: `connections`
+/// one per address with a connection open (at most `--max-connections`); the rate limiters
+/// and `database_connections` one per address (or session id) seen since the last upkeep
+/// (`forget_idle`, every minute), `places_by_session` only after the address's own placement
+/// budget let the call through; `sessions` and `regions` what is alive (`--max-sessions`,
+/// the region limits) plus what ended since the last upkeep.
 pub struct Limits {
     trusted: Vec<IpNet>,
     max_connections: usize,
@@ -121,12 +131,6 @@ fn read_hop(hop: &[u8]) -> Option<IpAddr> {
     text.parse::<IpAddr>()
         .ok()
         .or_else(|| text.parse::<std::net::SocketAddr>().ok().map(|a| a.ip()))
-}
-
-/// Whether `text` can be a session id (`sessions::new_session_id`: 32 hex digits): only
-/// those get a rate limit of their own, so made-up strings cannot grow the limiter.
-fn looks_like_session_id(text: &str) -> bool {
-    text.len() == 32 && text.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
 /// `rate` a second, in bursts of up to `burst`.
@@ -384,7 +388,9 @@ impl Limits {
             "place_rate_per_address",
             "placements from this address",
         )?;
-        if !looks_like_session_id(session) {
+        // Only what can be a session id gets a budget of its own: made-up strings cannot
+        // grow the limiter, and its keys are 32 bytes each.
+        if !crate::names::is_session_id(session) {
             // Not a session: the call fails on its params or as an unknown session.
             return Ok(());
         }

@@ -2,6 +2,13 @@
 //!
 //! Counters and histograms are the process's (one registry, as a scrape sees one process);
 //! the gauges of the state (sessions, waiting polls, the pool) are read when scraped.
+//!
+//! No label comes from a client: every series is a memory the gateway keeps forever, and a
+//! client that could choose a label value could grow `/metrics` without end. Labels are
+//! `&'static str` chosen by the code (a method from the method table, `other` for an
+//! unknown one; a route's pattern, `other` for an unknown path; a limit, a reason, an
+//! outcome), an HTTP status, or — the one exception, `ViewLabel` — a list view's name
+//! once the database returned the view's rows.
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -60,15 +67,45 @@ pub struct Metrics {
     pub http_requests: Family<RouteLabel, Counter>,
     pub rejected: Family<LimitLabel, Counter>,
     pub waited: Family<LimitLabel, Counter>,
-    pub list_view_reads: Family<ViewLabel, Counter>,
+    list_view_reads: Family<ViewLabel, Counter>,
     /// Legacy sessions taken over from another gateway: how long until its positions came
     /// (`handed`) or the wait gave up (`not_handed`: the views start with a reset).
     handovers: Family<OutcomeLabel, Histogram>,
 }
 
+/// A list view, by name: set only from a read the database answered with the view's rows
+/// (`list_view_read`), never from a name a client asked for, so the series are the views a
+/// DBA made (`place.create_view`), not what clients make up. A dropped view's series is
+/// removed when this gateway learns that the database no longer has it (`list_view_dropped`):
+/// without that, an application that makes and drops views as it goes (one per event, say)
+/// would grow `/metrics` for as long as the gateway runs. One dropped while this gateway
+/// did not hear of it (LISTEN down) stays until restart; those are still views a DBA made.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ViewLabel {
-    pub view: String,
+    view: String,
+}
+
+/// A read of list view `view` answered with its rows.
+pub fn list_view_read(view: &str) {
+    metrics()
+        .list_view_reads
+        .get_or_create(&ViewLabel { view: view.into() })
+        .inc();
+}
+
+/// The database no longer has list view `view`: its series goes.
+pub fn list_view_dropped(view: &str) {
+    metrics()
+        .list_view_reads
+        .remove(&ViewLabel { view: view.into() });
+}
+
+/// Whether list view `view` has a series (a drop of it must be looked into).
+pub fn list_view_counted(view: &str) -> bool {
+    metrics()
+        .list_view_reads
+        .get(&ViewLabel { view: view.into() })
+        .is_some()
 }
 
 /// The process's metrics.

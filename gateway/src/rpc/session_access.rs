@@ -29,8 +29,10 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
-/// The session `id`: this gateway's copy, or read from the database.
+/// The session `id`: this gateway's copy, or read from the database. A string that is not
+/// a session id is refused before either is looked at (`names`).
 pub async fn session(app: &App, id: &str) -> Result<Arc<Session>, RpcError> {
+    crate::names::check_session_id(id)?;
     // A copy read while another gateway changed the session is refused: read it again.
     for _ in 0..READS {
         if let Some(session) = app.sessions.get(id) {

@@ -207,6 +207,7 @@ pub async fn create(app: &App, _: NoParams) -> Result<Reply, RpcError> {
 }
 
 pub async fn destroy(app: &App, p: SessionParams) -> Result<Reply, RpcError> {
+    crate::names::check_session_id(&p.session)?;
     let client = db::checkout(&app.pool).await?;
     let existed = store::destroy(&client, &p.session)
         .await

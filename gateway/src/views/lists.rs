@@ -11,6 +11,7 @@
 
 use crate::db;
 use crate::errors::{from_db, RpcError, RETRY, UNKNOWN_VIEW};
+use crate::metrics::{list_view_counted, list_view_dropped, list_view_read};
 use crate::params::read_named;
 use crate::shared_log::LogCursor;
 use crate::unknown::{Name, Unknown};
@@ -46,9 +47,6 @@ pub struct Lists {
     /// What `view` notifications said, to be checked before it is acted on.
     checks: ViewChecks,
 }
-
-/// Views are named with at most this many characters (`place.create_view`).
-const MAX_VIEW_NAME: usize = 64;
 
 struct State {
     instances: HashMap<(Arc<str>, i32), Cell>,
@@ -95,13 +93,8 @@ impl Lists {
         name: &str,
         limit: Option<i32>,
     ) -> Result<Arc<ListView>, RpcError> {
-        // A name longer than any view's cannot be one: no read, no entry for it.
-        if name.chars().count() > MAX_VIEW_NAME {
-            return Err(RpcError::new(
-                UNKNOWN_VIEW,
-                "unknown view (names have at most 64 characters)",
-            ));
-        }
+        // A name no view can have: no read, no entry for it anywhere.
+        crate::names::check_view_name(name)?;
         // An instance dropped from the map while it was being made (the view was dropped
         // or redefined meanwhile) is made again, once.
         for _ in 0..2 {
@@ -237,11 +230,11 @@ impl Lists {
             ));
         }
         let client = db::checkout(&self.pool).await?;
-        count_read(name);
         let read = db::view_rows(&client, name, limit).await.map_err(|e| {
             match e.as_db_error().map(|d| d.code().code()) {
                 Some("42704") => {
                     self.unknown.missing(missing.clone());
+                    list_view_dropped(name);
                     RpcError::new(UNKNOWN_VIEW, format!("unknown view {name:?}"))
                 }
                 _ if view_unavailable(&e) => RpcError::new(
@@ -253,6 +246,9 @@ impl Lists {
                 _ => from_db(&e),
             }
         })?;
+        // Counted once the database said the view exists: a name a client made up is
+        // never a label (`metrics::ViewLabel`).
+        list_view_read(name);
         self.lock().max_limits.insert(name.into(), read.max_limit);
         let limit = limit.unwrap_or(read.max_limit);
         let mut view = ListView::new(name, limit, read.relid, read.pos, read.rows, self.capacity);
@@ -343,7 +339,8 @@ impl Lists {
     pub fn heard_of_view(&self, name: &str) {
         self.unknown.found(&Name::View(name.into()));
         let served = self.lock().instances.keys().any(|(n, _)| &**n == name);
-        if served {
+        // A view read here once has a series in /metrics: if it was dropped, that goes too.
+        if served || list_view_counted(name) {
             self.checks.note(name);
         }
     }
@@ -377,6 +374,9 @@ impl Lists {
                 .collect();
             (held, cells.iter().any(|cell| cell.get().is_none()))
         };
+        if definition.is_none() {
+            list_view_dropped(name);
+        }
         match definition {
             None if !held.is_empty() || loading => self.on_view_change(name, ViewChange::Delete),
             None => {}
@@ -472,9 +472,9 @@ impl Lists {
                 }
             }
         };
-        count_read(&view.name);
         match db::view_rows(&client, &view.name, Some(view.limit)).await {
             Ok(read) if read.relid == view.relid => {
+                list_view_read(&view.name);
                 view.set_definition(read.definition);
                 view.replace(read.pos, read.rows)
             }
@@ -484,7 +484,11 @@ impl Lists {
                 // Dropped (this gateway will hear of it too), or max_limit lowered below
                 // this instance's limit: either way its sessions must subscribe again.
                 // The table went (42P01) or lost a column the view reads (42703) too.
-                Some("42704") | Some("22003") | Some("42P01") | Some("42703") => {
+                Some("42704") => {
+                    list_view_dropped(&view.name);
+                    self.on_view_change(&view.name, ViewChange::Delete)
+                }
+                Some("22003") | Some("42P01") | Some("42703") => {
                     self.on_view_change(&view.name, ViewChange::Delete)
                 }
                 // Its creator lost the right to read its table: it shows nothing more.
@@ -520,13 +524,6 @@ fn view_unavailable(error: &tokio_postgres::Error) -> bool {
     error.as_db_error().is_some_and(|d| {
         d.code().code() == "42501" && d.detail() == Some("pgplace:view_unavailable")
     })
-}
-
-fn count_read(view: &str) {
-    crate::metrics::metrics()
-        .list_view_reads
-        .get_or_create(&crate::metrics::ViewLabel { view: view.into() })
-        .inc();
 }
 
 /// The rows of `table` that a commit changed, each version (after and before) with its
@@ -579,4 +576,54 @@ pub async fn build(
     let view = lists.get(name, limit).await?;
     read_named::<ListViewParams>(view_params.clone())?;
     Ok(crate::views::list::made(view, view_params, None))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::errors::UNAVAILABLE;
+
+    /// Lists over a database that is not there: any read that reaches it says so.
+    fn nowhere(unknown: Arc<Unknown>) -> Arc<Lists> {
+        let pg: tokio_postgres::Config = "host=127.0.0.1 port=1 user=nobody dbname=nowhere"
+            .parse()
+            .unwrap();
+        Arc::new(Lists::new(
+            db::pool(&pg, 1),
+            16,
+            Duration::from_millis(10),
+            unknown,
+        ))
+    }
+
+    #[tokio::test]
+    async fn a_name_no_view_can_have_is_refused_before_the_cache_or_a_query() {
+        let unknown = Arc::new(Unknown::default());
+        let lists = nowhere(unknown.clone());
+        for name in [
+            "v".repeat(65),
+            "v".repeat(1 << 20),
+            String::new(),
+            "a\nb".into(),
+        ] {
+            let error = lists.get(&name, None).await.err().unwrap();
+            assert_eq!(error.code, UNKNOWN_VIEW, "{}", error.message);
+            assert!(!unknown.is_known_missing(&Name::View(name.into())));
+        }
+        // One that could be a view's is looked up (and this database is not there).
+        let error = lists.get(&"v".repeat(64), None).await.err().unwrap();
+        assert_eq!(error.code, UNAVAILABLE, "{}", error.message);
+    }
+
+    #[tokio::test]
+    async fn a_dropped_views_series_goes_with_it() {
+        let lists = nowhere(Arc::new(Unknown::default()));
+        list_view_read("dropped_here");
+        list_view_read("kept_here");
+        // The database says one is gone, the other is there (as `ViewChecks` would).
+        lists.settle_view("dropped_here", None);
+        lists.settle_view("kept_here", Some("definition"));
+        assert!(!list_view_counted("dropped_here"));
+        assert!(list_view_counted("kept_here"));
+    }
 }
