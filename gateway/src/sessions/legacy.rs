@@ -65,11 +65,16 @@ pub enum Earlier {
 
 impl Unconfirmed {
     /// Whether a poll on `current` should wait a moment for this answer's acknowledgement
-    /// (`EARLIER_ANSWER_ACKNOWLEDGED_WITHIN`).
+    /// (`EARLIER_ANSWER_ACKNOWLEDGED_WITHIN`): while its connection is open with bytes
+    /// unacknowledged, and while it has ended but is not yet settled. A client that closes
+    /// after each answer (`Connection: close`, HTTP/1.0, a proxy's default upstream) sends
+    /// its next poll on a new connection at once; by then the earlier socket may be closed
+    /// on both sides, which it cannot tell from a reset, while `settle` (which read the
+    /// client's FIN or its reset) gives its verdict within milliseconds.
     pub fn awaited_by(&self, current: Option<&Arc<ConnectionDeliveries>>) -> bool {
         match (&self.connection, current) {
             (Some(a), Some(b)) if Arc::ptr_eq(a, b) => false,
-            (Some(a), _) => a.acknowledged_now() == Some(false),
+            (Some(a), _) => a.acknowledged_now() != Some(true),
             (None, _) => false,
         }
     }

@@ -1,0 +1,306 @@
+//! A legacy board session (no `ack`) polled by clients the suite did not write gets each
+//! seq exactly once, in order, whatever its HTTP stack does with the connection: curl
+//! one-shot (no `Connection` header, closes after the answer), Python's `urllib` (sends
+//! `Connection: close`), Python's `http.client` (keep-alive asked, closed by the client),
+//! a raw HTTP/1.0 socket, and curl behind nginx with Debian's default `proxy_pass` (HTTP/1.0
+//! to the upstream, a new upstream connection per request) — on one gateway, and moving
+//! between two gateways on every poll. Each of these clients opens a new connection for its
+//! next poll as soon as it has read an answer; before 0.8.6 the earlier connection, closed
+//! on both sides by then, looked reset, and every answer came again.
+
+use pgplace_tests::gateway::{start_gateway, Http};
+use pgplace_tests::processes::Nginx;
+use pgplace_tests::{connect, create_board, create_users, fresh_database};
+use serde_json::{json, Value};
+use std::net::SocketAddr;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+const ROUNDS: usize = 10;
+
+#[derive(Clone, Copy, Debug)]
+enum Stack {
+    CurlOneShot,
+    PythonUrllib,
+    PythonHttpClient,
+    RawHttp10,
+}
+
+/// The placements of one client's rounds, and the seqs it was given.
+struct Run {
+    placed: Vec<i64>,
+    delivered: Vec<i64>,
+}
+
+fn rpc(method: &str, params: Value) -> String {
+    json!({"jsonrpc": "2.0", "method": method, "params": params, "id": 1}).to_string()
+}
+
+/// A Python client that stays up and makes each request it is given (one line of JSON,
+/// `[url, body]`) with its HTTP library, answering with the body on one line: a real
+/// client's loop, polling again as soon as it has read an answer.
+struct Python {
+    child: tokio::process::Child,
+    lines: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+}
+
+/// `urllib.request` (sends `Connection: close`).
+const URLLIB: &str = "import sys, json, urllib.request as u
+for line in sys.stdin:
+    url, body = json.loads(line)
+    r = u.urlopen(u.Request(url, data=body.encode(), headers={'Content-Type': 'application/json'}), timeout=30)
+    print(r.read().decode().replace('\\n', ' '), flush=True)
+";
+
+/// `http.client`, a new connection per request, closed by the client once it has read the
+/// answer (keep-alive asked for, never used).
+const HTTP_CLIENT: &str = "import sys, json, http.client, urllib.parse as p
+for line in sys.stdin:
+    url, body = json.loads(line)
+    s = p.urlsplit(url)
+    c = http.client.HTTPConnection(s.hostname, s.port, timeout=30)
+    c.request('POST', s.path, body, {'Content-Type': 'application/json'})
+    print(c.getresponse().read().decode().replace('\\n', ' '), flush=True)
+    c.close()
+";
+
+impl Python {
+    fn start(script: &str) -> Python {
+        let mut child = tokio::process::Command::new("python3")
+            .args(["-u", "-c", script])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("python3 runs");
+        let stdout = child.stdout.take().unwrap();
+        Python {
+            child,
+            lines: tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(stdout)),
+        }
+    }
+
+    async fn post(&mut self, url: &str, body: &str) -> String {
+        let stdin = self.child.stdin.as_mut().unwrap();
+        let line = json!([url, body]).to_string() + "\n";
+        stdin.write_all(line.as_bytes()).await.unwrap();
+        tokio::time::timeout(Duration::from_secs(40), self.lines.next_line())
+            .await
+            .expect("python answers")
+            .unwrap()
+            .expect("python is still running")
+    }
+}
+
+/// A client of kind `stack` (the Python ones keep their interpreter between calls).
+enum Client {
+    Curl,
+    Python(Python),
+    Http10,
+}
+
+impl Client {
+    fn of(stack: Stack) -> Client {
+        match stack {
+            Stack::CurlOneShot => Client::Curl,
+            Stack::PythonUrllib => Client::Python(Python::start(URLLIB)),
+            Stack::PythonHttpClient => Client::Python(Python::start(HTTP_CLIENT)),
+            Stack::RawHttp10 => Client::Http10,
+        }
+    }
+
+    /// One JSON-RPC call to `addr`: its `result`.
+    async fn call(&mut self, addr: SocketAddr, body: &str) -> Value {
+        let url = format!("http://{addr}/jsonrpc");
+        let text = match self {
+            Client::Curl => {
+                curl(&[
+                    "-sS",
+                    "-m",
+                    "30",
+                    "-H",
+                    "Content-Type: application/json",
+                    "--data-binary",
+                    body,
+                    &url,
+                ])
+                .await
+            }
+            Client::Python(python) => python.post(&url, body).await,
+            Client::Http10 => http10(addr, body).await,
+        };
+        let reply: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text:?}"));
+        reply
+            .get("result")
+            .cloned()
+            .unwrap_or_else(|| panic!("an error: {reply}"))
+    }
+}
+
+async fn curl(args: &[&str]) -> String {
+    let out = tokio::process::Command::new("curl")
+        .args(args)
+        .output()
+        .await
+        .unwrap_or_else(|e| panic!("curl runs: {e}"));
+    assert!(
+        out.status.success(),
+        "curl: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// HTTP/1.0: no keep-alive; the answer ends when the server closes.
+async fn http10(addr: SocketAddr, body: &str) -> String {
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    let request = format!(
+        "POST /jsonrpc HTTP/1.0\r\nHost: test\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    tokio::time::timeout(Duration::from_secs(30), stream.read_to_end(&mut answer))
+        .await
+        .expect("the answer comes")
+        .unwrap();
+    let text = String::from_utf8(answer).unwrap();
+    let (head, body) = text.split_once("\r\n\r\n").expect("an HTTP answer");
+    assert!(head.starts_with("HTTP/1."), "{head}");
+    body.to_string()
+}
+
+/// The placements' seqs among `events` (a session arriving at another gateway also gets
+/// the board's settings first, which carry the board's seq); a reset is a failure here:
+/// continuity holds for every one of these clients.
+fn seqs(events: &Value) -> Vec<i64> {
+    let events = events.as_array().expect("events");
+    assert!(
+        events.iter().all(|e| e["action"] != "reset"),
+        "no reset: {events:?}"
+    );
+    events
+        .iter()
+        .filter(|e| e["action"] == "update" && e["obj"]["x"].is_i64())
+        .filter_map(|e| e["obj"]["seq"].as_i64())
+        .collect()
+}
+
+/// A board session driven by `stack` through `addrs` (one poll each, in turn): rounds of
+/// "place 1-20 tiles in SQL, poll", then polls until nothing more comes.
+async fn drive(stack: Stack, addrs: &[SocketAddr], url: &str, name: &str) -> Run {
+    let sql = connect(url).await;
+    let board = create_board(&sql, name, (32, 32), 4, "0").await;
+    let user = create_users(&sql, name, 1).await[0];
+    let mut client = Client::of(stack);
+    let session = client
+        .call(addrs[0], &rpc("session.create", json!([])))
+        .await;
+    client
+        .call(
+            addrs[0],
+            &rpc(
+                "session.subscribe",
+                json!([session, "board", {"board": board}]),
+            ),
+        )
+        .await;
+    let mut placed = Vec::new();
+    let mut delivered = Vec::new();
+    let mut turn = 0;
+    let mut poll = async |timeout: f64| {
+        let addr = addrs[turn % addrs.len()];
+        turn += 1;
+        seqs(
+            &client
+                .call(addr, &rpc("session.get_events", json!([session, timeout])))
+                .await,
+        )
+    };
+    for round in 0..ROUNDS {
+        let count = 1 + (round as i32 * 7) % 20;
+        let rows = sql
+            .query(
+                "SELECT seq FROM place.place_many($1, array_fill($2::bigint, ARRAY[$3::int]),
+                     ARRAY(SELECT g % 32 FROM generate_series(1, $3) g),
+                     ARRAY(SELECT g / 32 % 32 FROM generate_series(1, $3) g),
+                     ARRAY(SELECT 1 + (g + $4) % 15 FROM generate_series(1, $3) g))",
+                &[&board, &user, &count, &(round as i32)],
+            )
+            .await
+            .unwrap();
+        placed.extend(rows.iter().map(|r| r.get::<_, i64>(0)));
+        delivered.extend(poll(2.0).await);
+    }
+    // Until everything placed has come, and one more poll brings nothing.
+    for _ in 0..20 {
+        let more = poll(0.5).await;
+        let done = more.is_empty() && delivered.len() >= placed.len();
+        delivered.extend(more);
+        if done {
+            break;
+        }
+    }
+    Run { placed, delivered }
+}
+
+fn check(stack: &str, run: &Run) {
+    assert!(!run.placed.is_empty());
+    assert_eq!(
+        run.delivered, run.placed,
+        "{stack}: each placement's seq once, in order"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_seq_once_for_every_http_stack() {
+    let url = fresh_database("gw_http_stacks").await;
+    let gw = start_gateway(&url, |_| {}).await;
+    let other = start_gateway(&url, |_| {}).await;
+    Http::new(gw.addr).ok("board.list", json!([])).await;
+    let stacks = [
+        Stack::CurlOneShot,
+        Stack::PythonUrllib,
+        Stack::PythonHttpClient,
+        Stack::RawHttp10,
+    ];
+    for (i, stack) in stacks.into_iter().enumerate() {
+        let one = drive(stack, &[gw.addr], &url, &format!("one {i}")).await;
+        check(&format!("{stack:?}, one gateway"), &one);
+        let two = drive(stack, &[gw.addr, other.addr], &url, &format!("two {i}")).await;
+        check(&format!("{stack:?}, alternating two gateways"), &two);
+    }
+}
+
+/// nginx as Debian configures `proxy_pass` by default: HTTP/1.0 to the upstream and a new
+/// upstream connection per request, so every answer's TCP acknowledgements are nginx's.
+/// The client here reads every answer, so it gets each seq once; what a client that loses
+/// an answer behind such a proxy gets is in gateway/README.md ("Behind a proxy").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_seq_once_behind_nginx_with_default_proxy_settings() {
+    let url = fresh_database("gw_http_stacks_nginx").await;
+    let gw = start_gateway(&url, |_| {}).await;
+    let other = start_gateway(&url, |_| {}).await;
+    let dir = std::env::temp_dir().join(format!("pgplace-http-stacks-{}", std::process::id()));
+    let defaults = |upstreams: &[SocketAddr]| {
+        let servers: String = upstreams.iter().map(|u| format!("server {u}; ")).collect();
+        format!(
+            "    upstream gateways {{ {servers} }}
+    server {{ listen {{addr}}; location / {{ proxy_pass http://gateways; }} }}
+"
+        )
+    };
+    let one = Nginx::start_with(&dir, "nginx-one", &defaults(&[gw.addr]), "", 64);
+    let two = Nginx::start_with(&dir, "nginx-two", &defaults(&[gw.addr, other.addr]), "", 64);
+    one.wait_ready().await;
+    two.wait_ready().await;
+    let run = drive(Stack::CurlOneShot, &[one.addr], &url, "nginx one").await;
+    check("curl behind nginx (defaults), one gateway", &run);
+    let run = drive(Stack::PythonUrllib, &[two.addr], &url, "nginx two").await;
+    check(
+        "urllib behind nginx (defaults), round-robin over two gateways",
+        &run,
+    );
+}
