@@ -94,7 +94,11 @@ impl Findings {
 unsafe fn analyse(sql: &CStr, tbl: pg_sys::Oid, visible: Vec<String>) -> Findings {
     let statements = pg_sys::pg_parse_query(sql.as_ptr());
     if statements.is_null() || (*statements).length != 1 {
-        error!("a filter must be one expression");
+        ereport!(
+            PgLogLevel::ERROR,
+            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            "a filter must be one expression"
+        );
     }
     let raw = pg_sys::list_nth(statements, 0) as *mut pg_sys::RawStmt;
     let query = pg_sys::parse_analyze_fixedparams(raw, sql.as_ptr(), std::ptr::null(), 0, std::ptr::null_mut());
@@ -102,7 +106,11 @@ unsafe fn analyse(sql: &CStr, tbl: pg_sys::Oid, visible: Vec<String>) -> Finding
     let rtable = (*query).rtable;
     let rte = pg_sys::list_nth(rtable, 0) as *mut pg_sys::RangeTblEntry;
     if (*rtable).length != 1 || (*rte).relid != tbl {
-        error!("a filter must read only its view's table");
+        ereport!(
+            PgLogLevel::ERROR,
+            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            "a filter must read only its view's table"
+        );
     }
     let mut findings = Findings {
         tbl,

@@ -127,6 +127,17 @@ pub fn check_caller_is_extension_owner() {
     }
 }
 
+/// A read that is not what pgplace's callers make (one SELECT returning jsonb): 22023, as
+/// for any argument out of its range.
+fn bad_read(what: &str) -> ! {
+    ereport!(
+        PgLogLevel::ERROR,
+        PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+        format!("a read of a watched table {what}")
+    );
+    unreachable!()
+}
+
 /// The owner of a schema; the extension's owner owns its schema `place`.
 unsafe fn schema_owner(name: &CStr) -> pg_sys::Oid {
     let namespace = pg_sys::get_namespace_oid(name.as_ptr(), false);
@@ -153,12 +164,12 @@ unsafe fn first_value(sql: &CStr, arg: Option<RawJsonb>) -> Option<RawJsonb> {
     let mut types = [pg_sys::JSONBOID];
     let plan = pg_sys::SPI_prepare(sql.as_ptr(), 1, types.as_mut_ptr());
     if plan.is_null() {
-        error!("preparing a read of a watched table failed");
+        bad_read("could not be prepared");
     }
     // One statement: the parts pasted around the table's name are pgplace's, but a
     // second statement must never ride along.
     if (*pg_sys::SPI_plan_get_plan_sources(plan)).length != 1 {
-        error!("a read of a watched table must be one statement");
+        bad_read("must be one statement");
     }
     let mut values = [arg.map_or(pg_sys::Datum::from(0), |a| a.0)];
     let nulls = [if arg.is_some() { b' ' } else { b'n' } as std::ffi::c_char];
@@ -166,7 +177,7 @@ unsafe fn first_value(sql: &CStr, arg: Option<RawJsonb>) -> Option<RawJsonb> {
     // the change position in one), and may not write.
     let status = pg_sys::SPI_execute_plan(plan, values.as_mut_ptr(), nulls.as_ptr(), true, 1);
     if status != pg_sys::SPI_OK_SELECT as i32 {
-        error!("a read of a watched table did not run as a SELECT ({status})");
+        bad_read("must be a SELECT");
     }
     let table = pg_sys::SPI_tuptable;
     let result = if table.is_null() || pg_sys::SPI_processed == 0 {
@@ -178,7 +189,7 @@ unsafe fn first_value(sql: &CStr, arg: Option<RawJsonb>) -> Option<RawJsonb> {
             None
         } else {
             if pg_sys::SPI_gettypeid((*table).tupdesc, 1) != pg_sys::JSONBOID {
-                error!("a read of a watched table must return jsonb");
+                bad_read("must return jsonb");
             }
             // Copied (and detoasted) into the caller's context, which outlives SPI's.
             let old = pg_sys::MemoryContextSwitchTo(caller_context);
