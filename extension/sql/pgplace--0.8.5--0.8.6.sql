@@ -20,7 +20,7 @@ CREATE FUNCTION place."_read_as_owner"(
 	"tail" TEXT,
 	"arg" jsonb
 ) RETURNS jsonb
-VOLATILE PARALLEL UNSAFE
+STRICT VOLATILE PARALLEL UNSAFE
 LANGUAGE c
 AS 'MODULE_PATHNAME', '_read_as_owner_wrapper';
 
@@ -143,10 +143,10 @@ BEGIN
     IF tbl IS NULL OR all_rows IS NULL THEN
         RAISE EXCEPTION 'tbl and all_rows must not be NULL' USING ERRCODE = '22004';
     END IF;
+    PERFORM place._check_watchable(tbl, all_rows);
     -- Locked by its OID before anything below names it: a rename now waits, so the name
     -- each statement below is given is this table's.
     PERFORM place._lock_table(tbl);
-    PERFORM place._check_watchable(tbl, all_rows);
     PERFORM place._check_owns(tbl);
     IF (SELECT relnamespace FROM pg_catalog.pg_class WHERE oid = tbl) = 'place'::regnamespace THEN
         RAISE EXCEPTION 'pgplace''s own table % cannot be watched (boards announce their placements already)', tbl
@@ -221,8 +221,10 @@ BEGIN
             USING ERRCODE = '2BP01', HINT = 'SELECT place.drop_view(name) for each of them.';
     END IF;
     IF EXISTS (SELECT FROM pg_catalog.pg_class WHERE oid = tbl) THEN
-        PERFORM place._lock_table(tbl);
         PERFORM place._check_owns(tbl);
+        IF EXISTS (SELECT FROM place.watches w WHERE w.tbl = unwatch.tbl) THEN
+            PERFORM place._lock_table(tbl);
+        END IF;
         PERFORM place._drop_watch_triggers(tbl);
     END IF;
     DELETE FROM place.watches w WHERE w.tbl = unwatch.tbl;

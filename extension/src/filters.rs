@@ -22,8 +22,21 @@ const FIRST_NORMAL_OBJECT_ID: u32 = 16384;
 /// immutable boolean expression over the row, 42501 not built into PostgreSQL). Returns
 /// whether the filter reads a float column (`place.views.touch_always`).
 #[pg_extern(volatile, parallel_unsafe)]
-fn _check_filter(view_name: &str, tbl: pg_sys::Oid, visible: Vec<String>, filter: &str) -> bool {
+fn _check_filter(
+    view_name: &str,
+    tbl: pg_sys::Oid,
+    visible: Vec<Option<String>>,
+    filter: &str,
+) -> bool {
     check_caller_is_extension_owner();
+    let Some(visible) = visible.into_iter().collect::<Option<Vec<String>>>() else {
+        ereport!(
+            PgLogLevel::ERROR,
+            PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED,
+            "visible must not contain NULL"
+        );
+        unreachable!()
+    };
     let table = WatchedTable::lock(tbl);
     // Newlines around it: a trailing `--` comment must not swallow the closing parenthesis.
     let sql = CString::new(format!("SELECT FROM ONLY {} t WHERE (\n{filter}\n)", table.name))

@@ -22,16 +22,12 @@ use pgrx::prelude::*;
 use std::ffi::{CStr, CString};
 
 /// The first column of the first row of `head <table> tail` (a query with one parameter,
-/// `$1`, of type jsonb: `arg`), read as the table's owner; NULL when there is no row.
+/// `$1`, of type jsonb: `arg`), read as the table's owner; NULL when there is no row
+/// (STRICT: NULL for a NULL argument).
 /// Only pgplace's own functions call it (EXECUTE is not granted to anyone: it runs any
 /// query as a table's owner), and they run as the extension's owner, which it checks.
 #[pg_extern(volatile, parallel_unsafe)]
-fn _read_as_owner(
-    tbl: pg_sys::Oid,
-    head: &str,
-    tail: &str,
-    arg: Option<RawJsonb>,
-) -> Option<RawJsonb> {
+fn _read_as_owner(tbl: pg_sys::Oid, head: &str, tail: &str, arg: RawJsonb) -> Option<RawJsonb> {
     check_caller_is_extension_owner();
     let table = WatchedTable::lock(tbl);
     let sql = CString::new(format!("{head}{}{tail}", table.name))
@@ -156,7 +152,7 @@ unsafe fn schema_owner(name: &CStr) -> pg_sys::Oid {
 
 /// Runs `sql` (one statement, `$1` jsonb) read-only in the current snapshot, and returns
 /// its first row's first column, copied into the caller's memory context.
-unsafe fn first_value(sql: &CStr, arg: Option<RawJsonb>) -> Option<RawJsonb> {
+unsafe fn first_value(sql: &CStr, arg: RawJsonb) -> Option<RawJsonb> {
     let caller_context = pg_sys::CurrentMemoryContext;
     if pg_sys::SPI_connect() != pg_sys::SPI_OK_CONNECT as i32 {
         error!("SPI_connect failed");
@@ -171,8 +167,8 @@ unsafe fn first_value(sql: &CStr, arg: Option<RawJsonb>) -> Option<RawJsonb> {
     if (*pg_sys::SPI_plan_get_plan_sources(plan)).length != 1 {
         bad_read("must be one statement");
     }
-    let mut values = [arg.map_or(pg_sys::Datum::from(0), |a| a.0)];
-    let nulls = [if arg.is_some() { b' ' } else { b'n' } as std::ffi::c_char];
+    let mut values = [arg.0];
+    let nulls = [b' ' as std::ffi::c_char];
     // read_only: the statement runs in the caller's snapshot (view_rows reads its rows and
     // the change position in one), and may not write.
     let status = pg_sys::SPI_execute_plan(plan, values.as_mut_ptr(), nulls.as_ptr(), true, 1);

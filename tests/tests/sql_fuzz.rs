@@ -798,6 +798,18 @@ impl Generator {
             (_, "boolean") => expr(self.pick(&["true", "false"])),
             (_, "jsonb") => risky(quote(self.pick(JSONS))),
             (_, "regclass") => risky(self.pick(REGCLASSES)),
+            // A relation by OID (pgplace's readers of a watched table take it so): one of
+            // the tables above, or a number that may name nothing.
+            (_, "oid") => {
+                if self.chance(0.8) {
+                    risky(format!("{}::regclass::oid", self.pick(REGCLASSES)))
+                } else {
+                    risky(
+                        self.pick(&["'0'::oid", "'1'::oid", "'16384'::oid", "'4294967295'::oid"])
+                            .to_string(),
+                    )
+                }
+            }
             (_, "xid8") => risky(self.pick(&[
                 "'0'",
                 "'1'",
@@ -1313,6 +1325,7 @@ async fn superuser_phase(url: &str, seed: u64, calls: usize) -> FirstPhase {
                 "text[]",
                 "jsonb",
                 "regclass",
+                "oid",
                 "boolean",
                 "xid8",
                 "pg_snapshot",
