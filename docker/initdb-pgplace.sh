@@ -20,9 +20,10 @@ SQL
 "${psql[@]}" --dbname "$db" -c 'CREATE EXTENSION IF NOT EXISTS pgplace' -f "$sql_dir/roles.sql"
 
 if [[ -n ${PGPLACE_GATEWAY_PASSWORD:-} ]]; then
-    # Neither the name nor the password ever reaches a shell command line: psql variables.
-    "${psql[@]}" --dbname "$db" -v user="${PGPLACE_GATEWAY_USER:-pgplace_gateway}" \
-        -v password="$PGPLACE_GATEWAY_PASSWORD" <<'SQL'
+    # The password never reaches a command line (where ps shows it): psql reads it from its
+    # environment, the name goes quoted into SQL as a psql variable.
+    "${psql[@]}" --dbname "$db" -v user="${PGPLACE_GATEWAY_USER:-pgplace_gateway}" <<'SQL'
+\getenv password PGPLACE_GATEWAY_PASSWORD
 SELECT format('CREATE ROLE %I LOGIN', :'user')
 WHERE NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = :'user') \gexec
 SELECT format('ALTER ROLE %I PASSWORD %L', :'user', :'password') \gexec

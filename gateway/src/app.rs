@@ -94,25 +94,24 @@ impl std::fmt::Display for StartError {
 impl std::error::Error for StartError {}
 
 pub async fn start(config: Config) -> Result<Running, StartError> {
-    let mut pg: tokio_postgres::Config = config
-        .database_url
-        .parse()
-        .map_err(|e| StartError(format!("--database-url {:?}: {e}", config.database_url)))?;
-    if pg.get_application_name().is_none() {
-        pg.application_name("pgplace-gateway");
+    // sslmode and sslrootcert as libpq reads them (db::tls). The error does not repeat the
+    // URL: it may hold a password.
+    let mut primary = db::Target::parse(&config.database_url)
+        .map_err(|e| StartError(format!("--database-url: {e}")))?;
+    if primary.config.get_application_name().is_none() {
+        primary.config.application_name("pgplace-gateway");
     }
-    let pool = db::pool(&pg, config.db_pool);
+    let pool = db::pool(primary.clone(), config.db_pool);
     let replica = match &config.replica_url {
         Some(url) => {
-            let mut replica: tokio_postgres::Config = url
-                .parse()
-                .map_err(|e| StartError(format!("--replica-url {url:?}: {e}")))?;
-            if replica.get_application_name().is_none() {
-                replica.application_name("pgplace-gateway");
+            let mut replica =
+                db::Target::parse(url).map_err(|e| StartError(format!("--replica-url: {e}")))?;
+            if replica.config.get_application_name().is_none() {
+                replica.config.application_name("pgplace-gateway");
             }
             // Its connections are made when first used: a replica that is down at start
             // only sends those reads to the primary.
-            Some(db::replica_pool(&replica, config.db_pool))
+            Some(db::replica_pool(replica, config.db_pool))
         }
         None => None,
     };
@@ -161,7 +160,8 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         gateway_id,
         sync: sync_requests,
         session_checks: Default::default(),
-        config: pg,
+        config: primary.config,
+        tls: primary.tls,
         pool: pool.clone(),
         boards: boards.clone(),
         lists: lists.clone(),

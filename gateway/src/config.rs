@@ -13,7 +13,9 @@ use std::time::Duration;
 #[derive(Parser, Debug, Clone)]
 #[command(name = "pgplace-gateway", version)]
 pub struct Config {
-    /// PostgreSQL connection URL of the database that has the pgplace extension.
+    /// PostgreSQL connection URL of the database that has the pgplace extension. TLS as
+    /// libpq's `sslmode` (disable, prefer, require, verify-ca, verify-full) and
+    /// `sslrootcert` (a PEM file of CA certificates, or `system`) say; no `sslmode`: no TLS.
     #[arg(
         long,
         env = "PGPLACE_DATABASE_URL",
@@ -24,7 +26,8 @@ pub struct Config {
     /// A streaming replica of that database, for the reads that need no freshness
     /// guarantee (board.tile_history, pictures of the past): they go there, and to the
     /// primary while the replica cannot be reached. LISTEN and every write stay on the
-    /// primary, and so does everything a view's exactness rests on.
+    /// primary, and so does everything a view's exactness rests on. TLS as for
+    /// `--database-url`.
     #[arg(long, env = "PGPLACE_REPLICA_URL")]
     pub replica_url: Option<String>,
 

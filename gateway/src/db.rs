@@ -1,18 +1,23 @@
 //! Every query the gateway sends (prepared once per pooled connection). Each is one statement in autocommit: the gateway never
 //! opens a transaction, so a request dropped at any point cannot leave a pooled
-//! connection inside one.
+//! connection inside one. How connections are made, TLS included, from a database URL:
+//! `tls` (`Target::parse`).
+
+pub mod tls;
 
 use crate::mirror::freezing::{Freezing, FrozenRow};
 use crate::mirror::snapshot::{Past, Settings, Snapshot};
 use deadpool_postgres::{ClientWrapper, Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use pgplace_core::payload::Placement;
 use std::time::Duration;
+pub use tls::{with_causes, Target, Tls};
 use tokio_postgres::{NoTls, Row};
 
-/// The primary's pool: up to 10 s for a connection (a restart), 5 s to make one.
-pub fn pool(config: &tokio_postgres::Config, size: u32) -> Pool {
+/// The primary's pool: up to 10 s for a connection (a restart), 5 s to make one. A bare
+/// `&tokio_postgres::Config` connects without TLS; a `Target` as its URL said.
+pub fn pool(target: impl Into<Target>, size: u32) -> Pool {
     pool_waiting(
-        config,
+        target.into(),
         size,
         Duration::from_secs(10),
         Duration::from_secs(5),
@@ -21,8 +26,13 @@ pub fn pool(config: &tokio_postgres::Config, size: u32) -> Pool {
 
 /// The replica's pool: a short wait for a connection, so that a replica that is down
 /// sends its reads to the primary quickly.
-pub fn replica_pool(config: &tokio_postgres::Config, size: u32) -> Pool {
-    pool_waiting(config, size, Duration::from_secs(2), Duration::from_secs(2))
+pub fn replica_pool(target: impl Into<Target>, size: u32) -> Pool {
+    pool_waiting(
+        target.into(),
+        size,
+        Duration::from_secs(2),
+        Duration::from_secs(2),
+    )
 }
 
 /// A pooled connection for the request being answered, charged first to its client's
@@ -62,19 +72,14 @@ impl std::ops::Deref for Checked {
     }
 }
 
-fn pool_waiting(
-    config: &tokio_postgres::Config,
-    size: u32,
-    wait: Duration,
-    create: Duration,
-) -> Pool {
-    let manager = Manager::from_config(
-        config.clone(),
-        NoTls,
-        ManagerConfig {
-            recycling_method: RecyclingMethod::Fast,
-        },
-    );
+fn pool_waiting(target: Target, size: u32, wait: Duration, create: Duration) -> Pool {
+    let recycling = ManagerConfig {
+        recycling_method: RecyclingMethod::Fast,
+    };
+    let manager = match target.tls {
+        Tls::Off => Manager::from_config(target.config, NoTls, recycling),
+        Tls::On(tls) => Manager::from_config(target.config, tls, recycling),
+    };
     Pool::builder(manager)
         .max_size(size as usize)
         .runtime(Runtime::Tokio1)

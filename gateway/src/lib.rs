@@ -5,7 +5,8 @@
 //!   name may be, checked before any lookup), `metrics`, `limits`, `params` (params into
 //!   serde structs), `json`, `fragments` (answers made of shared buffers), `shared_log`
 //!   (events serialized once, read by many by cursor), `unknown`, `cors`;
-//! - `db`: the gateway's SQL (the sessions' own is in `sessions::store`);
+//! - `db`: the gateway's SQL (the sessions' own is in `sessions::store`), and `db::tls`:
+//!   connections made from a database URL, TLS as its `sslmode`/`sslrootcert` ask;
 //! - `mirror`: a board's copy and its log, fed by the listener; it hands each change to the
 //!   views made from it through `mirror::feed::Feed`;
 //! - `placer` (group commit through `place.place_many`), `boards` (the boards served);

@@ -29,13 +29,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
-use tokio_postgres::{AsyncMessage, NoTls, Notification};
+use tokio_postgres::{AsyncMessage, Notification};
 
 /// How many placements one catch-up query reads at a time.
 const CATCH_UP_PAGE: i64 = 10_000;
 
 pub struct Listener {
     pub config: tokio_postgres::Config,
+    /// TLS as the database URL asked for (the pool's too).
+    pub tls: db::Tls,
     pub pool: deadpool_postgres::Pool,
     pub boards: Arc<Boards>,
     pub lists: Arc<Lists>,
@@ -73,7 +75,7 @@ impl Listener {
             }
             match self.session().await {
                 Ok(()) => backoff = Duration::from_millis(100),
-                Err(error) => tracing::warn!("LISTEN connection: {error}"),
+                Err(error) => tracing::warn!("LISTEN connection: {}", db::with_causes(&error)),
             }
             self.up.store(false, Ordering::SeqCst);
             tokio::time::sleep(backoff).await;
@@ -90,10 +92,9 @@ impl Listener {
             config.get_application_name().unwrap_or("pgplace-gateway")
         );
         config.application_name(&name);
-        let (client, mut connection) = config.connect(NoTls).await?;
+        let (client, mut messages) = self.tls.connect(&config).await?;
         let (tx, mut notifications) = mpsc::unbounded_channel();
         let driver = tokio::spawn(async move {
-            let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
             while let Some(message) = messages.next().await {
                 match message {
                     Ok(AsyncMessage::Notification(n)) => {

@@ -4,7 +4,8 @@
 # end to end — the healthchecks turn healthy, JSON-RPC through the gateway sees the demo
 # board, a placement made with SQL inside the postgres container reaches a session and
 # GET /boards/{id}/bits, a placement through the gateway lands in the database — then the
-# nginx profile (two gateways behind nginx), then the ha profile (pg_auto_failover: a
+# nginx profile (two gateways behind nginx), then the ha profile (pg_auto_failover: TLS
+# verified everywhere and no plaintext accepted, no password on any command line, a
 # placement acknowledged through nginx, the primary's container killed, the standby
 # promoted with that placement, the next placement through nginx), then `down`.
 #
@@ -84,6 +85,7 @@ TMP_DIRS=()
 cleanup() {
     local rc=$?
     set +e
+    touch "$WORK/ha-sampler.stop" # the ha step's sampler of command lines, if it runs
     if [[ -n $COMPOSE_STARTED ]]; then
         if ((rc != 0)); then
             say "logs of the failed run"
@@ -110,7 +112,6 @@ trap 'exit 130' INT TERM
 # compose.yaml has no default passwords: every compose command gets these.
 compose_env() {
     POSTGRES_PASSWORD=citest-superuser PGPLACE_GATEWAY_PASSWORD=citest-gateway \
-        PGPLACE_HA_MONITOR_PASSWORD=citest-monitor PGPLACE_HA_REPLICATION_PASSWORD=citest-replication \
         PGPLACE_HA_NGINX_PORT=$HA_NGINX_PORT \
         PGPLACE_PG_PORT=$PG_PORT PGPLACE_HTTP_PORT=$HTTP_PORT PGPLACE_NGINX_PORT=$NGINX_PORT \
         "$@"
@@ -139,6 +140,7 @@ step "lint: hadolint docker/Dockerfile (fails on errors), compose.yaml, the init
 "$WORK/venv/bin/hadolint" --no-color --failure-threshold error "$ROOT/docker/Dockerfile" ||
     fail "hadolint found errors in docker/Dockerfile"
 bash -n "$ROOT/docker/initdb-pgplace.sh"
+bash -n "$ROOT/docker/ha-node.sh"
 compose_env "${COMPOSE[@]}" --profile nginx config >/dev/null || fail "podman-compose cannot read docker/compose.yaml"
 # Without the passwords compose refuses, naming what to set.
 for unset in POSTGRES_PASSWORD PGPLACE_GATEWAY_PASSWORD; do
@@ -338,7 +340,8 @@ step "base images (made here when missing: no image registry)"
 base "$SLIM" debootstrap_slim
 base "$RUST" make_rust_base
 base "$POSTGRES" make_postgres_base
-if [[ ${PGPLACE_CT_SKIP_NGINX:-0} != 1 ]]; then base "$NGINX" make_nginx_base; fi
+# nginx: the nginx profile's, and the ha profile's in front of its gateways.
+if [[ ${PGPLACE_CT_SKIP_NGINX:-0} != 1 || ${PGPLACE_CT_SKIP_HA:-0} != 1 ]]; then base "$NGINX" make_nginx_base; fi
 
 # --- the project's images ---------------------------------------------------------------
 # --ignorefile: podman 4.3 does not look for <Dockerfile>.dockerignore by itself.
@@ -587,11 +590,134 @@ if [[ ${PGPLACE_CT_SKIP_NGINX:-0} != 1 ]]; then
     echo "  nginx at $nginx_ip: names each client (host: $refused of 300 refused; another client: 20 of 20 made)"
 fi
 
+# --- the ha profile's TLS and secrets (issue 42, item 6) ----------------------------------
+SECRETS=/run/pgplace-ha   # the volume ha-secrets in each member (docker/ha-node.sh)
+# The gateways' connections to the primary `$1` are all TLS (and there are some, from both).
+gateway_tls_on() {
+    local answer
+    for _ in $(seq 30); do
+        answer=$(node_sql "$1" "SELECT count(*), count(*) FILTER (WHERE ssl), count(DISTINCT client_addr),
+                   coalesce(string_agg(DISTINCT version, ','), '')
+            FROM pg_stat_ssl JOIN pg_stat_activity USING (pid) WHERE usename = 'pgplace_gateway'")
+        IFS='|' read -r total tls gateways versions <<<"$answer"
+        ((total > 0 && gateways >= 2)) && break
+        sleep 1
+    done
+    ((total > 0 && tls == total)) || fail "on $1, $tls of the gateways' $total connections are TLS"
+    ((gateways >= 2)) || fail "on $1, connections from $gateways gateway(s), not 2"
+    echo "  $1: all $total connections of pgplace_gateway (from $gateways gateways) are TLS ($versions)"
+}
+# psql inside `$1` as the postgres user with `$2` (a file in the secrets volume) as PGPASSWORD:
+# the password goes through the environment, never a command line.
+psql_with_password() {
+    local service=$1 file=$2
+    shift 2
+    podman exec -i "$(pick_container "$service")" sh -c 'export PGPASSWORD="$(cat "$0")"; exec psql -X -tA "$@"' "$file" "$@"
+}
+ha_tls_checks() {
+    gateway_tls_on ha-node-1
+    # Replication and the keepers' connections to the monitor too (its own pg_autoctl's,
+    # over its socket, are not on the network).
+    [[ $(node_sql ha-node-1 "SELECT count(*) > 0 AND bool_and(ssl) FROM pg_stat_ssl JOIN pg_stat_replication USING (pid)") == t ]] ||
+        fail "the standby's replication connection is not TLS"
+    local monitor_tls=
+    for _ in $(seq 10); do
+        monitor_tls=$(podman exec "$(pick_container ha-monitor)" psql -X -tA -h /var/run/postgresql -d pg_auto_failover -c \
+            "SELECT count(*) >= 2 AND bool_and(ssl) FROM pg_stat_ssl JOIN pg_stat_activity USING (pid)
+             WHERE usename = 'autoctl_node' AND client_addr IS NOT NULL")
+        [[ $monitor_tls == t ]] && break
+        sleep 1
+    done
+    [[ $monitor_tls == t ]] || fail "the keepers' connections to the monitor are not all TLS (or not both seen)"
+    echo "  replication ha-node-1 -> ha-node-2 and the keepers' monitor connections: TLS"
+    # No plaintext: from ha-node-2, which has hostssl rules on ha-node-1 for both (the
+    # gateway's user on the project's network, replication from its own address), with the
+    # right passwords. And the same over verified TLS succeeds.
+    local answer
+    if answer=$(psql_with_password ha-node-2 "$SECRETS/gateway-password" \
+        "host=ha-node-1 dbname=pgplace user=pgplace_gateway sslmode=disable" -c 'SELECT 1' 2>&1); then
+        fail "ha-node-1 accepted pgplace_gateway without TLS"
+    fi
+    grep -q 'no encryption' <<<"$answer" || fail "plaintext pgplace_gateway: unexpected refusal: $answer"
+    if answer=$(psql_with_password ha-node-2 "$SECRETS/members/replication-password" \
+        "host=ha-node-1 user=pgautofailover_replicator replication=true sslmode=disable" -c 'IDENTIFY_SYSTEM' 2>&1); then
+        fail "ha-node-1 accepted replication without TLS"
+    fi
+    grep -q 'no encryption' <<<"$answer" || fail "plaintext replication: unexpected refusal: $answer"
+    answer=$(psql_with_password ha-node-2 "$SECRETS/gateway-password" \
+        "host=ha-node-1 dbname=pgplace user=pgplace_gateway sslmode=verify-full sslrootcert=$SECRETS/ca.crt" \
+        -c 'SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()' 2>&1) ||
+        fail "pgplace_gateway over verify-full from ha-node-2 refused: $answer"
+    [[ $answer == t ]] || fail "verify-full connection: ssl is '$answer'"
+    local plain
+    plain=$(podman exec "$(pick_container ha-node-1)" grep -E '^host[[:space:]]' /var/lib/postgresql/ha/pgdata/pg_hba.conf || true)
+    if grep -vqE '[[:space:]](127\.0\.0\.1/32|::1/128)[[:space:]]' <<<"${plain:-x 127.0.0.1/32 }"; then
+        fail "ha-node-1's pg_hba.conf has plain host rules off loopback: $plain"
+    fi
+    echo "  ha-node-1 refuses plaintext (gateway user, replication): 'no encryption'; verify-full accepted; hba: hostssl only off loopback"
+    # The gateway checks the name: a URL naming the node by a name its certificate lacks
+    # (hostaddr: the node's address) is refused under verify-full, accepted under verify-ca.
+    local network
+    network=$(podman inspect --format '{{range $k, $v := .NetworkSettings.Networks}}{{$k}}{{end}}' "$(pick_container ha-gateway-1)")
+    for mode in verify-full verify-ca; do
+        answer=$(timeout 60 podman run --rm --no-healthcheck --network "$network" -v "${PROJECT}_ha-secrets:$SECRETS:ro" \
+            -e RUST_LOG=info -e PGPLACE_LISTEN=127.0.0.1:0 --entrypoint sh "$GW_IMAGE" -c '
+                read -r password < /run/pgplace-ha/gateway-password
+                export PGPLACE_DATABASE_URL="host=wrong-name.invalid hostaddr=172.31.250.21 port=5432 user=pgplace_gateway password=$password dbname=pgplace sslmode=$0 sslrootcert=/run/pgplace-ha/ca.crt"
+                timeout 8 pgplace-gateway 2>&1; true' "$mode" 2>&1)
+        case $mode in
+            verify-full) grep -q 'not valid for name "wrong-name.invalid"' <<<"$answer" ||
+                fail "a gateway with verify-full accepted a certificate for another name: $answer" ;;
+            verify-ca) grep -q 'listening on channel' <<<"$answer" ||
+                fail "a gateway with verify-ca did not connect: $answer" ;;
+        esac
+    done
+    echo "  a gateway naming ha-node-1 by a name its certificate lacks: refused under verify-full, accepted under verify-ca"
+}
+# No password of the profile on any command line (sampled on the host from the start of
+# the profile, and read now in every container), in the containers' settings or in their logs.
+no_password_shown() {
+    local passwords=$WORK/ha-passwords c n=0 procs=0 found lines
+    (umask 077 && : >"$passwords")
+    for f in gateway-password members/monitor-password members/replication-password members/postgres-password; do
+        podman exec -u 0 "$(pick_container ha-monitor)" cat "$SECRETS/$f" >>"$passwords"
+    done
+    [[ $(grep -c . "$passwords") == 4 ]] || fail "could not read the profile's four passwords"
+    # Only the program's name is shown of a line that has one.
+    found=$(grep -F -f "$passwords" "$CMDLINES" | awk '{print $1}' || true)
+    [[ -z $found ]] || fail "a password was on a command line on the host: $found ..."
+    for c in $(podman ps --filter "label=com.docker.compose.project=$PROJECT" --format '{{.Names}}' | grep '_ha-'); do
+        lines=$(podman exec -u 0 "$c" sh -c 'for f in /proc/[0-9]*/cmdline; do tr "\0" " " <"$f" 2>/dev/null; echo; done')
+        procs=$((procs + $(grep -c . <<<"$lines")))
+        found=$(grep -F -f "$passwords" <<<"$lines" | awk '{print $1}' || true)
+        [[ -z $found ]] || fail "a password is on a command line in $c: $found ..."
+        [[ $(podman inspect "$c" | grep -cF -f "$passwords") == 0 ]] || fail "a password is in the settings of $c (podman inspect)"
+        [[ $(podman logs "$c" 2>&1 | grep -cF -f "$passwords") == 0 ]] || fail "a password is in the log of $c"
+        n=$((n + 1))
+    done
+    rm -f "$passwords"
+    echo "  no password on $(grep -c . "$CMDLINES") command lines seen on the host since the profile started, nor on the $procs of $n ha containers now, nor in their settings or logs"
+}
+
 if [[ ${PGPLACE_CT_SKIP_HA:-0} != 1 ]]; then
-    step "compose --profile ha: pg_auto_failover, two nodes, two gateways, nginx; the primary killed"
+    step "compose --profile ha: pg_auto_failover over verified TLS, two nodes, two gateways, nginx; the primary killed"
+    # Every command line on the machine while the profile starts and fails over (the
+    # host sees the containers' processes): none may hold a password (checked below).
+    CMDLINES=$WORK/ha-cmdlines
+    rm -f "$WORK/ha-sampler.stop"
+    (while [[ ! -e $WORK/ha-sampler.stop ]]; do ps -e -ww -o args=; sleep 0.2; done |
+        awk '!seen[$0]++' >"$CMDLINES") &
+    SAMPLER=$!
     # In the order the healthchecks give with podman >= 4.6 or Docker (podman-compose
-    # ignores the conditions on older podman): the monitor, the first node (the primary,
-    # which sets the database up), the standby, then the gateways and nginx.
+    # ignores the conditions on older podman): the secrets (one-shot), the monitor, the
+    # first node (the primary, which sets the database up), the standby, then the
+    # gateways and nginx.
+    compose_env "${COMPOSE[@]}" --profile ha up -d --no-build ha-secrets >>"$WORK/compose-up.log" 2>&1 || {
+        cat "$WORK/compose-up.log"; fail "compose --profile ha up ha-secrets"
+    }
+    secrets_rc=$(podman wait "$(pick_container ha-secrets)")
+    [[ $secrets_rc == 0 ]] || { podman logs "$(pick_container ha-secrets)"; fail "ha-secrets exited with $secrets_rc"; }
+    podman logs "$(pick_container ha-secrets)" 2>&1 | sed 's/^/  /'
     for service in ha-monitor ha-node-1 ha-node-2; do
         compose_env "${COMPOSE[@]}" --profile ha up -d --no-build "$service" >>"$WORK/compose-up.log" 2>&1 || {
             cat "$WORK/compose-up.log"; fail "compose --profile ha up $service"
@@ -634,6 +760,7 @@ if [[ ${PGPLACE_CT_SKIP_HA:-0} != 1 ]]; then
     acked=$(echo "$placed" | json 'r["result"]["seq"] if r["result"]["placed"] else None')
     [[ $acked =~ ^[0-9]+$ ]] || fail "board.place through ha-nginx: $placed"
     echo "  board.place through ha-nginx acknowledged seq $acked"
+    ha_tls_checks
     podman kill "$(pick_container ha-node-1)" >/dev/null
     killed_at=$SECONDS
     # Through nginx, retrying what the gateways answer while there is no primary (-32009).
@@ -649,6 +776,9 @@ if [[ ${PGPLACE_CT_SKIP_HA:-0} != 1 ]]; then
     [[ $(node_sql ha-node-2 "SELECT color FROM place.placements WHERE board_id = $ha_board AND seq = $acked AND x = 60 AND y = 61") == 3 ]] ||
         fail "the placement acknowledged before the kill (seq $acked) is not on the new primary"
     echo "  ha-node-2 promoted; seq $acked (acknowledged before the kill) is in its history"
+    gateway_tls_on ha-node-2
+    touch "$WORK/ha-sampler.stop" && wait "$SAMPLER"
+    no_password_shown
     compose_env "${COMPOSE[@]}" --profile ha down -v -t 5 >/dev/null 2>&1 || fail "compose --profile ha down"
 fi
 
