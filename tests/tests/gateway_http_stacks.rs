@@ -274,12 +274,13 @@ async fn each_seq_once_for_every_http_stack() {
     }
 }
 
-/// nginx as Debian configures `proxy_pass` by default: HTTP/1.0 to the upstream and a new
-/// upstream connection per request, so every answer's TCP acknowledgements are nginx's.
+/// nginx as Debian configures `proxy_pass` by default (HTTP/1.0 to the upstream and a new
+/// upstream connection per request), and as docker/nginx-gateways.conf does: every
+/// answer's TCP acknowledgements are nginx's.
 /// The client here reads every answer, so it gets each seq once; what a client that loses
 /// an answer behind such a proxy gets is in gateway/README.md ("Behind a proxy").
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn each_seq_once_behind_nginx_with_default_proxy_settings() {
+async fn each_seq_once_behind_nginx() {
     let url = fresh_database("gw_http_stacks_nginx").await;
     let gw = start_gateway(&url, |_| {}).await;
     let other = start_gateway(&url, |_| {}).await;
@@ -301,6 +302,20 @@ async fn each_seq_once_behind_nginx_with_default_proxy_settings() {
     let run = drive(Stack::PythonUrllib, &[two.addr], &url, "nginx two").await;
     check(
         "urllib behind nginx (defaults), round-robin over two gateways",
+        &run,
+    );
+    // The shipped configuration's pattern (docker/nginx-gateways.conf: HTTP/1.1 and
+    // keep-alive to the gateways, no buffering), written by the suite's Nginx::start.
+    let shipped = Nginx::start(&[gw.addr, other.addr], &dir, 64);
+    shipped.wait_ready().await;
+    let run = drive(Stack::PythonUrllib, &[shipped.addr], &url, "nginx shipped").await;
+    check(
+        "urllib behind nginx (docker/nginx-gateways.conf), two gateways",
+        &run,
+    );
+    let run = drive(Stack::RawHttp10, &[shipped.addr], &url, "nginx shipped 1.0").await;
+    check(
+        "HTTP/1.0 behind nginx (docker/nginx-gateways.conf), two gateways",
         &run,
     );
 }
