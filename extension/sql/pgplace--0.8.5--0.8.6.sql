@@ -41,17 +41,27 @@ STRICT VOLATILE PARALLEL UNSAFE
 LANGUAGE c
 AS 'MODULE_PATHNAME', '_lock_table_wrapper';
 
+-- Whether a transaction not visible in `prev` has staged changes that this statement's
+-- snapshot sees committed. The transactions not visible in `prev` are those from its xmax
+-- on and those in progress when it was taken (its xip): an index range and index lookups,
+-- whatever `prev`'s xmin is. (Its xmin can be far behind: any login that holds a
+-- transaction id holds every snapshot's xmin back, and a range from xmin would read every
+-- change staged since.) The in-progress list is an array the index looks up (`= ANY`): as
+-- a joined set, the planner hashed it against the whole log. Reads only.
 CREATE OR REPLACE FUNCTION place._changed_since(prev pg_snapshot) RETURNS boolean
 LANGUAGE sql STABLE AS $$
     SELECT EXISTS (SELECT FROM place.changes c
                    WHERE c.xid >= pg_catalog.pg_snapshot_xmax(prev)
                      -- The caller's own transaction's, not yet committed, wait for it.
                      AND pg_catalog.pg_visible_in_snapshot(c.xid, pg_catalog.pg_current_snapshot()))
-        OR EXISTS (SELECT FROM pg_catalog.pg_snapshot_xip(prev) x
-                   JOIN place.changes c ON c.xid = x
-                   WHERE pg_catalog.pg_visible_in_snapshot(c.xid, pg_catalog.pg_current_snapshot()))
+        OR EXISTS (SELECT FROM place.changes c
+                   WHERE c.xid = ANY (ARRAY(SELECT pg_catalog.pg_snapshot_xip(prev)))
+                     AND pg_catalog.pg_visible_in_snapshot(c.xid, pg_catalog.pg_current_snapshot()))
 $$;
 
+-- The changes of the positions after `after_pos` (at most lim positions), in order. A
+-- position's transactions are those visible in its snapshot and not in the one before:
+-- from the one before's xmax on, or in its xip (as place._changed_since).
 CREATE OR REPLACE FUNCTION place._ticked_changes(after_pos bigint, lim int)
 RETURNS TABLE (pos bigint, ticked_at timestamptz, n bigint, tbl regclass, rows json)
 LANGUAGE sql STABLE AS $$
@@ -62,9 +72,9 @@ LANGUAGE sql STABLE AS $$
         WHERE c.xid >= pg_catalog.pg_snapshot_xmax(t.prev) AND c.xid < pg_catalog.pg_snapshot_xmax(t.snap)
           AND pg_catalog.pg_visible_in_snapshot(c.xid, t.snap)
         UNION ALL
-        SELECT c.n, c.tbl, c.rows FROM pg_catalog.pg_snapshot_xip(t.prev) x
-        JOIN place.changes c ON c.xid = x
-        WHERE pg_catalog.pg_visible_in_snapshot(c.xid, t.snap)
+        SELECT c.n, c.tbl, c.rows FROM place.changes c
+        WHERE c.xid = ANY (ARRAY(SELECT pg_catalog.pg_snapshot_xip(t.prev)))
+          AND pg_catalog.pg_visible_in_snapshot(c.xid, t.snap)
     ) c
 $$;
 
