@@ -15,8 +15,6 @@ use pgrx::pg_sys;
 use pgrx::prelude::*;
 use std::ffi::{c_void, CStr, CString};
 
-const FIRST_NORMAL_OBJECT_ID: u32 = 16384;
-
 /// Checks `filter` against table `tbl`, whose columns `visible` a view may use; raises the
 /// error that names what is wrong (42703 a column that is not watched, 22023 not an
 /// immutable boolean expression over the row, 42501 not built into PostgreSQL). Returns
@@ -39,8 +37,11 @@ fn _check_filter(
     };
     let table = WatchedTable::lock(tbl);
     // Newlines around it: a trailing `--` comment must not swallow the closing parenthesis.
-    let sql = CString::new(format!("SELECT FROM ONLY {} t WHERE (\n{filter}\n)", table.name))
-        .unwrap_or_else(|_| error!("a filter must not contain a NUL byte"));
+    let sql = CString::new(format!(
+        "SELECT FROM ONLY {} t WHERE (\n{filter}\n)",
+        table.name
+    ))
+    .unwrap_or_else(|_| error!("a filter must not contain a NUL byte"));
     let acting = ActingAs::begin(acting_as::session_user());
     // SAFETY: parse analysis of one statement in the current memory context; the tree is
     // only read.
@@ -80,8 +81,14 @@ impl Findings {
             ereport!(
                 PgLogLevel::ERROR,
                 PgSqlErrorCode::ERRCODE_UNDEFINED_COLUMN,
-                format!("column \"{}\" is not watched", self.unwatched.join("\", \"")),
-                format!("A filter may use these columns: {}", self.visible.join(", "))
+                format!(
+                    "column \"{}\" is not watched",
+                    self.unwatched.join("\", \"")
+                ),
+                format!(
+                    "A filter may use these columns: {}",
+                    self.visible.join(", ")
+                )
             );
         }
         if self.whole_row {
@@ -114,7 +121,13 @@ unsafe fn analyse(sql: &CStr, tbl: pg_sys::Oid, visible: Vec<String>) -> Finding
         );
     }
     let raw = pg_sys::list_nth(statements, 0) as *mut pg_sys::RawStmt;
-    let query = pg_sys::parse_analyze_fixedparams(raw, sql.as_ptr(), std::ptr::null(), 0, std::ptr::null_mut());
+    let query = pg_sys::parse_analyze_fixedparams(
+        raw,
+        sql.as_ptr(),
+        std::ptr::null(),
+        0,
+        std::ptr::null_mut(),
+    );
     // The text was built around the locked table's name: it must read that table alone.
     let rtable = (*query).rtable;
     let rte = pg_sys::list_nth(rtable, 0) as *mut pg_sys::RangeTblEntry;
@@ -160,9 +173,10 @@ unsafe extern "C-unwind" fn walk(node: *mut pg_sys::Node, context: *mut c_void) 
             if (*var).varattno <= 0 {
                 findings.whole_row = true;
             } else {
-                let name = CStr::from_ptr(pg_sys::get_attname(findings.tbl, (*var).varattno, false))
-                    .to_string_lossy()
-                    .into_owned();
+                let name =
+                    CStr::from_ptr(pg_sys::get_attname(findings.tbl, (*var).varattno, false))
+                        .to_string_lossy()
+                        .into_owned();
                 if !findings.visible.contains(&name) && !findings.unwatched.contains(&name) {
                     findings.unwatched.push(name);
                 }
@@ -174,7 +188,9 @@ unsafe extern "C-unwind" fn walk(node: *mut pg_sys::Node, context: *mut c_void) 
         _ => check_type(findings, pg_sys::exprType(node)),
     }
     match (*node).type_ {
-        pg_sys::NodeTag::T_OpExpr | pg_sys::NodeTag::T_DistinctExpr | pg_sys::NodeTag::T_NullIfExpr => {
+        pg_sys::NodeTag::T_OpExpr
+        | pg_sys::NodeTag::T_DistinctExpr
+        | pg_sys::NodeTag::T_NullIfExpr => {
             check_operator(findings, (*(node as *mut pg_sys::OpExpr)).opno)
         }
         pg_sys::NodeTag::T_ScalarArrayOpExpr => {
@@ -189,7 +205,7 @@ unsafe extern "C-unwind" fn walk(node: *mut pg_sys::Node, context: *mut c_void) 
 
 #[pg_guard]
 unsafe extern "C-unwind" fn check_function(function: pg_sys::Oid, context: *mut c_void) -> bool {
-    if u32::from(function) >= FIRST_NORMAL_OBJECT_ID {
+    if u32::from(function) >= pg_sys::FirstNormalObjectId {
         let findings = &mut *(context as *mut Findings);
         note(findings, pg_sys::format_procedure(function));
     }
@@ -197,13 +213,13 @@ unsafe extern "C-unwind" fn check_function(function: pg_sys::Oid, context: *mut 
 }
 
 unsafe fn check_operator(findings: &mut Findings, operator: pg_sys::Oid) {
-    if u32::from(operator) >= FIRST_NORMAL_OBJECT_ID {
+    if u32::from(operator) >= pg_sys::FirstNormalObjectId {
         note(findings, pg_sys::format_operator(operator));
     }
 }
 
 unsafe fn check_type(findings: &mut Findings, typ: pg_sys::Oid) {
-    if u32::from(typ) >= FIRST_NORMAL_OBJECT_ID {
+    if u32::from(typ) >= pg_sys::FirstNormalObjectId {
         note(findings, pg_sys::format_type_be(typ));
     }
 }

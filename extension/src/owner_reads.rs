@@ -83,12 +83,9 @@ impl WatchedTable {
             let relname = CStr::from_ptr((*class).relname.data.as_ptr()).to_owned();
             pg_sys::ReleaseSysCache(tuple);
             let schema = pg_sys::get_namespace_name(namespace);
-            let name = CStr::from_ptr(pg_sys::quote_qualified_identifier(
-                schema,
-                relname.as_ptr(),
-            ))
-            .to_string_lossy()
-            .into_owned();
+            let name = CStr::from_ptr(pg_sys::quote_qualified_identifier(schema, relname.as_ptr()))
+                .to_string_lossy()
+                .into_owned();
             if kind != pg_sys::RELKIND_RELATION {
                 ereport!(
                     PgLogLevel::ERROR,
@@ -144,8 +141,7 @@ unsafe fn schema_owner(name: &CStr) -> pg_sys::Oid {
     if tuple.is_null() {
         error!("schema place is missing");
     }
-    let owner =
-        (*pg_sys::heap_tuple_get_struct::<pg_sys::FormData_pg_namespace>(tuple)).nspowner;
+    let owner = (*pg_sys::heap_tuple_get_struct::<pg_sys::FormData_pg_namespace>(tuple)).nspowner;
     pg_sys::ReleaseSysCache(tuple);
     owner
 }
