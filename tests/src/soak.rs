@@ -37,8 +37,8 @@ pub const HEIGHT: i32 = 64;
 const BITS: i32 = 4;
 /// After a fault that silenced a gateway (killed, its LISTEN connection or the database
 /// gone) is over, how long until every legacy session that moved meanwhile has polled again
-/// (every 300 ms) and waited out its hand-over (1 s).
-const LEGACY_SESSIONS_MOVED_ON: Duration = Duration::from_secs(5);
+/// (every 300 ms) and waited out its hand-over (the gateway's `HANDOVER_WAIT`, 3 s).
+const LEGACY_SESSIONS_MOVED_ON: Duration = Duration::from_secs(7);
 /// The longest a client call may take (a long poll waits 5 s): past it, a transport error.
 const CALL_BOUND: Duration = Duration::from_secs(30);
 
@@ -86,6 +86,15 @@ pub struct SoakConfig {
     pub content_sample: usize,
 }
 
+/// How a session got seqs it had already had.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Again {
+    /// A tile with a seq at or below the last one applied.
+    Tile,
+    /// A `reset` to a state older than the one the session stood at.
+    ResetBack,
+}
+
 /// What one session saw.
 #[derive(Default)]
 struct SessionRecord {
@@ -104,6 +113,8 @@ struct SessionRecord {
     reset_states: Vec<(i64, Vec<u8>)>,
     /// When each reset came.
     reset_times: Vec<Instant>,
+    /// When seqs came again, how many, and how (`Again`).
+    repeats: Vec<(Instant, u64, Again)>,
     /// Every tile (seq, x, y, color), for the sampled sessions.
     tiles: Option<Vec<(i64, i32, i32, i32)>>,
     errors: BTreeMap<String, u64>,
@@ -120,6 +131,7 @@ impl SessionRecord {
             }
         } else if seq < self.next {
             self.duplicated += 1;
+            self.repeats.push((Instant::now(), 1, Again::Tile));
         } else {
             self.lost += (seq - self.next) as u64;
             self.out_of_order += 1;
@@ -148,7 +160,9 @@ impl SessionRecord {
                     self.resets += 1;
                     if seq + 1 < self.next {
                         // A reset that goes back gives seqs again.
-                        self.duplicated += (self.next - 1 - seq) as u64;
+                        let again = (self.next - 1 - seq) as u64;
+                        self.duplicated += again;
+                        self.repeats.push((Instant::now(), again, Again::ResetBack));
                     } else {
                         self.covered += (seq + 1 - self.next) as u64;
                     }
@@ -498,6 +512,9 @@ pub struct Report {
     /// When they came, in seconds after placing began (the faults' times are the config's).
     pub unexpected_legacy_resets_at: Vec<f64>,
     pub legacy_covered: u64,
+    /// Where the duplicates came from: (seconds after placing began, legacy, how, seqs),
+    /// bunched by second.
+    pub repeats: BTreeMap<(u64, bool, Again), u64>,
     pub resets_not_matching_history: u64,
     pub content_mismatches: u64,
     pub placements_acknowledged: u64,
@@ -511,6 +528,9 @@ pub struct Report {
     pub recovery: Vec<(Fault, Option<Duration>)>,
     pub rss_max: Vec<(String, u64)>,
     pub client_errors: BTreeMap<String, u64>,
+    /// Each gateway's resets by reason and legacy hand-overs by outcome, from /metrics at
+    /// the end (gateway A's since its restart): why a reset came.
+    pub gateway_counts: Vec<String>,
     pub elapsed: Duration,
 }
 
@@ -541,6 +561,10 @@ impl Report {
         let _ = writeln!(out, "events delivered              {}", self.delivered);
         let _ = writeln!(out, "lost (must be 0)              {}", self.lost);
         let _ = writeln!(out, "duplicated (must be 0)        {}", self.duplicated);
+        for ((second, legacy, how), n) in self.repeats.iter().take(12) {
+            let kind = if *legacy { "legacy" } else { "acking" };
+            let _ = writeln!(out, "  {n} at {second} s, {kind} sessions, {how:?}");
+        }
         let _ = writeln!(out, "out of order (must be 0)      {}", self.out_of_order);
         let _ = writeln!(out, "resets, acking (must be 0)    {}", self.acking_resets);
         let _ = writeln!(out, "resets, legacy                {} (covering {} seqs: a legacy session moving while a fault silences a gateway starts over)", self.legacy_resets, self.legacy_covered);
@@ -598,6 +622,9 @@ impl Report {
         }
         for (kind, n) in &self.client_errors {
             let _ = writeln!(out, "client error {kind:<32} {n}");
+        }
+        for line in &self.gateway_counts {
+            let _ = writeln!(out, "{line}");
         }
         let _ = writeln!(
             out,
@@ -765,16 +792,59 @@ pub async fn run(config: SoakConfig) -> Report {
         .collect();
     unexpected.sort_by(f64::total_cmp);
     report.legacy_resets_outside_faults = unexpected.len() as u64;
+    for record in &records {
+        for (at, n, how) in &record.repeats {
+            let second = at.duration_since(placing_started).as_secs();
+            *report
+                .repeats
+                .entry((second, !record.acking, *how))
+                .or_default() += n;
+        }
+    }
     report.unexpected_legacy_resets_at = unexpected;
     report.recovery = recovery;
     report.placement_rate = report.placements_acknowledged as f64 / config.duration.as_secs_f64();
     let max = *rss_max.lock().unwrap();
     report.rss_max = vec![("gateway A".into(), max[0]), ("gateway B".into(), max[1])];
+    for (name, gateway) in [("gateway A", &gateway_a), ("gateway B", &gateway_b)] {
+        report
+            .gateway_counts
+            .extend(gateway_counts(name, gateway.addr).await);
+    }
     report.elapsed = started.elapsed();
     drop(nginx);
     drop(gateway_a);
     drop(gateway_b);
     report
+}
+
+/// The series of `addr`'s /metrics that say why sessions got resets.
+async fn gateway_counts(name: &str, addr: SocketAddr) -> Vec<String> {
+    let client: Client<HttpConnector, Full<Bytes>> =
+        Client::builder(TokioExecutor::new()).build_http();
+    let Ok(uri) = format!("http://{addr}/metrics").parse::<hyper::Uri>() else {
+        return Vec::new();
+    };
+    let body = match client.get(uri).await {
+        Ok(response) => match response.into_body().collect().await {
+            Ok(body) => body.to_bytes(),
+            Err(_) => return vec![format!("{name}: /metrics unreadable")],
+        },
+        Err(_) => return vec![format!("{name}: /metrics unreachable")],
+    };
+    String::from_utf8_lossy(&body)
+        .lines()
+        .filter(|l| {
+            l.starts_with("pgplace_resets_total")
+                || l.contains("handover_seconds_count")
+                // How long the slowest hand-overs took.
+                || (l.contains("handover_seconds_bucket")
+                    && ["0.2048", "0.4096", "0.8192", "1.6384", "3.2768"]
+                        .iter()
+                        .any(|le| l.contains(&format!("le=\"{le}\""))))
+        })
+        .map(|l| format!("{name}: {l}"))
+        .collect()
 }
 
 fn rss_of_pid(pid: u32) -> Option<u64> {
