@@ -3,8 +3,8 @@
 -- The hot paths run a handful of kept SPI plans with parameters; left to choose, the plan
 -- cache re-plans them on every call (a custom plan looks cheaper for an array parameter),
 -- which was a seventh of place()'s CPU. Their generic plans are the right ones.
-ALTER FUNCTION place.place(bigint, int, int, int, bigint) SET plan_cache_mode = force_generic_plan;
-ALTER FUNCTION place.place_many(bigint, bigint[], int[], int[], int[]) SET plan_cache_mode = force_generic_plan;
+ALTER FUNCTION place.place(bigint, int, int, int, bigint, text) SET plan_cache_mode = force_generic_plan;
+ALTER FUNCTION place.place_many(bigint, bigint[], int[], int[], int[], text[]) SET plan_cache_mode = force_generic_plan;
 ALTER FUNCTION place.board_bits(bigint) SET plan_cache_mode = force_generic_plan;
 ALTER FUNCTION place.get_tile(bigint, int, int) SET plan_cache_mode = force_generic_plan;
 ALTER FUNCTION place.user_for_token(text) SET plan_cache_mode = force_generic_plan;
@@ -17,10 +17,10 @@ COMMENT ON FUNCTION place.create_user(text) IS
     'A new user and their token (256 random bits, shown only this once; stored as SHA-256).';
 COMMENT ON FUNCTION place.user_for_token(text) IS
     'The user a token belongs to, or NULL.';
-COMMENT ON FUNCTION place.place(bigint, int, int, int, bigint) IS
-    'Places one tile (board, x, y, color, user). Inside the cooldown: placed = false and next_allowed_at says when.';
-COMMENT ON FUNCTION place.place_many(bigint, bigint[], int[], int[], int[]) IS
-    'Places many tiles in array order in one transaction, with the rules of place(); one row per item.';
+COMMENT ON FUNCTION place.place(bigint, int, int, int, bigint, text) IS
+    'Places one tile (board, x, y, color, user). Inside the cooldown: placed = false and next_allowed_at says when. key (optional, 1 to 200 bytes): a retry with the same key within a day answers with the first placement instead of placing again.';
+COMMENT ON FUNCTION place.place_many(bigint, bigint[], int[], int[], int[], text[]) IS
+    'Places many tiles in array order in one transaction, with the rules of place(); one row per item. keys (optional: NULL, or one per item, NULL for none) as place()''s key.';
 COMMENT ON FUNCTION place.board_bits(bigint) IS
     'The packed board (tile n = x + width*y at bits [n*k, (n+1)*k) from the MSB of byte 0) and the seq it reflects.';
 COMMENT ON FUNCTION place.get_tile(bigint, int, int) IS
@@ -137,9 +137,9 @@ COMMENT ON FUNCTION place.view_rows(text, int) IS
 -- pgplace_player (place, place_many, settled_seq) and pgplace_admin (the knobs). A new
 -- function that writes belongs in the list below and in sql/roles.sql. user_for_token is
 -- SECURITY DEFINER already (it reads place.user_tokens, which no role but the owner may read).
-ALTER FUNCTION place.place(bigint, int, int, int, bigint)
+ALTER FUNCTION place.place(bigint, int, int, int, bigint, text)
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
-ALTER FUNCTION place.place_many(bigint, bigint[], int[], int[], int[])
+ALTER FUNCTION place.place_many(bigint, bigint[], int[], int[], int[], text[])
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION place.create_board(text, int, int, int, interval, text[])
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;

@@ -221,6 +221,27 @@ CREATE TABLE place.cooldown_claims (
 );
 COMMENT ON TABLE place.cooldown_claims IS 'One row per user who placed on a board: a placement locks its user''s row; the cooldown runs from the user''s newest placement after known_seq, else from known_at (read place.cooldowns)';
 
+-- Idempotency keys (since 0.8.7): a client's name for one placement, so that its retry
+-- answers with the placement instead of placing again (extension/src/placement_keys.rs).
+-- A row is written by the call that places under the key and holds the placement's seq;
+-- a refused placement's key is removed. Kept a day: each call that adds keys removes as
+-- many expired ones (made_at_idx).
+CREATE TABLE place.placement_keys (
+    board_id        bigint NOT NULL REFERENCES place.board_settings (id) ON DELETE CASCADE,
+    user_id         bigint NOT NULL REFERENCES place.users (id) ON DELETE CASCADE,
+    key             text NOT NULL CHECK (octet_length(key) BETWEEN 1 AND 200),
+    x               int NOT NULL,
+    y               int NOT NULL,
+    color           int NOT NULL,
+    made_at         timestamptz NOT NULL,
+    -- NULL only inside the call that made the row.
+    seq             bigint,
+    next_allowed_at timestamptz,
+    PRIMARY KEY (board_id, user_id, key)
+);
+CREATE INDEX placement_keys_made_at_idx ON place.placement_keys (made_at);
+COMMENT ON TABLE place.placement_keys IS 'Idempotency keys of placements (place(..., key), place_many(..., keys)): a retry with the key within a day answers with the placement''s seq';
+
 -- Snapshots of whole boards, so that the board at any seq is a keyframe plus at most
 -- keyframe_every placements replayed (place.board_at, place.board_at_seq).
 CREATE TABLE place.keyframes (
@@ -369,6 +390,7 @@ SELECT pg_catalog.pg_extension_config_dump('place.users_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('place.user_tokens', '');
 SELECT pg_catalog.pg_extension_config_dump('place.placements', '');
 SELECT pg_catalog.pg_extension_config_dump('place.cooldown_claims', '');
+SELECT pg_catalog.pg_extension_config_dump('place.placement_keys', '');
 SELECT pg_catalog.pg_extension_config_dump('place.keyframes', '');
 SELECT pg_catalog.pg_extension_config_dump('place.bans', '');
 

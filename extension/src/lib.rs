@@ -24,6 +24,7 @@
 //!   every writer takes its locks.
 //! - [`placing`]: `place` and `place_many`, the atomic place-with-cooldown (checks and
 //!   outcomes; the writing is [`writing`]'s).
+//! - [`placement_keys`]: idempotency keys, so a retried placement places once.
 //! - [`cooldowns`]: each user's last placement per board, claimed atomically.
 //! - [`freezing`]: tiles that freeze after resting unchanged (`freeze_after`).
 //! - [`notify`]: the payload builders the triggers call.
@@ -62,6 +63,7 @@ pub mod moderation;
 pub mod newest;
 pub mod notify;
 pub mod owner_reads;
+pub mod placement_keys;
 pub mod placing;
 pub mod render;
 pub mod resize;

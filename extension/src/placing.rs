@@ -1,11 +1,17 @@
 //! `place` and `place_many`: atomic place-with-cooldown. The checks (users, bans, bounds,
 //! frozen tiles, cooldowns) and the outcomes are here; the writing, and the order in which
-//! a call takes its locks, are in [`crate::writing`].
+//! a call takes its locks, are in [`crate::writing`]; retries by idempotency key in
+//! [`crate::placement_keys`].
+//!
+//! Since 0.8.7 the SQL functions take a key (`place_keyed`, `place_many_keyed`). A schema
+//! not yet updated still calls the library's 0.8.6 entry points (`place`, `place_many`),
+//! which are kept, without SQL of their own, for it.
 
 use crate::cooldowns::{claim, record, restamp};
 use crate::freezing::frozen_items;
 use crate::input::{fail, required, required_elements, undefined};
 use crate::item::Item;
+use crate::placement_keys::{self, Keyed};
 use crate::spi::{column, run, Statement};
 use crate::storage::Board;
 use crate::writing::{commit_tiles, timestamp};
@@ -40,14 +46,16 @@ impl Label for Batch {
 
 /// Places one tile, unless the user's cooldown has not passed (`placed` is false and
 /// `next_allowed_at` says when it does) or the tile is frozen (`next_allowed_at` is
-/// 'infinity').
-#[pg_extern(volatile, parallel_unsafe)]
-fn place(
+/// 'infinity'). A `key` names the placement: its retry within a day answers with the
+/// first placement instead of placing again.
+#[pg_extern(volatile, parallel_unsafe, name = "place")]
+fn place_keyed(
     board_id: Option<i64>,
     x: Option<i32>,
     y: Option<i32>,
     color: Option<i32>,
     user_id: Option<i64>,
+    key: default!(Option<String>, "NULL"),
 ) -> TableIterator<
     'static,
     (
@@ -63,7 +71,11 @@ fn place(
         color: required("color", color),
         user: required("user_id", user_id),
     };
-    let outcome = Spi::connect_mut(|client| apply(client, board_id, vec![item], &Single));
+    let keys = match key {
+        Some(key) => vec![Some(key)],
+        None => Vec::new(),
+    };
+    let outcome = Spi::connect_mut(|client| apply(client, board_id, vec![item], &keys, &Single));
     TableIterator::new(
         outcome
             .into_iter()
@@ -71,15 +83,37 @@ fn place(
     )
 }
 
+/// 0.8.6's `place`, for a schema not yet updated.
+#[pg_extern(volatile, parallel_unsafe, sql = false)]
+fn place(
+    board_id: Option<i64>,
+    x: Option<i32>,
+    y: Option<i32>,
+    color: Option<i32>,
+    user_id: Option<i64>,
+) -> TableIterator<
+    'static,
+    (
+        name!(placed, bool),
+        name!(seq, Option<i64>),
+        name!(next_allowed_at, TimestampWithTimeZone),
+    ),
+> {
+    place_keyed(board_id, x, y, color, user_id, None)
+}
+
 /// Places many tiles in one transaction, in array order, with the rules of `place`
 /// (a user twice in one batch is refused the second time unless the cooldown is zero).
-#[pg_extern(volatile, parallel_unsafe)]
-fn place_many(
+/// `keys` (NULL, or one per placement, NULL for none) name the placements as `place`'s
+/// key does; a key twice in one call answers the second as the first.
+#[pg_extern(volatile, parallel_unsafe, name = "place_many")]
+fn place_many_keyed(
     board_id: Option<i64>,
     user_ids: Option<Vec<Option<i64>>>,
     xs: Option<Vec<Option<i32>>>,
     ys: Option<Vec<Option<i32>>>,
     colors: Option<Vec<Option<i32>>>,
+    keys: default!(Option<Vec<Option<String>>>, "NULL"),
 ) -> TableIterator<
     'static,
     (
@@ -104,6 +138,17 @@ fn place_many(
             ),
         );
     }
+    let keys = keys.unwrap_or_default();
+    if !keys.is_empty() && keys.len() != lens[0] {
+        fail(
+            PgSqlErrorCode::ERRCODE_ARRAY_ELEMENT_ERROR,
+            format!(
+                "keys must be NULL or have one element per placement ({} elements, not {})",
+                lens[0],
+                keys.len()
+            ),
+        );
+    }
     if lens[0] > MAX_BATCH {
         fail(
             PgSqlErrorCode::ERRCODE_PROGRAM_LIMIT_EXCEEDED,
@@ -121,14 +166,35 @@ fn place_many(
             color: colors[i],
         })
         .collect();
-    let outcome = Spi::connect_mut(|client| apply(client, board_id, items, &Batch));
+    let outcome = Spi::connect_mut(|client| apply(client, board_id, items, &keys, &Batch));
     TableIterator::new(outcome)
+}
+
+/// 0.8.6's `place_many`, for a schema not yet updated.
+#[pg_extern(volatile, parallel_unsafe, sql = false)]
+fn place_many(
+    board_id: Option<i64>,
+    user_ids: Option<Vec<Option<i64>>>,
+    xs: Option<Vec<Option<i32>>>,
+    ys: Option<Vec<Option<i32>>>,
+    colors: Option<Vec<Option<i32>>>,
+) -> TableIterator<
+    'static,
+    (
+        name!(ord, i32),
+        name!(placed, bool),
+        name!(seq, Option<i64>),
+        name!(next_allowed_at, TimestampWithTimeZone),
+    ),
+> {
+    place_many_keyed(board_id, user_ids, xs, ys, colors, None)
 }
 
 fn apply(
     client: &mut SpiClient<'_>,
     board_id: i64,
     items: Vec<Item>,
+    keys: &[Option<String>],
     label: &dyn Label,
 ) -> Vec<Outcome> {
     let board = Board::load(client, board_id, false);
@@ -138,19 +204,23 @@ fn apply(
         board.check_coordinate('y', &label.label("y", i), item.y);
         board.check_color(&label.label("color", i), item.color);
     }
+    placement_keys::check_keys(keys, |i| label.label("key", i));
     let mut users: Vec<i64> = items.iter().map(|item| item.user).collect();
     users.sort_unstable();
     users.dedup();
     check_users(client, &board, &users, &items, label);
     // SAFETY: a plain clock read.
     let now = unsafe { pg_sys::GetCurrentTimestamp() };
+    // Retries answered by their keys place nothing and claim no cooldown.
+    let keyed = placement_keys::claim(client, &board, &items, keys, now, |i| label.label("key", i));
+    let fresh = |i: usize| matches!(keyed[i], Keyed::New);
     // Before the claim: an item on a frozen tile must not spend its user's cooldown.
     let frozen = frozen_items(client, &board, &items, now);
     let mut hopeful: Vec<i64> = items
         .iter()
-        .zip(&frozen)
-        .filter(|(_, frozen)| !**frozen)
-        .map(|(item, _)| item.user)
+        .enumerate()
+        .filter(|(i, _)| fresh(*i) && !frozen[*i])
+        .map(|(_, item)| item.user)
         .collect();
     hopeful.sort_unstable();
     hopeful.dedup();
@@ -162,16 +232,18 @@ fn apply(
     let mut used = std::collections::HashSet::new();
     let mut accepted: Vec<&Item> = Vec::new();
     let mut decided = Vec::with_capacity(items.len());
-    for (item, frozen) in items.iter().zip(frozen) {
-        if frozen {
-            decided.push(Err(pg_sys::TimestampTz::MAX));
+    for (i, (item, frozen)) in items.iter().zip(frozen).enumerate() {
+        if !fresh(i) {
+            decided.push(Decision::ByKey);
+        } else if frozen {
+            decided.push(Decision::Refused(pg_sys::TimestampTz::MAX));
         } else if claimed.contains(&item.user) && (used.insert(item.user) || board.cooldown_us == 0)
         {
-            decided.push(Ok(accepted.len() as i64));
+            decided.push(Decision::Placed(accepted.len() as i64));
             accepted.push(item);
         } else {
             let since = last.get(&item.user).copied().unwrap_or(now);
-            decided.push(Err(since.saturating_add(board.cooldown_us)));
+            decided.push(Decision::Refused(since.saturating_add(board.cooldown_us)));
         }
     }
     record(client, &board, &claims, now);
@@ -183,19 +255,57 @@ fn apply(
     if stamp > now {
         restamp(client, &board, &claims, stamp);
     }
-    decided
-        .into_iter()
-        .enumerate()
-        .map(|(i, decision)| match decision {
-            Ok(k) => (
-                i as i32 + 1,
+    let next_allowed_at = stamp + board.cooldown_us;
+    if !keys.is_empty() {
+        let placed: Vec<Option<i64>> = decided
+            .iter()
+            .map(|d| match d {
+                Decision::Placed(k) => Some(first_seq + k),
+                _ => None,
+            })
+            .collect();
+        placement_keys::settle(
+            client,
+            &board,
+            &items,
+            keys,
+            &keyed,
+            &placed,
+            next_allowed_at,
+        );
+    }
+    let mut outcomes: Vec<Outcome> = Vec::with_capacity(items.len());
+    for (i, decision) in decided.into_iter().enumerate() {
+        let ord = i as i32 + 1;
+        outcomes.push(match (decision, &keyed[i]) {
+            (Decision::Placed(k), _) => {
+                (ord, true, Some(first_seq + k), timestamp(next_allowed_at))
+            }
+            (Decision::Refused(allowed_at), _) => (ord, false, None, timestamp(allowed_at)),
+            (Decision::ByKey, Keyed::Earlier(earlier)) => (
+                ord,
                 true,
-                Some(first_seq + k),
-                timestamp(stamp + board.cooldown_us),
+                Some(earlier.seq),
+                timestamp(earlier.next_allowed_at),
             ),
-            Err(allowed_at) => (i as i32 + 1, false, None, timestamp(allowed_at)),
-        })
-        .collect()
+            (Decision::ByKey, Keyed::SameAs(j)) => {
+                let (_, placed, seq, next) = outcomes[*j];
+                (ord, placed, seq, next)
+            }
+            (Decision::ByKey, Keyed::New) => unreachable!("a new item is decided"),
+        });
+    }
+    outcomes
+}
+
+/// What becomes of one item.
+enum Decision {
+    /// The k-th placement of the call.
+    Placed(i64),
+    /// Not placed; its user may place again at this time.
+    Refused(pg_sys::TimestampTz),
+    /// Answered by its key (`Keyed`).
+    ByKey,
 }
 
 static MISSING_USERS: Statement = Statement {

@@ -405,7 +405,17 @@ pub struct PlaceItem {
     pub x: i32,
     pub y: i32,
     pub color: i32,
+    /// The client's idempotency key (`place.place_many`'s `keys`).
+    pub key: Option<String>,
 }
+
+// chrono has no infinity.
+const PLACE_MANY: &str = "SELECT ord, placed, seq, \
+    CASE WHEN next_allowed_at <> 'infinity' THEN next_allowed_at END \
+    FROM place.place_many($1, $2, $3, $4, $5) ORDER BY ord";
+const PLACE_MANY_KEYED: &str = "SELECT ord, placed, seq, \
+    CASE WHEN next_allowed_at <> 'infinity' THEN next_allowed_at END \
+    FROM place.place_many($1, $2, $3, $4, $5, $6) ORDER BY ord";
 
 /// Places a group in one transaction; outcomes in the order of `items`.
 pub async fn place_many(
@@ -417,15 +427,23 @@ pub async fn place_many(
     let xs: Vec<i32> = items.iter().map(|i| i.x).collect();
     let ys: Vec<i32> = items.iter().map(|i| i.y).collect();
     let colors: Vec<i32> = items.iter().map(|i| i.color).collect();
-    // chrono has no infinity.
-    let sql = "SELECT ord, placed, seq, \
-               CASE WHEN next_allowed_at <> 'infinity' THEN next_allowed_at END \
-               FROM place.place_many($1, $2, $3, $4, $5) ORDER BY ord";
+    // Without keys the call is 0.8.6's, which a schema not yet updated (ALTER EXTENSION
+    // pgplace UPDATE) also has.
+    let keys: Option<Vec<Option<&str>>> = items
+        .iter()
+        .any(|i| i.key.is_some())
+        .then(|| items.iter().map(|i| i.key.as_deref()).collect());
+    let mut params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
+        vec![&board, &users, &xs, &ys, &colors];
+    let sql = match &keys {
+        Some(keys) => {
+            params.push(keys);
+            PLACE_MANY_KEYED
+        }
+        None => PLACE_MANY,
+    };
     let rows = client
-        .query(
-            &client.prepare_cached(sql).await?,
-            &[&board, &users, &xs, &ys, &colors],
-        )
+        .query(&client.prepare_cached(sql).await?, &params)
         .await?;
     Ok(rows
         .iter()

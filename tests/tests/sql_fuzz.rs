@@ -758,6 +758,7 @@ impl Generator {
                 _ => odd_text(&mut self.rng, 0),
             },
             ("id", "text") => self.session_id(),
+            ("key", "text") if self.chance(0.4) => expr(self.pick(&["'k1'", "'k2'"])),
             ("key", "text") | ("view", "text") | ("change", "text") => {
                 match self.rng.random_range(0..5) {
                     0 => expr("'board/1'"),
@@ -777,6 +778,11 @@ impl Generator {
             | ("retention", "interval")
             | ("idle", "interval") => self.interval(),
             ("palette", "text[]") => self.palette(),
+            // Placement keys: a few names, so that retries (and a key reused for another
+            // tile) happen; NULL for none.
+            ("keys", "text[]") if self.chance(0.7) => self.array(len, "'k' || g % 3", |g| {
+                g.pick(&["k1", "k2", "NULL", "\"\""]).to_string()
+            }),
             ("columns", "text[]") | ("cols", "text[]") => expr(self.pick(&[
                 "'{title}'",
                 "'{title,n}'",

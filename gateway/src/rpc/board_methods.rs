@@ -37,6 +37,10 @@ pub struct PlaceParams {
     pub y: i32,
     /// An index into the board's palette.
     pub color: i32,
+    /// Names this placement (1 to 200 bytes, unique per user and board): a retry with the
+    /// same key within a day answers with the first placement's seq instead of placing
+    /// again (or being refused for the cooldown that placement started).
+    pub key: Option<String>,
 }
 
 /// A board's settings and its newest seq.
@@ -79,6 +83,9 @@ pub async fn get(app: &App, p: BoardParams) -> Result<Reply, RpcError> {
     let mirrored = Box::pin(app.boards.get(&p.board)).await?;
     Ok(Reply::Raw(mirrored.board.initial_state().1.into()))
 }
+
+/// The longest placement key (as `place.place`'s).
+const MAX_KEY_BYTES: usize = 200;
 
 /// The most a tile_history call returns.
 const MAX_HISTORY: i32 = 100;
@@ -129,6 +136,14 @@ pub async fn place(app: &App, p: PlaceParams) -> Result<Reply, RpcError> {
             settings.palette.len() - 1
         )));
     }
+    if let Some(key) = &p.key {
+        if key.is_empty() || key.len() > MAX_KEY_BYTES {
+            return Err(RpcError::invalid_params(format!(
+                "`key` must be 1 to {MAX_KEY_BYTES} bytes long (it is {})",
+                key.len()
+            )));
+        }
+    }
     // Known frozen here, frozen in the database: no need to ask it.
     if mirrored.board.is_frozen(x, y) {
         return Err(RpcError::frozen_tile(&settings.name, x, y));
@@ -140,6 +155,7 @@ pub async fn place(app: &App, p: PlaceParams) -> Result<Reply, RpcError> {
             x,
             y,
             color,
+            key: p.key,
         })
         .await
         .inspect_err(|error| {
@@ -202,7 +218,7 @@ pub fn tile_history_example() -> (Value, Value) {
 pub fn place_example() -> (Value, Value) {
     (
         json!({"session": "4f0c2d8e9b1a47c6a3e5d7f9b2c4e6a8", "board": "demo",
-               "x": 1, "y": 0, "color": 1}),
+               "x": 1, "y": 0, "color": 1, "key": "tab-3f9a-17"}),
         json!({"placed": true, "seq": 1, "next_allowed_at": "2026-12-03T08:05:00.000000Z"}),
     )
 }
