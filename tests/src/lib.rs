@@ -38,7 +38,8 @@
 //! - `tests/gateway_http_stacks.rs`: a legacy session polled by curl, Python's `urllib` and
 //!   `http.client`, raw HTTP/1.0 and nginx with default settings gets each seq once, on one
 //!   gateway and moving between two; `tests/gateway_client_input.rs`: made-up names and
-//!   megabyte ids cost no metric series and no memory.
+//!   megabyte ids cost no metric series and no memory; `tests/gateway_retry_safe_placement.rs`:
+//!   a lost `board.place` answer retried with its key places once.
 //! - `tests/ha_failover.rs`: the primary killed under load on pg_auto_failover
 //!   (`tests/ha/ha.sh`; run by `./pgplace.sh test` with `--ignored` against the setup it starts).
 //! - `tests/scale_out_faults.rs` (with `soak`, `processes`): gateway processes behind

@@ -162,6 +162,7 @@ pub async fn for_legacy_poll(
 /// (`sessions::handover`).
 async fn take_over(app: &App, session: &Arc<Session>) -> Result<Option<i64>, RpcError> {
     let waiter = app.handovers.wait_for(session.public_id);
+    let giving_before = app.sessions.is_giving(session.public_id);
     let client = db::checkout(&app.pool).await?;
     let Some(moved) = store::move_to(&client, &session.id, app.gateway_id)
         .await
@@ -171,7 +172,14 @@ async fn take_over(app: &App, session: &Arc<Session>) -> Result<Option<i64>, Rpc
     };
     drop(client);
     let from_another = moved.previous.is_some_and(|p| p != app.gateway_id);
-    if (from_another || moved.handed) && moved.version == session.version() {
+    // This gateway held the session, and its copy, dropped for a change made through
+    // another gateway, is leaving its positions in the row right now: they are waited for
+    // as another gateway's would be (without it the views started over with a `reset`).
+    let from_own_dropped_copy = moved.previous == Some(app.gateway_id)
+        && (giving_before || app.sessions.is_giving(session.public_id));
+    if (from_another || moved.handed || from_own_dropped_copy)
+        && moved.version == session.version()
+    {
         let started = Instant::now();
         let handed = receive_handover(app, session, &waiter, moved.handed).await?;
         crate::metrics::metrics().handover(handed, started.elapsed());

@@ -85,6 +85,7 @@ impl SessionChecks {
                     // It answered the session's legacy polls: whoever answers them next goes
                     // on from where this copy's views stand.
                     Some(_) if copy.is_held() => {
+                        sessions.giving(id);
                         tokio::spawn(handover::give(
                             pool.clone(),
                             sessions.clone(),

@@ -84,7 +84,9 @@ impl Drop for Waiter<'_> {
 
 /// This gateway's copy answered the session's legacy polls, and is dropped (another
 /// gateway took the session, or changed it): the copy stops answering, and its positions
-/// are left for the gateway that holds the session now.
+/// are left for the gateway that holds the session now — which may be this one again, its
+/// next poll having read the session afresh meanwhile (`Sessions::is_giving` tells it to
+/// wait for these positions).
 pub async fn give(
     pool: deadpool_postgres::Pool,
     sessions: Arc<Sessions>,
@@ -100,6 +102,7 @@ pub async fn give(
             .map_err(|e| e.to_string()),
         Err(error) => Err(error.to_string()),
     };
+    sessions.given(session.public_id);
     if let Err(error) = result {
         tracing::warn!(
             "session {}: could not leave its positions ({error}); its legacy views will start over",

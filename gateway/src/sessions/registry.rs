@@ -27,6 +27,8 @@ struct Maps {
     forgotten_at: HashMap<i64, (u64, std::time::Instant)>,
     /// Counts forgettings.
     forgotten: u64,
+    /// Sessions whose dropped copy is leaving its positions in the row (`handover::give`).
+    giving: std::collections::HashSet<i64>,
 }
 
 /// How long a forgetting is remembered (longer than any read of a session takes).
@@ -127,6 +129,21 @@ impl Sessions {
 
     /// Forgets this gateway's copy of a session (destroyed, expired, or served by
     /// another gateway); a poll waiting on it answers `[]`.
+    /// A dropped copy of session `public_id` starts leaving its positions in the row
+    /// (`handover::give`), until `given`.
+    pub fn giving(&self, public_id: i64) {
+        self.lock().giving.insert(public_id);
+    }
+
+    pub fn given(&self, public_id: i64) {
+        self.lock().giving.remove(&public_id);
+    }
+
+    /// Whether this gateway's dropped copy of the session is leaving its positions now.
+    pub fn is_giving(&self, public_id: i64) -> bool {
+        self.lock().giving.contains(&public_id)
+    }
+
     pub fn forget(&self, public_id: i64) {
         let session = {
             let mut maps = self.lock();
