@@ -14,7 +14,8 @@
 //!   `views/mod.rs`, a file per kind (board, region, recent placements, named list views);
 //! - `sessions`: this gateway's copies of sessions, their long polls, acks and legacy
 //!   delivery, their rows in the database;
-//! - `state` (`App`), then `rpc` (the method table, the methods, `rpc.discover`) and `http`;
+//! - `state` (`App`), then `rpc` (the method table; the methods, one file each under
+//!   `rpc::session` and `rpc::board`; `rpc.discover`) and `http`;
 //! - `listener` (the LISTEN connection: notifications only wake it), `change_feed` (the
 //!   change log of watched tables), `app` (starting everything).
 

@@ -399,9 +399,23 @@ fn matrix_cases(f: &Fixture) -> Vec<Case> {
                 p("x", "1", Int, true),
                 p("y", "1", Int, true),
                 p("color", "2", Int, true),
+                p("key", "\"hostile-1\"", Str, false),
             ],
         ),
     ];
+    // The matrix is the method table's: every method (but rpc.discover, which takes
+    // nothing), every param, in the table's order.
+    for method in pgplace_gateway::rpc::table::METHODS {
+        if method.name == "rpc.discover" {
+            continue;
+        }
+        let (_, listed) = methods
+            .iter()
+            .find(|(name, _)| *name == method.name)
+            .unwrap_or_else(|| panic!("{} is missing from the matrix", method.name));
+        let names: Vec<&str> = listed.iter().map(|p| p.name).collect();
+        assert_eq!(names, (method.param_names)(), "{}'s params", method.name);
+    }
     // (name, body without the envelope, whether only −32602 will do)
     let mut bodies: Vec<(String, String, bool)> = Vec::new();
     let values = hostile_values();

@@ -14,7 +14,8 @@ use pgplace_gateway::errors::{RpcError, INVALID_PARAMS, INVALID_REQUEST, METHOD_
 use pgplace_gateway::fragments::Fragments;
 use pgplace_gateway::params::read_params;
 use pgplace_gateway::rpc::jsonrpc::{self, Body, Parsed, Reply, Version};
-use pgplace_gateway::rpc::session_methods::{poll_timeout, GetEventsParams, SubscribeParams};
+use pgplace_gateway::rpc::session::get_events::{poll_timeout, GetEventsParams};
+use pgplace_gateway::rpc::session::subscribe::SubscribeParams;
 use pgplace_gateway::rpc::table::{self, METHODS};
 use pgplace_gateway::sessions::poll_cursor::PollCursor;
 use pgplace_gateway::views;

@@ -10,7 +10,7 @@ use crate::http::responses::{self, not_modified};
 use crate::metrics::{metrics, MethodLabel, RouteLabel};
 use crate::rpc::jsonrpc::Reply;
 use crate::rpc::jsonrpc::{self, Body};
-use crate::rpc::table;
+use crate::rpc::table::{self, Limit};
 use crate::state::App;
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
@@ -400,7 +400,7 @@ async fn answer_batch(
     let mut polls = Vec::new();
     for (i, request) in requests.into_iter().enumerate() {
         answers.push(None);
-        if matches!(&request, Ok(r) if r.method == "session.get_events") {
+        if matches!(&request, Ok(r) if is_long_poll(app, &r.method)) {
             polls.push((i, request));
         } else {
             answers[i] = answer(app, request, client).await;
@@ -416,20 +416,19 @@ async fn answer(app: &App, request: jsonrpc::Parsed, client: Option<IpAddr>) -> 
     match request {
         Err((version, id, error)) => Some(jsonrpc::error_response(version, &id, &error)),
         Ok(request) => {
-            if request.id.is_none() && request.method == "session.get_events" {
+            if request.id.is_none() && is_long_poll(app, &request.method) {
                 // A notification gets no answer: taking events for it would lose them.
                 return None;
             }
             let started = std::time::Instant::now();
             let resolved = table::resolve(&app.config, &request.method);
-            let method = resolved.as_ref().map(|r| r.method().name);
-            let outcome = match within_limits(app, method, &request, client) {
+            let method = resolved.as_ref().map(|r| r.method());
+            let limit = method.map_or(Limit::None, |m| m.limit);
+            let outcome = match within_limits(app, limit, &request, client) {
                 Ok(()) => table::call(app, &request.method, request.params.as_ref()).await,
                 Err(refused) => Err(refused),
             };
-            if let (Ok(Reply::Value(Value::String(id))), Some("session.create")) =
-                (&outcome, method)
-            {
+            if let (Ok(Reply::Value(Value::String(id))), Limit::SessionsMade) = (&outcome, limit) {
                 if let Some(session) = app.sessions.get(id) {
                     app.limits.created(client, session.clone());
                 }
@@ -437,7 +436,7 @@ async fn answer(app: &App, request: jsonrpc::Parsed, client: Option<IpAddr>) -> 
             metrics()
                 .rpc_seconds
                 .get_or_create(&MethodLabel {
-                    method: method.unwrap_or("other"),
+                    method: method.map_or("other", |m| m.name),
                 })
                 .observe(started.elapsed().as_secs_f64());
             let id = request.id?;
@@ -446,16 +445,22 @@ async fn answer(app: &App, request: jsonrpc::Parsed, client: Option<IpAddr>) -> 
     }
 }
 
-/// The per-address and per-session limits of the calls that create or write (`limits`).
+/// Whether `name` is a long poll as this gateway answers names (`--method-prefix` too).
+fn is_long_poll(app: &App, name: &str) -> bool {
+    table::resolve(&app.config, name).is_some_and(|r| r.method().long_poll)
+}
+
+/// The per-address and per-session limits of the calls that create or write (`limits`),
+/// as the method table says.
 fn within_limits(
     app: &App,
-    method: Option<&str>,
+    limit: Limit,
     request: &jsonrpc::Request,
     client: Option<IpAddr>,
 ) -> Result<(), RpcError> {
-    match method {
-        Some("session.create") => app.limits.check_create(client),
-        Some("board.place") => {
+    match limit {
+        Limit::SessionsMade => app.limits.check_create(client),
+        Limit::Placements => {
             let session = match &request.params {
                 Some(Value::Array(items)) => items.first(),
                 Some(Value::Object(map)) => map.get("session"),
@@ -465,7 +470,7 @@ fn within_limits(
             let session = session.and_then(Value::as_str).unwrap_or("");
             app.limits.check_place(client, session)
         }
-        _ => Ok(()),
+        Limit::None => Ok(()),
     }
 }
 

@@ -4,10 +4,9 @@
 
 use crate::config::Config;
 use crate::errors::{meaning, RpcError, STANDARD_CODES};
-use crate::params::NoParams;
 use crate::rpc::jsonrpc::Reply;
-use crate::rpc::session_methods::{Subscribed, ViewMethodParams};
-use crate::rpc::table::{Method, METHODS};
+use crate::rpc::session::subscribe::{Subscribed, ViewMethodParams};
+use crate::rpc::method::Method;
 use crate::state::App;
 use schemars::generate::SchemaSettings;
 use schemars::{JsonSchema, Schema, SchemaGenerator};
@@ -30,10 +29,11 @@ impl JsonSchema for Document {
     }
 }
 
-pub async fn answer(app: &App, _: NoParams) -> Result<Reply, RpcError> {
+/// The document of `methods` (the gateway's table), made once.
+pub fn answer(app: &App, methods: &[Method]) -> Result<Reply, RpcError> {
     let document = app
         .discovered
-        .get_or_init(|| document(&app.config).to_string().into_bytes().into());
+        .get_or_init(|| document(&app.config, methods).to_string().into_bytes().into());
     Ok(Reply::Raw(document.clone().into()))
 }
 
@@ -45,8 +45,8 @@ pub fn example() -> (Value, Value) {
     )
 }
 
-/// The document for a gateway configured so.
-pub fn document(config: &Config) -> Value {
+/// The document of `methods` for a gateway configured so.
+pub fn document(config: &Config, methods: &[Method]) -> Value {
     let mut generator = SchemaSettings::draft07()
         .with(|s| {
             s.definitions_path = "/components/schemas".into();
@@ -54,8 +54,9 @@ pub fn document(config: &Config) -> Value {
         })
         .into_generator();
     let prefix = config.method_prefix.clone().unwrap_or_default();
+    let table = methods;
     let mut methods = Vec::new();
-    for method in METHODS {
+    for method in table {
         methods.push(describe(
             method,
             method.name,
@@ -68,7 +69,7 @@ pub fn document(config: &Config) -> Value {
             methods.push(describe(method, &alias, &summary, &mut generator));
         }
     }
-    let subscribe = METHODS
+    let subscribe = table
         .iter()
         .find(|m| m.name == "session.subscribe")
         .expect("in the table");
@@ -205,13 +206,14 @@ fn errors(own: &[i64]) -> Vec<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rpc::table::METHODS;
 
     #[test]
     fn every_method_and_every_name_a_client_may_use_is_described() {
         let mut config = Config::for_database("postgresql://nowhere/x");
         config.method_prefix = Some("qik.".into());
         config.view_methods = "stream.subscribe_public_live=public_live".into();
-        let document = document(&config);
+        let document = document(&config, METHODS);
         assert_eq!(document["openrpc"], "1.2.6");
         let described: Vec<&str> = document["methods"]
             .as_array()

@@ -1,9 +1,11 @@
-//! JSON-RPC: envelopes, the method table and the methods, and `rpc.discover`.
+//! JSON-RPC: envelopes, the method table, the methods (one file each, under `session/`
+//! and `board/`), and `rpc.discover`.
 
-pub mod board_methods;
+pub mod board;
 pub mod discover;
 pub mod jsonrpc;
+pub mod method;
+pub mod session;
 pub mod session_access;
-pub mod session_methods;
 pub mod table;
 pub mod tiles;

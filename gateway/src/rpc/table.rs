@@ -5,151 +5,40 @@
 
 use crate::config::Config;
 use crate::errors::RpcError;
-use crate::params;
+use crate::params::NoParams;
 use crate::rpc::jsonrpc::Reply;
-use crate::rpc::{board_methods, discover, session_methods};
+pub use crate::rpc::method::{Limit, Method};
+use crate::rpc::method::method;
+use crate::rpc::{board, discover, session};
 use crate::state::App;
-use schemars::{Schema, SchemaGenerator};
 use serde_json::Value;
-use std::future::Future;
-use std::pin::Pin;
-
-pub type Answer<'a> = Pin<Box<dyn Future<Output = Result<Reply, RpcError>> + Send + 'a>>;
-
-pub struct Method {
-    pub name: &'static str,
-    pub summary: &'static str,
-    /// Its params struct's fields, in position order.
-    pub param_names: fn() -> &'static [&'static str],
-    /// Its params struct's schema (an object: one property per param).
-    pub params: fn(&mut SchemaGenerator) -> Schema,
-    pub result: fn(&mut SchemaGenerator) -> Schema,
-    /// The codes it may answer besides the standard ones every method may.
-    pub errors: &'static [i64],
-    /// Reads the params as the handler will (nothing else: no database).
-    pub check: fn(Option<&Value>) -> Result<(), RpcError>,
-    pub call: for<'a> fn(&'a App, Option<&'a Value>) -> Answer<'a>,
-    /// Named params that work against a running gateway (see `example_params`), and what
-    /// they answer.
-    pub example: fn() -> (Value, Value),
-}
-
-/// One table entry: `$handler(app, params)` is an async fn taking the method's params
-/// struct `$params`; `$result` is a type whose schema describes the answer.
-macro_rules! method {
-    (
-        $name:literal, $summary:literal,
-        $params:ty => $result:ty, $handler:path,
-        errors: [$($error:ident),* $(,)?],
-        example: $example:expr $(,)?
-    ) => {{
-        fn call<'a>(app: &'a App, params: Option<&'a Value>) -> Answer<'a> {
-            Box::pin(async move {
-                $handler(app, crate::params::read_params::<$params>(params)?).await
-            })
-        }
-        fn check(params: Option<&Value>) -> Result<(), RpcError> {
-            crate::params::read_params::<$params>(params).map(drop)
-        }
-        Method {
-            name: $name,
-            summary: $summary,
-            param_names: crate::params::param_names::<$params>,
-            params: <$params as schemars::JsonSchema>::json_schema,
-            result: <$result as schemars::JsonSchema>::json_schema,
-            errors: &[$(crate::errors::$error),*],
-            check,
-            call,
-            example: $example,
-        }
-    }};
-}
 
 pub static METHODS: &[Method] = &[
-    method!(
-        "session.create", "A new session (any gateway serves it from then on).",
-        params::NoParams => session_methods::SessionId, session_methods::create,
-        errors: [TOO_MANY, RETRY, UNAVAILABLE],
-        example: session_methods::create_example,
-    ),
-    method!(
-        "session.authorize", "Binds the session to the user whose token this is.",
-        session_methods::AuthorizeParams => session_methods::Authorized,
-        session_methods::authorize,
-        errors: [UNKNOWN_SESSION, NOT_AUTHORIZED, RETRY, UNAVAILABLE],
-        example: session_methods::authorize_example,
-    ),
-    method!(
-        "session.subscribe",
-        "Subscribes to a view: answers [key, initial state]; its events come by get_events.",
-        session_methods::SubscribeParams => session_methods::Subscribed,
-        session_methods::subscribe,
-        errors: [UNKNOWN_SESSION, UNKNOWN_VIEW, UNKNOWN_BOARD, NOT_AUTHORIZED, TOO_MANY, RETRY,
-                 UNAVAILABLE],
-        example: session_methods::subscribe_example,
-    ),
-    method!(
-        "session.get_events",
-        "The events of every subscription, at once or when some come (a long poll).",
-        session_methods::GetEventsParams => session_methods::Events,
-        session_methods::get_events,
-        errors: [UNKNOWN_SESSION, RETRY, UNAVAILABLE],
-        example: session_methods::get_events_example,
-    ),
-    method!(
-        "session.set_presence",
-        "Shows where this session points on a board to the views that asked for presence.",
-        session_methods::SetPresenceParams => session_methods::PresenceSet,
-        session_methods::set_presence,
-        errors: [UNKNOWN_SESSION, UNKNOWN_BOARD, TOO_FAST, RETRY, UNAVAILABLE],
-        example: session_methods::set_presence_example,
-    ),
-    method!(
-        "session.unsubscribe", "Ends one subscription of the session.",
-        session_methods::UnsubscribeParams => session_methods::Done, session_methods::unsubscribe,
-        errors: [UNKNOWN_SESSION, UNKNOWN_VIEW, RETRY, UNAVAILABLE],
-        example: session_methods::unsubscribe_example,
-    ),
-    method!(
-        "session.destroy", "Ends the session on every gateway.",
-        session_methods::SessionParams => session_methods::Done, session_methods::destroy,
-        errors: [UNKNOWN_SESSION, RETRY, UNAVAILABLE],
-        example: session_methods::destroy_example,
-    ),
-    method!(
-        "board.list", "Every board: its settings and newest seq.",
-        params::NoParams => board_methods::Boards, board_methods::list,
-        errors: [RETRY, UNAVAILABLE],
-        example: board_methods::list_example,
-    ),
-    method!(
-        "board.get", "A board's state: settings, seq and packed tiles (base64).",
-        board_methods::BoardParams => board_methods::BoardState, board_methods::get,
-        errors: [UNKNOWN_BOARD, RETRY, UNAVAILABLE],
-        example: board_methods::get_example,
-    ),
-    method!(
-        "board.tile_history", "A tile's newest placements, newest first.",
-        board_methods::TileHistoryParams => board_methods::TileHistory,
-        board_methods::tile_history,
-        errors: [UNKNOWN_BOARD, RETRY, UNAVAILABLE],
-        example: board_methods::tile_history_example,
-    ),
-    method!(
-        "board.place",
-        "Places a tile as the session's user (once per cooldown): answers its seq.",
-        board_methods::PlaceParams => board_methods::Placed, board_methods::place,
-        errors: [UNKNOWN_SESSION, NOT_AUTHORIZED, COOLDOWN, UNKNOWN_BOARD, BOARD_NOT_OPEN,
-                 FROZEN_TILE, TOO_MANY, RETRY, UNAVAILABLE],
-        example: board_methods::place_example,
-    ),
-    method!(
-        "rpc.discover", "This API as an OpenRPC document.",
-        params::NoParams => discover::Document, discover::answer,
-        errors: [],
-        example: discover::example,
-    ),
+    session::create::METHOD,
+    session::authorize::METHOD,
+    session::subscribe::METHOD,
+    session::get_events::METHOD,
+    session::set_presence::METHOD,
+    session::unsubscribe::METHOD,
+    session::destroy::METHOD,
+    board::list::METHOD,
+    board::get::METHOD,
+    board::tile_history::METHOD,
+    board::place::METHOD,
+    DISCOVER,
 ];
+
+/// `rpc.discover` describes this table, which it is given (`discover` knows no table).
+const DISCOVER: Method = method!(
+    "rpc.discover", "This API as an OpenRPC document.",
+    NoParams => discover::Document, discover_answer,
+    errors: [],
+    example: discover::example,
+);
+
+async fn discover_answer(app: &App, _: NoParams) -> Result<Reply, RpcError> {
+    discover::answer(app, METHODS)
+}
 
 /// What a request's method name means here.
 pub enum Resolved {
@@ -197,8 +86,8 @@ pub async fn call(app: &App, name: &str, params: Option<&Value>) -> Result<Reply
     match resolve(&app.config, name) {
         Some(Resolved::Method(method)) => (method.call)(app, params).await,
         Some(Resolved::ViewMethod(view)) => {
-            let params = crate::params::read_params::<session_methods::ViewMethodParams>(params)?;
-            Box::pin(session_methods::subscribe_view_method(app, &view, params)).await
+            let params = crate::params::read_params::<session::subscribe::ViewMethodParams>(params)?;
+            Box::pin(session::subscribe::subscribe_view_method(app, &view, params)).await
         }
         None => Err(RpcError::method_not_found(name)),
     }

@@ -1,13 +1,13 @@
-//! The `board.*` methods: their params, their answers and what they do.
+//! `board.place`: a tile placed as the session's user, through the board's group commit
+//! (`placer`); retry-safe with a `key`.
 
 use crate::boards::Mirrored;
-use crate::db::{self, BoardRef, HistoryEntry, PlaceItem};
-use crate::errors::{from_db, RpcError, BOARD_NOT_OPEN, COOLDOWN, NOT_AUTHORIZED};
+use crate::db::{BoardRef, PlaceItem};
+use crate::errors::{RpcError, BOARD_NOT_OPEN, COOLDOWN, NOT_AUTHORIZED};
 use crate::json::timestamp;
-use crate::mirror::snapshot::Settings;
-use crate::params::NoParams;
 use crate::rpc::jsonrpc::Reply;
 use crate::rpc::session_access;
+use crate::rpc::method::{method, Method};
 use crate::rpc::tiles::check_inside;
 use crate::state::App;
 use schemars::JsonSchema;
@@ -15,19 +15,15 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::sync::Arc;
 
-#[derive(Deserialize, JsonSchema)]
-pub struct BoardParams {
-    pub board: BoardRef,
-}
-
-#[derive(Deserialize, JsonSchema)]
-pub struct TileHistoryParams {
-    pub board: BoardRef,
-    pub x: i32,
-    pub y: i32,
-    /// How many placements (1 to 100; 10 when absent).
-    pub limit: Option<i32>,
-}
+pub const METHOD: Method = method!(
+    "board.place",
+    "Places a tile as the session's user (once per cooldown): answers its seq.",
+    PlaceParams => Placed, place,
+    errors: [UNKNOWN_SESSION, NOT_AUTHORIZED, COOLDOWN, UNKNOWN_BOARD, BOARD_NOT_OPEN,
+             FROZEN_TILE, TOO_MANY, RETRY, UNAVAILABLE],
+    example: example,
+    limit: Placements,
+);
 
 #[derive(Deserialize, JsonSchema)]
 pub struct PlaceParams {
@@ -43,23 +39,6 @@ pub struct PlaceParams {
     pub key: Option<String>,
 }
 
-/// A board's settings and its newest seq.
-#[derive(Serialize, JsonSchema)]
-pub struct Listed {
-    #[serde(flatten)]
-    pub settings: Settings,
-    pub seq: i64,
-}
-
-/// Every board, by id.
-pub type Boards = Vec<Listed>;
-
-/// `{settings…, seq, bits, frozen, watching}`.
-pub type BoardState = crate::mirror::state::BoardState<'static>;
-
-/// Newest first.
-pub type TileHistory = Vec<HistoryEntry>;
-
 /// The placement's seq, and when the user may place again.
 #[derive(Serialize, JsonSchema)]
 pub struct Placed {
@@ -69,43 +48,8 @@ pub struct Placed {
     pub next_allowed_at: String,
 }
 
-pub async fn list(app: &App, _: NoParams) -> Result<Reply, RpcError> {
-    let client = db::checkout(&app.pool).await?;
-    let boards = db::list_boards(&client).await.map_err(|e| from_db(&e))?;
-    let listed: Boards = boards
-        .into_iter()
-        .map(|(settings, seq)| Listed { settings, seq })
-        .collect();
-    Reply::serialized(listed)
-}
-
-pub async fn get(app: &App, p: BoardParams) -> Result<Reply, RpcError> {
-    let mirrored = Box::pin(app.boards.get(&p.board)).await?;
-    Ok(Reply::Raw(mirrored.board.initial_state().1.into()))
-}
-
 /// The longest placement key (as `place.place`'s).
 const MAX_KEY_BYTES: usize = 200;
-
-/// The most a tile_history call returns.
-const MAX_HISTORY: i32 = 100;
-
-pub async fn tile_history(app: &App, p: TileHistoryParams) -> Result<Reply, RpcError> {
-    let (x, y) = (p.x, p.y);
-    let limit = p.limit.unwrap_or(10);
-    if !(1..=MAX_HISTORY).contains(&limit) {
-        return Err(RpcError::invalid_params(format!(
-            "`limit` must be between 1 and {MAX_HISTORY}, not {limit}"
-        )));
-    }
-    let mirrored = app.boards.get(&p.board).await?;
-    check_inside(&mirrored.board.settings(), x, y)?;
-    let client = app.lagging_read_client().await?;
-    let rows = db::tile_history(&client, mirrored.board.id, x, y, limit.into())
-        .await
-        .map_err(|e| from_db(&e))?;
-    Reply::serialized(rows)
-}
 
 pub async fn place(app: &App, p: PlaceParams) -> Result<Reply, RpcError> {
     let session = session_access::session(app, &p.session).await?;
@@ -186,36 +130,7 @@ pub async fn place(app: &App, p: PlaceParams) -> Result<Reply, RpcError> {
     })
 }
 
-// The examples (see session_methods: a board "demo", a session id that stands for one).
-
-pub fn list_example() -> (Value, Value) {
-    (
-        json!({}),
-        json!([{"id": 1, "name": "demo", "width": 1000, "height": 1000, "bits_per_tile": 4,
-                "palette": ["#ffffff", "#000000"], "cooldown": 300.0, "state": "open",
-                "freeze_after": null, "seq": 0}]),
-    )
-}
-
-pub fn get_example() -> (Value, Value) {
-    (
-        json!({"board": "demo"}),
-        json!({"id": 1, "name": "demo", "width": 2, "height": 1, "bits_per_tile": 4,
-               "palette": ["#ffffff", "#000000"], "cooldown": 300.0, "state": "open",
-               "freeze_after": null, "seq": 0, "bits": "AA==", "frozen": null,
-               "watching": 0}),
-    )
-}
-
-pub fn tile_history_example() -> (Value, Value) {
-    (
-        json!({"board": "demo", "x": 1, "y": 0, "limit": 5}),
-        json!([{"seq": 1, "x": 1, "y": 0, "color": 1, "user": 1, "user_name": "demo",
-                "placed_at": "2026-12-03T08:00:00.000000Z"}]),
-    )
-}
-
-pub fn place_example() -> (Value, Value) {
+pub fn example() -> (Value, Value) {
     (
         json!({"session": "4f0c2d8e9b1a47c6a3e5d7f9b2c4e6a8", "board": "demo",
                "x": 1, "y": 0, "color": 1, "key": "tab-3f9a-17"}),

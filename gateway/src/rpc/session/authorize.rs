@@ -1,0 +1,60 @@
+//! `session.authorize`: binds the session to the user whose token this is.
+
+use crate::db;
+use crate::errors::{from_db, RpcError, NOT_AUTHORIZED};
+use crate::rpc::jsonrpc::Reply;
+use crate::rpc::session::{changed_here, EXAMPLE_SESSION};
+use crate::rpc::session_access;
+use crate::rpc::method::{method, Method};
+use crate::sessions::session::User;
+use crate::sessions::store;
+use crate::state::App;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+pub const METHOD: Method = method!(
+    "session.authorize", "Binds the session to the user whose token this is.",
+    AuthorizeParams => Authorized, authorize,
+    errors: [UNKNOWN_SESSION, NOT_AUTHORIZED, RETRY, UNAVAILABLE],
+    example: example,
+);
+
+#[derive(Deserialize, JsonSchema)]
+pub struct AuthorizeParams {
+    pub session: String,
+    /// A user's token (`place.create_user`, `place.new_token`).
+    pub token: String,
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct Authorized {
+    pub user_id: i64,
+    pub name: String,
+}
+
+pub async fn authorize(app: &App, p: AuthorizeParams) -> Result<Reply, RpcError> {
+    let session = session_access::session(app, &p.session).await?;
+    let client = db::checkout(&app.pool).await?;
+    let (user_id, name) = db::user_for_token(&client, &p.token)
+        .await
+        .map_err(|e| from_db(&e))?
+        .ok_or_else(|| RpcError::new(NOT_AUTHORIZED, "the token is not valid"))?;
+    let version = store::set_user(&client, &p.session, Some(user_id), app.gateway_id)
+        .await
+        .map_err(|e| from_db(&e))?;
+    drop(client);
+    changed_here(app, &session, version)?;
+    session.set_user(User {
+        id: user_id,
+        name: name.clone(),
+    });
+    Reply::serialized(Authorized { user_id, name })
+}
+
+pub fn example() -> (Value, Value) {
+    (
+        json!({"session": EXAMPLE_SESSION, "token": "demo-token"}),
+        json!({"user_id": 1, "name": "demo"}),
+    )
+}
