@@ -5,8 +5,8 @@
 use crate::config::Config;
 use crate::errors::{meaning, RpcError, STANDARD_CODES};
 use crate::rpc::jsonrpc::Reply;
-use crate::rpc::session::subscribe::{Subscribed, ViewMethodParams};
 use crate::rpc::method::Method;
+use crate::rpc::session::subscribe::{Subscribed, ViewMethodParams};
 use crate::state::App;
 use schemars::generate::SchemaSettings;
 use schemars::{JsonSchema, Schema, SchemaGenerator};
@@ -31,9 +31,12 @@ impl JsonSchema for Document {
 
 /// The document of `methods` (the gateway's table), made once.
 pub fn answer(app: &App, methods: &[Method]) -> Result<Reply, RpcError> {
-    let document = app
-        .discovered
-        .get_or_init(|| document(&app.config, methods).to_string().into_bytes().into());
+    let document = app.discovered.get_or_init(|| {
+        document(&app.config, methods)
+            .to_string()
+            .into_bytes()
+            .into()
+    });
     Ok(Reply::Raw(document.clone().into()))
 }
 

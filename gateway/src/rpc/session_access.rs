@@ -177,8 +177,7 @@ async fn take_over(app: &App, session: &Arc<Session>) -> Result<Option<i64>, Rpc
     // as another gateway's would be (without it the views started over with a `reset`).
     let from_own_dropped_copy = moved.previous == Some(app.gateway_id)
         && (giving_before || app.sessions.is_giving(session.public_id));
-    if (from_another || moved.handed || from_own_dropped_copy)
-        && moved.version == session.version()
+    if (from_another || moved.handed || from_own_dropped_copy) && moved.version == session.version()
     {
         let started = Instant::now();
         let handed = receive_handover(app, session, &waiter, moved.handed).await?;

@@ -7,8 +7,8 @@ use crate::config::Config;
 use crate::errors::RpcError;
 use crate::params::NoParams;
 use crate::rpc::jsonrpc::Reply;
-pub use crate::rpc::method::{Limit, Method};
 use crate::rpc::method::method;
+pub use crate::rpc::method::{Limit, Method};
 use crate::rpc::{board, discover, session};
 use crate::state::App;
 use serde_json::Value;
@@ -86,8 +86,12 @@ pub async fn call(app: &App, name: &str, params: Option<&Value>) -> Result<Reply
     match resolve(&app.config, name) {
         Some(Resolved::Method(method)) => (method.call)(app, params).await,
         Some(Resolved::ViewMethod(view)) => {
-            let params = crate::params::read_params::<session::subscribe::ViewMethodParams>(params)?;
-            Box::pin(session::subscribe::subscribe_view_method(app, &view, params)).await
+            let params =
+                crate::params::read_params::<session::subscribe::ViewMethodParams>(params)?;
+            Box::pin(session::subscribe::subscribe_view_method(
+                app, &view, params,
+            ))
+            .await
         }
         None => Err(RpcError::method_not_found(name)),
     }

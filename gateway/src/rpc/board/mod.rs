@@ -6,5 +6,3 @@ pub mod get;
 pub mod list;
 pub mod place;
 pub mod tile_history;
-
-

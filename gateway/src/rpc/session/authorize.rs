@@ -3,9 +3,9 @@
 use crate::db;
 use crate::errors::{from_db, RpcError, NOT_AUTHORIZED};
 use crate::rpc::jsonrpc::Reply;
+use crate::rpc::method::{method, Method};
 use crate::rpc::session::{changed_here, EXAMPLE_SESSION};
 use crate::rpc::session_access;
-use crate::rpc::method::{method, Method};
 use crate::sessions::session::User;
 use crate::sessions::store;
 use crate::state::App;

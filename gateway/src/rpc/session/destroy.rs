@@ -3,8 +3,8 @@
 use crate::db;
 use crate::errors::{from_db, RpcError};
 use crate::rpc::jsonrpc::Reply;
-use crate::rpc::session::{Done, SessionParams, EXAMPLE_SESSION};
 use crate::rpc::method::{method, Method};
+use crate::rpc::session::{Done, SessionParams, EXAMPLE_SESSION};
 use crate::sessions::store;
 use crate::state::App;
 use serde_json::{json, Value};

@@ -4,9 +4,9 @@
 use crate::db::BoardRef;
 use crate::errors::RpcError;
 use crate::rpc::jsonrpc::Reply;
+use crate::rpc::method::{method, Method};
 use crate::rpc::session::EXAMPLE_SESSION;
 use crate::rpc::session_access;
-use crate::rpc::method::{method, Method};
 use crate::rpc::tiles::check_inside;
 use crate::state::App;
 use schemars::JsonSchema;

@@ -3,9 +3,9 @@
 use crate::db;
 use crate::errors::{from_db, RpcError};
 use crate::rpc::jsonrpc::Reply;
+use crate::rpc::method::{method, Method};
 use crate::rpc::session::{Done, EXAMPLE_SESSION};
 use crate::rpc::session_access;
-use crate::rpc::method::{method, Method};
 use crate::sessions::store;
 use crate::state::App;
 use schemars::JsonSchema;
