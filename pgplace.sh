@@ -197,6 +197,11 @@ cmd_test() {
     PSQL="$PG_BIN/psql" PG_CONFIG="$PG_CONFIG" \
         PGPLACE_ADMIN_URL="postgresql://postgres@$PGHOST:$PGPORT/postgres" bash "$ROOT/tests/upgrade/run.sh"
     say "client tests (real connections; gateway processes behind nginx)"
+    # Clients the suite did not write: Python's urllib and http.client, Java's HttpURLConnection.
+    if ! command -v java >/dev/null || ! command -v python3 >/dev/null; then
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 default-jdk-headless >/dev/null
+    fi
     cargo build -p pgplace-gateway --quiet
     # The restart tests restart this cluster with this command.
     PGPLACE_TEST_ADMIN_URL="postgresql://postgres@$PGHOST:$PGPORT/postgres" \

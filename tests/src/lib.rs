@@ -36,7 +36,8 @@
 //! - `tests/gateway_legacy_names.rs`: a legacy client's own method names (a prefix, a list
 //!   view's subscribe method), a recorded Qik-style exchange.
 //! - `tests/gateway_http_stacks.rs`: a legacy session polled by curl, Python's `urllib` and
-//!   `http.client`, raw HTTP/1.0 and nginx with default settings gets each seq once, on one
+//!   `http.client`, Java's `HttpURLConnection`, raw HTTP/1.0 and nginx with default settings
+//!   gets each seq once, on one
 //!   gateway and moving between two; `tests/gateway_client_input.rs`: made-up names and
 //!   megabyte ids cost no metric series and no memory; `tests/gateway_retry_safe_placement.rs`:
 //!   a lost `board.place` answer retried with its key places once.

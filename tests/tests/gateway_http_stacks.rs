@@ -2,9 +2,10 @@
 //! seq exactly once, in order, whatever its HTTP stack does with the connection: curl
 //! one-shot (no `Connection` header, closes after the answer), Python's `urllib` (sends
 //! `Connection: close`), Python's `http.client` (keep-alive asked, closed by the client),
-//! a raw HTTP/1.0 socket, and curl behind nginx with Debian's default `proxy_pass` (HTTP/1.0
-//! to the upstream, a new upstream connection per request) — on one gateway, and moving
-//! between two gateways on every poll. Each of these clients opens a new connection for its
+//! Java's `HttpURLConnection` (its keep-alive pool, and with `http.keepAlive=false`
+//! `Connection: close`), a raw HTTP/1.0 socket, and curl behind nginx with Debian's default
+//! `proxy_pass` (HTTP/1.0 to the upstream, a new upstream connection per request) — on one
+//! gateway, and moving between two gateways on every poll. Each of these clients opens a new connection for its
 //! next poll as soon as it has read an answer; before 0.8.6 the earlier connection, closed
 //! on both sides by then, looked reset, and every answer came again.
 
@@ -24,6 +25,8 @@ enum Stack {
     CurlOneShot,
     PythonUrllib,
     PythonHttpClient,
+    JavaKeepAlive,
+    JavaClose,
     RawHttp10,
 }
 
@@ -37,12 +40,14 @@ fn rpc(method: &str, params: Value) -> String {
     json!({"jsonrpc": "2.0", "method": method, "params": params, "id": 1}).to_string()
 }
 
-/// A Python client that stays up and makes each request it is given (one line of JSON,
+/// A client program (Python, Java) that stays up and makes each request it is given (one line,
 /// `[url, body]`) with its HTTP library, answering with the body on one line: a real
 /// client's loop, polling again as soon as it has read an answer.
-struct Python {
+struct LineClient {
     child: tokio::process::Child,
     lines: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+    /// Requests go as `url<TAB>body` (Java) rather than a JSON pair (Python).
+    tab_separated: bool,
 }
 
 /// `urllib.request` (sends `Connection: close`).
@@ -65,25 +70,76 @@ for line in sys.stdin:
     c.close()
 ";
 
-impl Python {
-    fn start(script: &str) -> Python {
-        let mut child = tokio::process::Command::new("python3")
-            .args(["-u", "-c", script])
+/// Java's `HttpURLConnection`, as a program that keeps running: each request on one line
+/// (`url<TAB>body`), each answer on one line. By default the JDK keeps connections alive
+/// in its pool and reuses them; with `-Dhttp.keepAlive=false` it sends `Connection: close`.
+const JAVA: &str = "import java.io.*; import java.net.*; import java.nio.charset.StandardCharsets;
+public class Poll {
+    public static void main(String[] args) throws Exception {
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        for (String line; (line = in.readLine()) != null; ) {
+            int tab = line.indexOf('\\t');
+            HttpURLConnection c = (HttpURLConnection) URI.create(line.substring(0, tab)).toURL().openConnection();
+            c.setRequestMethod(\"POST\");
+            c.setDoOutput(true);
+            c.setConnectTimeout(30000);
+            c.setReadTimeout(30000);
+            c.setRequestProperty(\"Content-Type\", \"application/json\");
+            try (OutputStream out = c.getOutputStream()) {
+                out.write(line.substring(tab + 1).getBytes(StandardCharsets.UTF_8));
+            }
+            try (InputStream answer = c.getInputStream()) {
+                String text = new String(answer.readAllBytes(), StandardCharsets.UTF_8);
+                System.out.println(text.replace('\\n', ' '));
+                System.out.flush();
+            }
+        }
+    }
+}
+";
+
+impl LineClient {
+    fn start(script: &str) -> LineClient {
+        Self::spawn(tokio::process::Command::new("python3").args(["-u", "-c", script]))
+    }
+
+    /// `JAVA` run from its source (the JDK's source launcher), `keep_alive` or not.
+    fn java(keep_alive: bool) -> LineClient {
+        let dir = std::env::temp_dir().join(format!("pgplace-java-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let source = dir.join("Poll.java");
+        std::fs::write(&source, JAVA).unwrap();
+        let mut java = LineClient::spawn(
+            tokio::process::Command::new("java")
+                .arg(format!("-Dhttp.keepAlive={keep_alive}"))
+                .arg(&source),
+        );
+        java.tab_separated = true;
+        java
+    }
+
+    fn spawn(command: &mut tokio::process::Command) -> LineClient {
+        let mut child = command
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .kill_on_drop(true)
             .spawn()
-            .expect("python3 runs");
+            .expect("the client program runs (python3, java)");
         let stdout = child.stdout.take().unwrap();
-        Python {
+        LineClient {
             child,
             lines: tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(stdout)),
+            tab_separated: false,
         }
     }
 
     async fn post(&mut self, url: &str, body: &str) -> String {
         let stdin = self.child.stdin.as_mut().unwrap();
-        let line = json!([url, body]).to_string() + "\n";
+        let line = if self.tab_separated {
+            format!("{url}\t{body}\n")
+        } else {
+            json!([url, body]).to_string() + "\n"
+        };
         stdin.write_all(line.as_bytes()).await.unwrap();
         tokio::time::timeout(Duration::from_secs(40), self.lines.next_line())
             .await
@@ -93,10 +149,10 @@ impl Python {
     }
 }
 
-/// A client of kind `stack` (the Python ones keep their interpreter between calls).
+/// A client of kind `stack` (the Python and Java ones keep their process between calls).
 enum Client {
     Curl,
-    Python(Python),
+    Program(LineClient),
     Http10,
 }
 
@@ -104,8 +160,10 @@ impl Client {
     fn of(stack: Stack) -> Client {
         match stack {
             Stack::CurlOneShot => Client::Curl,
-            Stack::PythonUrllib => Client::Python(Python::start(URLLIB)),
-            Stack::PythonHttpClient => Client::Python(Python::start(HTTP_CLIENT)),
+            Stack::PythonUrllib => Client::Program(LineClient::start(URLLIB)),
+            Stack::PythonHttpClient => Client::Program(LineClient::start(HTTP_CLIENT)),
+            Stack::JavaKeepAlive => Client::Program(LineClient::java(true)),
+            Stack::JavaClose => Client::Program(LineClient::java(false)),
             Stack::RawHttp10 => Client::Http10,
         }
     }
@@ -127,7 +185,7 @@ impl Client {
                 ])
                 .await
             }
-            Client::Python(python) => python.post(&url, body).await,
+            Client::Program(program) => program.post(&url, body).await,
             Client::Http10 => http10(addr, body).await,
         };
         let reply: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text:?}"));
@@ -264,6 +322,8 @@ async fn each_seq_once_for_every_http_stack() {
         Stack::CurlOneShot,
         Stack::PythonUrllib,
         Stack::PythonHttpClient,
+        Stack::JavaKeepAlive,
+        Stack::JavaClose,
         Stack::RawHttp10,
     ];
     for (i, stack) in stacks.into_iter().enumerate() {
