@@ -134,6 +134,9 @@ pub async fn for_legacy_poll(
     id: &str,
     wait: Duration,
 ) -> Result<Option<Arc<Session>>, RpcError> {
+    // The gateway this poll took the session from, kept across reads: a copy read again
+    // finds the session held here already, and still waits for that gateway's positions.
+    let mut taken_from = None;
     for _ in 0..READS {
         // Held: no other gateway may have answered since. Not held: the `reset`s this poll
         // gives must not be older than what another gateway gave before (this gateway's
@@ -144,9 +147,10 @@ pub async fn for_legacy_poll(
         if session.is_held() {
             return Ok(Some(session));
         }
-        let version = take_over(app, &session)
+        let (version, from) = take_over(app, &session, taken_from)
             .await?
             .ok_or_else(RpcError::unknown_session)?;
+        taken_from = taken_from.or(from);
         if version == session.version() && !session.is_destroyed() {
             session.hold();
             return Ok(Some(session));
@@ -157,10 +161,15 @@ pub async fn for_legacy_poll(
     Err(changing())
 }
 
-/// Takes the session's legacy polls for this gateway (its version; None: unknown); when
-/// another gateway answered them before, goes on from where that one left its views
-/// (`sessions::handover`).
-async fn take_over(app: &App, session: &Arc<Session>) -> Result<Option<i64>, RpcError> {
+/// Takes the session's legacy polls for this gateway (its version, and the other gateway
+/// that held them, if one did; None: unknown); when another gateway answered them before
+/// (`taken_from`: this poll moved the session from it already, on a copy that turned out
+/// stale), goes on from where that one left its views (`sessions::handover`).
+async fn take_over(
+    app: &App,
+    session: &Arc<Session>,
+    taken_from: Option<u64>,
+) -> Result<Option<(i64, Option<u64>)>, RpcError> {
     let waiter = app.handovers.wait_for(session.public_id);
     let giving_before = app.sessions.is_giving(session.public_id);
     let client = db::checkout(&app.pool).await?;
@@ -171,7 +180,11 @@ async fn take_over(app: &App, session: &Arc<Session>) -> Result<Option<i64>, Rpc
         return Ok(None);
     };
     drop(client);
-    let from_another = moved.previous.is_some_and(|p| p != app.gateway_id);
+    let previous = match moved.previous {
+        Some(me) if me == app.gateway_id => taken_from.or(Some(me)),
+        other => other,
+    };
+    let from_another = previous.is_some_and(|p| p != app.gateway_id);
     // This gateway held the session, and its copy, dropped for a change made through
     // another gateway, is leaving its positions in the row right now: they are waited for
     // as another gateway's would be (without it the views started over with a `reset`).
@@ -182,8 +195,18 @@ async fn take_over(app: &App, session: &Arc<Session>) -> Result<Option<i64>, Rpc
         let started = Instant::now();
         let handed = receive_handover(app, session, &waiter, moved.handed).await?;
         crate::metrics::metrics().handover(handed, started.elapsed());
+    } else if moved.version == session.version() && session.owes_reset() {
+        // Nothing to wait for, yet the views have no position: they start over. Expected
+        // only for a session whose copy here was forgotten without handing its positions
+        // on (expired, or changed through another gateway at the same moment).
+        tracing::info!(
+            "session {}: taken over from {:?} with nothing handed; its views start over",
+            session.public_id,
+            moved.previous
+        );
     }
-    Ok(Some(moved.version))
+    let from = previous.filter(|p| *p != app.gateway_id);
+    Ok(Some((moved.version, from)))
 }
 
 /// Waits for the previous holder's positions (`already_there`: looks first) and moves the

@@ -18,6 +18,7 @@
 //! view's seq means the same on every gateway; positions in a gateway's own logs (list
 //! views, regions) do not, and those views start with a `reset`.
 
+use crate::lock::lock;
 use crate::sessions::acked::AckPositions;
 use crate::sessions::poll_cursor::{self, PollCursor};
 use crate::sessions::registry::Sessions;
@@ -135,6 +136,15 @@ impl Session {
 }
 
 impl Session {
+    /// Whether a view of this copy has no position to go on from: its next answer is a
+    /// `reset` (a copy read from the database and not handed positions).
+    pub fn owes_reset(&self) -> bool {
+        self.lock()
+            .subscriptions
+            .iter()
+            .any(|sub| sub.local == sub.view.reset_position())
+    }
+
     /// The previous holder's positions (read into `positions` by `ack_positions`) become
     /// this copy's legacy ones. A view they do not name was made after the previous
     /// holder read the session, and has not been polled since: the client stands where it
@@ -153,8 +163,4 @@ impl Session {
             };
         }
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
