@@ -30,6 +30,8 @@ choose_state_dir() {
     fi
 }
 DB_URL="postgresql://postgres@$PGHOST:$PGPORT/pgplace"
+# The superuser URL the tests and benchmarks are given (they make databases of their own).
+ADMIN_URL="postgresql://postgres@$PGHOST:$PGPORT/postgres"
 # The gateway of `up` logs in as its own role, a member of pgplace_player (sql/roles.sql),
 # not as the superuser: what it may do is what roles.sql grants a gateway. No password:
 # the local cluster trusts loopback.
@@ -40,15 +42,19 @@ GATEWAY_LISTEN=${PGPLACE_LISTEN:-127.0.0.1:8080}
 as_postgres() { runuser -u postgres -- "$@"; }
 psql_q() { PGOPTIONS="-c client_min_messages=warning" "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 "$@"; }
 
-install_missing_packages() {
-    local wanted=(postgresql-15 postgresql-server-dev-15 postgresql-client-15 libclang-dev clang sudo curl nginx)
+# Installs those of the Debian packages named that are missing (one apt run).
+install_packages() {
     local missing=()
-    for p in "${wanted[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+    for p in "$@"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
     if ((${#missing[@]})); then
         say "installing ${missing[*]}"
         apt-get update -qq
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
     fi
+}
+
+install_missing_packages() {
+    install_packages postgresql-15 postgresql-server-dev-15 postgresql-client-15 libclang-dev clang sudo curl nginx
     if [[ $(cargo pgrx --version 2>/dev/null) != *0.18.1* ]]; then
         say "installing cargo-pgrx 0.18.1 (about 5 minutes)"
         cargo install cargo-pgrx --version 0.18.1 --locked
@@ -195,16 +201,14 @@ cmd_test() {
         --bindir="$PG_BIN" $(cd "$ROOT/tests/isolation/specs" && ls *.spec | sed 's/\.spec$//' | sort)
     say "extension update paths (ALTER EXTENSION pgplace UPDATE)"
     PSQL="$PG_BIN/psql" PG_CONFIG="$PG_CONFIG" \
-        PGPLACE_ADMIN_URL="postgresql://postgres@$PGHOST:$PGPORT/postgres" bash "$ROOT/tests/upgrade/run.sh"
+        PGPLACE_ADMIN_URL="$ADMIN_URL" bash "$ROOT/tests/upgrade/run.sh"
     say "client tests (real connections; gateway processes behind nginx)"
     # Clients the suite did not write: Python's urllib and http.client, Java's HttpURLConnection.
-    if ! command -v java >/dev/null || ! command -v python3 >/dev/null; then
-        apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 default-jdk-headless >/dev/null
-    fi
+    command -v python3 >/dev/null || install_packages python3
+    command -v java >/dev/null || install_packages default-jdk-headless
     cargo build -p pgplace-gateway --quiet
     # The restart tests restart this cluster with this command.
-    PGPLACE_TEST_ADMIN_URL="postgresql://postgres@$PGHOST:$PGPORT/postgres" \
+    PGPLACE_TEST_ADMIN_URL="$ADMIN_URL" \
         PGPLACE_TEST_PG_RESTART="$(printf %q "$ROOT/pgplace.sh") restart-cluster" \
         GATEWAY_BIN="$ROOT/target/debug/pgplace-gateway" \
         cargo test -p pgplace-tests
@@ -221,7 +225,7 @@ cmd_test() {
     ((ha_status == 0)) || return "$ha_status"
     say "rpc.discover against the OpenRPC meta-schema, and every method's example called"
     GATEWAY_BIN="$ROOT/target/debug/pgplace-gateway" PSQL="$PG_BIN/psql" \
-        PGPLACE_ADMIN_URL="postgresql://postgres@$PGHOST:$PGPORT/postgres" \
+        PGPLACE_ADMIN_URL="$ADMIN_URL" \
         bash "$ROOT/tests/openrpc/run.sh"
     say "fuzzing the gateway's parsers (cargo fuzz, ${FUZZ_SECONDS:-60} s per target)"
     bash "$ROOT/tests/fuzz/run.sh"
@@ -230,7 +234,7 @@ cmd_test() {
     say "web page tests (headless Chromium)"
     cargo build -p pgplace-gateway --quiet
     GATEWAY_BIN="$ROOT/target/debug/pgplace-gateway" PSQL="$PG_BIN/psql" \
-        PGPLACE_ADMIN_URL="postgresql://postgres@$PGHOST:$PGPORT/postgres" \
+        PGPLACE_ADMIN_URL="$ADMIN_URL" \
         bash "$ROOT/tests/browser/run.sh"
 }
 
@@ -258,7 +262,7 @@ cmd_soak() {
     setup
     build_gateway
     (cd "$ROOT" && cargo build --release -p pgplace-tests --bin soak --quiet)
-    PGPLACE_TEST_ADMIN_URL="postgresql://postgres@$PGHOST:$PGPORT/postgres" \
+    PGPLACE_TEST_ADMIN_URL="$ADMIN_URL" \
         PGPLACE_TEST_PG_RESTART="$(printf %q "$ROOT/pgplace.sh") restart-cluster" \
         GATEWAY_BIN="$ROOT/target/release/pgplace-gateway" \
         "$ROOT/target/release/soak" "$@"
@@ -266,7 +270,7 @@ cmd_soak() {
 
 cmd_bench() {
     setup
-    PGPLACE_ADMIN_URL="postgresql://postgres@$PGHOST:$PGPORT/postgres" \
+    PGPLACE_ADMIN_URL="$ADMIN_URL" \
         PG_BIN="$PG_BIN" bash "$ROOT/tests/bench/run.sh"
     cmd_bench_feed
 }
@@ -274,12 +278,7 @@ cmd_bench() {
 # What watching a table costs its writers, beside PgQ and a wal2json slot (tests/bench/feed.sh).
 cmd_bench_feed() {
     setup
-    local missing=()
-    for p in postgresql-15-pgq3 postgresql-15-wal2json; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
-    if ((${#missing[@]})); then
-        apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
-    fi
+    install_packages postgresql-15-pgq3 postgresql-15-wal2json
     # The wal2json column needs wal_level = logical: the whole run has it (as the issue's
     # figures did), and the cluster goes back to its setting after (PGPLACE_FEED_LOGICAL=0:
     # leave it alone, without that column).
@@ -294,7 +293,7 @@ cmd_bench_feed() {
         cmd_restart_cluster >/dev/null
     fi
     local status=0
-    PGPLACE_ADMIN_URL="postgresql://postgres@$PGHOST:$PGPORT/postgres" \
+    PGPLACE_ADMIN_URL="$ADMIN_URL" \
         PG_BIN="$PG_BIN" bash "$ROOT/tests/bench/feed.sh" || status=$?
     if ((logical)); then
         psql_q -d postgres -c "ALTER SYSTEM RESET wal_level"
@@ -308,7 +307,7 @@ cmd_bench_feed() {
 # (tests/bench/groups.sh; PGPLACE_GROUPS="1x28 2x14 ...").
 cmd_bench_groups() {
     setup
-    PGPLACE_ADMIN_URL="postgresql://postgres@$PGHOST:$PGPORT/postgres" \
+    PGPLACE_ADMIN_URL="$ADMIN_URL" \
         PG_BIN="$PG_BIN" bash "$ROOT/tests/bench/groups.sh"
 }
 
@@ -317,7 +316,7 @@ cmd_bench_groups() {
 cmd_bench_cliff() {
     setup
     [[ -z ${PGPLACE_CLIFF_VERSION:-} ]] || install_old_schema "$PGPLACE_CLIFF_VERSION"
-    PGPLACE_ADMIN_URL="postgresql://postgres@$PGHOST:$PGPORT/postgres" \
+    PGPLACE_ADMIN_URL="$ADMIN_URL" \
         PG_BIN="$PG_BIN" bash "$ROOT/tests/bench/cliff.sh"
 }
 
@@ -326,7 +325,7 @@ cmd_bench_cliff() {
 # What logged session tables cost the gateway's session writes (tests/bench/sessions.sh).
 cmd_bench_sessions() {
     setup
-    PGPLACE_ADMIN_URL="postgresql://postgres@$PGHOST:$PGPORT/postgres" \
+    PGPLACE_ADMIN_URL="$ADMIN_URL" \
         PG_BIN="$PG_BIN" bash "$ROOT/tests/bench/sessions.sh"
 }
 
@@ -347,7 +346,7 @@ cmd_bench_gateway() {
     setup
     [[ -z ${PGPLACE_BENCH_SCHEMA:-} ]] || install_old_schema "$PGPLACE_BENCH_SCHEMA"
     build_gateway
-    PGPLACE_ADMIN_URL="postgresql://postgres@$PGHOST:$PGPORT/postgres" PG_BIN="$PG_BIN" \
+    PGPLACE_ADMIN_URL="$ADMIN_URL" PG_BIN="$PG_BIN" \
         GATEWAY_BIN="$ROOT/target/release/pgplace-gateway" bash "$ROOT/tests/bench/gateway.sh" "$@"
 }
 
@@ -355,23 +354,18 @@ cmd_bench_gateway() {
 # fan-out), each in one run.
 cmd_bench_peers() {
     setup
-    local missing=()
-    for p in redis-server nginx libnginx-mod-nchan; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
-    if ((${#missing[@]})); then
-        apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
-    fi
+    install_packages redis-server nginx libnginx-mod-nchan
     build_gateway
-    PGPLACE_ADMIN_URL="postgresql://postgres@$PGHOST:$PGPORT/postgres" PG_BIN="$PG_BIN" \
+    PGPLACE_ADMIN_URL="$ADMIN_URL" PG_BIN="$PG_BIN" \
         GATEWAY_BIN="$ROOT/target/release/pgplace-gateway" bash "$ROOT/tests/bench/gateway.sh" --only peers "$@"
-    PGPLACE_ADMIN_URL="postgresql://postgres@$PGHOST:$PGPORT/postgres" PG_BIN="$PG_BIN" \
+    PGPLACE_ADMIN_URL="$ADMIN_URL" PG_BIN="$PG_BIN" \
         GATEWAY_BIN="$ROOT/target/release/pgplace-gateway" bash "$ROOT/tests/bench/gateway.sh" --only fanout "$@"
 }
 
 cmd_bench_page() {
     setup
     build_gateway
-    PGPLACE_ADMIN_URL="postgresql://postgres@$PGHOST:$PGPORT/postgres" PSQL="$PG_BIN/psql" \
+    PGPLACE_ADMIN_URL="$ADMIN_URL" PSQL="$PG_BIN/psql" \
         GATEWAY_BIN="$ROOT/target/release/pgplace-gateway" bash "$ROOT/tests/browser/bench.sh"
 }
 

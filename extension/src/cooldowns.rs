@@ -20,8 +20,8 @@
 use crate::input::{fail, undefined};
 use crate::snapshots::for_isolation;
 use crate::spi::{column, run, run_by_index, Statement};
+use crate::stamps::timestamp;
 use crate::storage::Board;
-use crate::writing::timestamp;
 use pgrx::prelude::*;
 use pgrx::spi::SpiClient;
 use pgrx::{pg_sys, PgSqlErrorCode, PgTryBuilder};

@@ -17,6 +17,7 @@
 //! the first placement since writes its row.
 
 use crate::chunks::locate;
+use crate::fold_sql::newest_fold;
 use crate::snapshots::repeatable_read;
 use crate::spi::{column, run, run_by_index, Statement};
 use crate::storage::{changed_size, Board};
@@ -29,19 +30,6 @@ use std::collections::BTreeMap;
 /// per this many placements instead of once per placement; a whole-board read applies
 /// at most about this many placements to the chunks.
 pub const FOLD_AFTER: i64 = 10_000;
-
-/// The board's newest fold row (`$board`: the SQL that names the board), which readers
-/// take and folds lock.
-macro_rules! newest_fold {
-    ($board:literal) => {
-        concat!(
-            "SELECT folded_seq FROM place.chunk_folds WHERE board_id = ",
-            $board,
-            " ORDER BY folded_seq DESC LIMIT 1"
-        )
-    };
-}
-pub(crate) use newest_fold;
 
 static FOLDED_SEQ: Statement = Statement {
     sql: newest_fold!("$1"),

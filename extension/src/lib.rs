@@ -14,6 +14,7 @@
 //! - [`catalog`]: which relations of schema `place` exist: the schema's version.
 //! - [`storage`]: a board's settings, its seq lock and seqs, its packed bits read whole.
 //! - [`chunks`]: the packed bits in 512-byte chunks, each written as a new version.
+//! - [`fold_sql`]: the SQL of a board's newest fold, shared by `storage` and `folds`.
 //! - [`folds`]: the chunks as of a folded seq, the history after it applied by readers.
 //! - [`newest`]: the packed board read from the chunks' newest versions, without SQL.
 //! - [`bitfield`]: `bitfield_get` / `bitfield_set`, the packed layout for SQL users.
@@ -28,6 +29,7 @@
 //! - [`cooldowns`]: each user's last placement per board, claimed atomically.
 //! - [`freezing`]: tiles that freeze after resting unchanged (`freeze_after`).
 //! - [`notify`]: the payload builders the triggers call.
+//! - [`capture`]: the trigger that stages a watched table's changes in `place.changes`.
 //! - [`moderation`]: bans; restoring a region and reverting a user as ordinary placements.
 //! - [`history`]: tile and user history (paged by seq), the board as rows.
 //! - [`render`]: the board as a PNG.
@@ -39,6 +41,7 @@
 //! - [`owner_reads`]: every read of a user's table, as its owner, the table named by OID.
 //! - [`snapshots`]: REPEATABLE READ callers and placements their snapshot missed.
 //! - [`spi`]: statements planned once per backend.
+//! - [`stamps`]: a moment of the write path as SQL gets it ('infinity' for never).
 //!
 //! The packed layout, palettes and payload format live in the `pgplace-core` crate, which
 //! the gateway shares, so the two sides can never disagree about a bit or a payload.
@@ -54,6 +57,7 @@ pub mod chunks;
 pub mod cooldowns;
 pub mod expressions;
 pub mod filters;
+pub mod fold_sql;
 pub mod folds;
 pub mod freezing;
 pub mod history;
@@ -69,6 +73,7 @@ pub mod render;
 pub mod resize;
 pub mod snapshots;
 pub mod spi;
+pub mod stamps;
 pub mod storage;
 pub mod timetravel;
 pub mod users;

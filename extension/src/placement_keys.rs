@@ -13,8 +13,8 @@
 use crate::input::invalid;
 use crate::item::Item;
 use crate::spi::{column, run, Statement};
+use crate::stamps::timestamp;
 use crate::storage::Board;
-use crate::writing::timestamp;
 use pgrx::prelude::*;
 use pgrx::spi::SpiClient;
 use std::collections::HashMap;

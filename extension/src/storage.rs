@@ -240,7 +240,7 @@ macro_rules! head {
 // Since 0.8.4 also the seq the chunks are folded up to (crate::folds), under the same lock.
 macro_rules! folded {
     () => {
-        concat!("(", crate::folds::newest_fold!("s.id"), ")")
+        concat!("(", crate::fold_sql::newest_fold!("s.id"), ")")
     };
 }
 

@@ -29,8 +29,8 @@ use crate::input::fail;
 use crate::item::Item;
 use crate::snapshots::repeatable_read;
 use crate::spi::{run, Statement};
+use crate::stamps::timestamp;
 use crate::storage::{bump_seq, Board};
-use pgrx::prelude::*;
 use pgrx::spi::SpiClient;
 use pgrx::{pg_sys, PgSqlErrorCode};
 
@@ -86,14 +86,6 @@ pub fn commit_tiles(
         crate::timetravel::write_keyframe(client, board, stamp);
     }
     (first_seq, stamp)
-}
-
-/// `pg_sys::TimestampTz::MAX` is PostgreSQL's 'infinity' (a frozen tile: never).
-pub fn timestamp(t: pg_sys::TimestampTz) -> TimestampWithTimeZone {
-    if t == pg_sys::TimestampTz::MAX {
-        return TimestampWithTimeZone::positive_infinity();
-    }
-    TimestampWithTimeZone::try_from(t).expect("cooldowns are capped, so times stay in range")
 }
 
 macro_rules! insert_placements {

@@ -45,6 +45,25 @@ pub async fn checkout(pool: &Pool) -> Result<Checked, crate::errors::RpcError> {
     Ok(Checked::new(client, permit))
 }
 
+/// A pooled connection for the gateway's own work (catching up, reading a list view),
+/// waiting while the pool has none to give (all in use, or the database away: logged as
+/// `who` waiting); a connection the database refused is an error at once.
+pub async fn client_when_free(
+    pool: &Pool,
+    who: &(dyn std::fmt::Display + Sync),
+) -> Result<deadpool_postgres::Object, tokio_postgres::Error> {
+    loop {
+        match pool.get().await {
+            Ok(client) => return Ok(client),
+            Err(deadpool_postgres::PoolError::Backend(error)) => return Err(error),
+            Err(error) => {
+                tracing::warn!("{who} waits for a database connection: {error}");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+    }
+}
+
 /// A pooled connection taken for a request, with its address's permit
 /// (`--db-connections-per-address`) until it goes back.
 pub struct Checked {
@@ -467,12 +486,17 @@ pub async fn board_at(
     let row = client
         .query_opt(&client.prepare_cached(sql).await?, &[&board, &at])
         .await?;
-    Ok(row.map(|row| Past {
+    Ok(row.as_ref().map(past))
+}
+
+/// A row of `place.board_at` or `place.board_at_seq`: (seq, width, height, bits).
+fn past(row: &Row) -> Past {
+    Past {
         seq: row.get(0),
         width: row.get(1),
         height: row.get(2),
         bits: row.get(3),
-    }))
+    }
 }
 
 /// The board as it was at seq `seq` (`place.board_at_seq`).
@@ -485,12 +509,7 @@ pub async fn board_at_seq(
     let row = client
         .query_opt(&client.prepare_cached(sql).await?, &[&board, &seq])
         .await?;
-    Ok(row.map(|row| Past {
-        seq: row.get(0),
-        width: row.get(1),
-        height: row.get(2),
-        bits: row.get(3),
-    }))
+    Ok(row.as_ref().map(past))
 }
 
 /// One read of a list view (`place.view_rows`).

@@ -4,7 +4,8 @@
 //! - base: `config`, `errors`, `names` (what a client's session id, board name or view
 //!   name may be, checked before any lookup), `metrics`, `limits`, `params` (params into
 //!   serde structs), `json`, `fragments` (answers made of shared buffers), `shared_log`
-//!   (events serialized once, read by many by cursor), `unknown`, `cors`;
+//!   (events serialized once, read by many by cursor), `unknown`, `cors`, `check_queue`
+//!   (what a notification names, checked against the database), `lock`;
 //! - `db`: the gateway's SQL (the sessions' own is in `sessions::store`), and `db::tls`:
 //!   connections made from a database URL, TLS as its `sslmode`/`sslrootcert` ask;
 //! - `mirror`: a board's copy and its log, fed by the listener; it hands each change to the
@@ -22,6 +23,7 @@
 pub mod app;
 pub mod boards;
 pub mod change_feed;
+pub mod check_queue;
 pub mod config;
 pub mod cors;
 pub mod db;
@@ -31,6 +33,7 @@ pub mod http;
 pub mod json;
 pub mod limits;
 pub mod listener;
+pub mod lock;
 pub mod metrics;
 pub mod mirror;
 pub mod names;

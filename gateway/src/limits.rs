@@ -13,6 +13,7 @@
 
 use crate::config::Config;
 use crate::errors::{RpcError, TOO_FAST, TOO_MANY};
+use crate::lock::lock;
 use crate::metrics::metrics;
 use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota};
@@ -199,10 +200,6 @@ impl Drop for ConnectionSlot {
             }
         }
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// What each address holds that lives on without it (sessions, regions it made): counted

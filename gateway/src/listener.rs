@@ -373,16 +373,7 @@ impl Listener {
     }
 
     async fn client(&self) -> Result<deadpool_postgres::Object, tokio_postgres::Error> {
-        loop {
-            match self.pool.get().await {
-                Ok(client) => return Ok(client),
-                Err(deadpool_postgres::PoolError::Backend(error)) => return Err(error),
-                Err(error) => {
-                    tracing::warn!("catch-up waits for a database connection: {error}");
-                    tokio::time::sleep(Duration::from_millis(200)).await;
-                }
-            }
-        }
+        db::client_when_free(&self.pool, &"catch-up").await
     }
 }
 

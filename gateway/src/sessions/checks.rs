@@ -7,19 +7,17 @@
 //! session or changed it since this copy. A copy that answered the session's legacy polls
 //! leaves its positions for the gateway that answers them next (`handover`).
 
+use crate::check_queue::{read_until_ok, CheckQueue};
 use crate::sessions::handover;
 use crate::sessions::registry::Sessions;
 use crate::sessions::store;
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
-use tokio::sync::Notify;
+use std::sync::Arc;
 
 /// The ids waiting to be checked, by what the channel said of them.
 #[derive(Default)]
 pub struct SessionChecks {
-    pending: Mutex<Pending>,
-    wake: Notify,
+    queue: CheckQueue<Pending>,
 }
 
 #[derive(Default)]
@@ -32,16 +30,18 @@ impl SessionChecks {
     /// `gone <public_id>`: the session was said to be destroyed or expired.
     pub fn said_gone(&self, sessions: &Sessions, public_id: i64) {
         if sessions.copy_version(public_id).is_some() {
-            lock(&self.pending).gone.insert(public_id);
-            self.wake.notify_one();
+            self.queue.note(|p| {
+                p.gone.insert(public_id);
+            });
         }
     }
 
     /// `drop <public_id> <gateway>` from another gateway: it was said to have taken it.
     pub fn said_taken(&self, sessions: &Sessions, public_id: i64) {
         if sessions.copy_version(public_id).is_some() {
-            lock(&self.pending).taken.insert(public_id);
-            self.wake.notify_one();
+            self.queue.note(|p| {
+                p.taken.insert(public_id);
+            });
         }
     }
 
@@ -53,21 +53,12 @@ impl SessionChecks {
         gateway: u64,
     ) {
         loop {
-            self.wake.notified().await;
-            let pending = std::mem::take(&mut *lock(&self.pending));
+            let pending = self.queue.next().await;
             let ids: Vec<i64> = pending.gone.union(&pending.taken).copied().collect();
             if ids.is_empty() {
                 continue;
             }
-            let stored = loop {
-                match read(&pool, &ids).await {
-                    Ok(stored) => break stored,
-                    Err(error) => {
-                        tracing::warn!("checking what was said of sessions: {error}");
-                        tokio::time::sleep(Duration::from_millis(200)).await;
-                    }
-                }
-            };
+            let stored = read_until_ok("sessions", || read(&pool, &ids)).await;
             for id in ids {
                 let Some(copy) = sessions.copy(id) else {
                     continue;
@@ -129,10 +120,6 @@ fn to_drop(
             said_taken && (*holder != Some(gateway) || *stored_version > version)
         }
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@
 //! connection's socket (`acknowledged_now`): not all acknowledged (a connection gone
 //! silent), the new answer carries the earlier one's events too (`Session::take_events`).
 
+use crate::lock::lock;
 use crate::views::Position;
 use std::future::Future;
 use std::os::fd::{AsRawFd, FromRawFd, RawFd};
@@ -281,10 +282,6 @@ impl ConnectionDeliveries {
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(Weak<dyn Answers>, u64)>> {
         lock(&self.pending)
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// A connection's socket, counting what it carries (`Traffic`).

@@ -462,16 +462,8 @@ impl Lists {
     }
 
     async fn read(self: &Arc<Self>, view: &Arc<ListView>) -> Result<(), tokio_postgres::Error> {
-        let client = loop {
-            match self.pool.get().await {
-                Ok(client) => break client,
-                Err(deadpool_postgres::PoolError::Backend(error)) => return Err(error),
-                Err(error) => {
-                    tracing::warn!("list view {:?} waits for a connection: {error}", view.name);
-                    tokio::time::sleep(Duration::from_millis(200)).await;
-                }
-            }
-        };
+        let who = format!("list view {:?}", view.name);
+        let client = db::client_when_free(&self.pool, &who).await?;
         match db::view_rows(&client, &view.name, Some(view.limit)).await {
             Ok(read) if read.relid == view.relid => {
                 list_view_read(&view.name);
