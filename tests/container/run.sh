@@ -742,6 +742,19 @@ if [[ ${PGPLACE_CT_SKIP_HA:-0} != 1 ]]; then
         fail "ha-node-1 is not a primary with a synchronous standby"
     [[ $(node_sql ha-node-2 "SELECT pg_is_in_recovery()") == t ]] || fail "ha-node-2 is not a standby"
     echo "  ha-node-1 primary with synchronous_standby_names '$(node_sql ha-node-1 "SELECT current_setting('synchronous_standby_names')")', ha-node-2 its standby"
+    # The monitor fails over only from a primary it has seen reported to a secondary it has
+    # seen reported: a keeper that could not reach it for a moment (the containers' DNS under
+    # load) may still show wait_primary there while PostgreSQL already runs as above.
+    monitor_states() {
+        podman exec "$(pick_container ha-monitor)" psql -X -tA -h /var/run/postgresql -d pg_auto_failover -c \
+            "SELECT string_agg(reportedstate || '/' || goalstate, ' ' ORDER BY nodeid) FROM pgautofailover.node" 2>/dev/null
+    }
+    for _ in $(seq 60); do
+        [[ $(monitor_states) == "primary/primary secondary/secondary" ]] && break
+        sleep 1
+    done
+    [[ $(monitor_states) == "primary/primary secondary/secondary" ]] ||
+        fail "the monitor does not see ha-node-1 primary and ha-node-2 secondary (reported/goal: $(monitor_states))"
     HA=http://127.0.0.1:$HA_NGINX_PORT
     for _ in $(seq 30); do curl -fsS "$HA/readyz" >/dev/null 2>&1 && break; sleep 1; done
     ha_board=$(rpc "$HA" '{"jsonrpc":"2.0","method":"board.list","id":1}' |
