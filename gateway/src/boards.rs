@@ -1,9 +1,10 @@
 //! The boards the gateway mirrors, loaded on first use (a subscribe, a placement, a
 //! request for the bits) and kept current by the listener from then on.
 
-use crate::db::{self, BoardRef};
+use crate::db;
 use crate::errors::{from_db, RpcError};
 use crate::mirror::board::Board;
+use crate::params::BoardRef;
 use crate::placer::Placer;
 use crate::unknown::{Name, Unknown};
 use deadpool_postgres::Pool;

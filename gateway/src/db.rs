@@ -7,6 +7,7 @@ pub mod tls;
 
 use crate::mirror::freezing::{Freezing, FrozenRow};
 use crate::mirror::snapshot::{Past, Settings, Snapshot};
+use crate::params::BoardRef;
 use deadpool_postgres::{ClientWrapper, Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use pgplace_core::payload::Placement;
 use std::time::Duration;
@@ -126,22 +127,6 @@ fn settings(row: &Row) -> Settings {
         cooldown: row.get("cooldown"),
         state: row.get("state"),
         freeze_after: row.get("freeze_after"),
-    }
-}
-
-/// Which board a client means: its id, or its name.
-#[derive(Debug, Clone, PartialEq)]
-pub enum BoardRef {
-    Id(i64),
-    Name(String),
-}
-
-impl std::fmt::Display for BoardRef {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            BoardRef::Id(id) => write!(f, "{id}"),
-            BoardRef::Name(name) => write!(f, "{name:?}"),
-        }
     }
 }
 

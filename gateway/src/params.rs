@@ -2,7 +2,6 @@
 //! with serde: a method's, a view's. Positions follow the struct's fields in order (as
 //! serde knows them); `null` is an absent param.
 
-use crate::db::BoardRef;
 use crate::errors::RpcError;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
@@ -100,6 +99,22 @@ impl schemars::JsonSchema for Seconds {
             "minimum": 0,
             "description": "A number of seconds (a fraction allowed)."
         })
+    }
+}
+
+/// Which board a client means: its id, or its name.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BoardRef {
+    Id(i64),
+    Name(String),
+}
+
+impl std::fmt::Display for BoardRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BoardRef::Id(id) => write!(f, "{id}"),
+            BoardRef::Name(name) => write!(f, "{name:?}"),
+        }
     }
 }
 

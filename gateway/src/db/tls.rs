@@ -5,7 +5,7 @@
 //! so this takes both out of the URL, gives tokio-postgres the rest and makes the rustls
 //! connector (`tokio-postgres-rustls`; rustls's own crypto, aws-lc-rs, linked in: no
 //! system OpenSSL) that does what
-//! libpq would:
+//! libpq would (its tests: `tests.rs`, in `tls/`):
 //!
 //! | sslmode       | TLS                     | the server's certificate                      |
 //! |---------------|-------------------------|-----------------------------------------------|

@@ -1,4 +1,6 @@
-//! HTTP: the routes, the page, PNGs, and the headers of every answer.
+//! HTTP: `routes.rs` (POST /jsonrpc, the board's bits, health, metrics, and the rest),
+//! `assets.rs` (the web page, embedded), `png.rs` (a board as a PNG) and `responses.rs`
+//! (the headers of every answer).
 
 pub mod assets;
 pub mod png;

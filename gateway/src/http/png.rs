@@ -12,9 +12,10 @@
 //! change repaints the picture without a new seq) and the rectangle and scale drawn, so a
 //! 304 needs no drawing at all.
 
-use crate::db::{self, BoardRef};
+use crate::db;
 use crate::fragments::Fragments;
 use crate::http::responses::{self, not_modified};
+use crate::params::BoardRef;
 use crate::state::App;
 use bytes::Bytes;
 use hyper::body::Incoming;

@@ -1,13 +1,13 @@
 //! HTTP routes: POST /jsonrpc, GET /boards/{id}/bits, GET /healthz, /readyz, /metrics (the
 //! picture, /boards/{id}.png, is `png_route`).
 
-use crate::db::BoardRef;
 use crate::errors::RpcError;
 use crate::fragments::Fragments;
 use crate::http::assets;
 use crate::http::png;
 use crate::http::responses::{self, not_modified};
 use crate::metrics::{metrics, MethodLabel, RouteLabel};
+use crate::params::BoardRef;
 use crate::rpc::jsonrpc::Reply;
 use crate::rpc::jsonrpc::{self, Body};
 use crate::rpc::table::{self, Limit};

@@ -2,11 +2,11 @@
 //! runs). Its log is the mirror's own (`mirror::board`): this is how a subscriber reads it.
 
 use crate::boards::Boards;
-use crate::db::BoardRef;
 use crate::errors::RpcError;
 use crate::fragments::ArrayBuilder;
 use crate::mirror::board::{Board, Cursor};
 use crate::params::read_named;
+use crate::params::BoardRef;
 use crate::shared_log::Delivery;
 use crate::views::made::Made;
 use bytes::Bytes;

@@ -18,6 +18,11 @@
 //! | `board_region` | (board, rectangle, form), fed by the board | `region` |
 //! | `recent_placements` | (board, limit), a list fed by the board | `recent` |
 //! | a named list view | (view, limit), read from the database | `lists`, `list` |
+//!
+//! Beside the kinds: `made.rs` (what building a view gives), `events.rs` (list and region
+//! events as clients get them), `list_diff.rs` (the events from one window of a list to
+//! the next), `rect.rs` (a region's rectangle, cut from the packed tiles) and
+//! `view_checks.rs` (what `view` notifications say, checked against the database).
 
 pub mod board;
 pub mod events;

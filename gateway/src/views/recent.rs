@@ -4,13 +4,13 @@
 //! costs the database nothing after the board's load. One instance per (board, limit).
 
 use crate::boards::Boards;
-use crate::db::BoardRef;
 use crate::errors::RpcError;
 use crate::mirror::board::Board;
 use crate::mirror::feed::{Feed, Wants};
 use crate::mirror::recent::{Recent, MAX_RECENT};
 use crate::mirror::snapshot::Settings;
 use crate::params::read_named;
+use crate::params::BoardRef;
 use crate::shared_log::LogCursor;
 use crate::views::list::ListView;
 use crate::views::made::Made;

@@ -12,7 +12,6 @@
 //! not stop the board's placements while it is copied.
 
 use crate::boards::Boards;
-use crate::db::BoardRef;
 use crate::errors::{RpcError, TOO_MANY};
 use crate::fragments::{ArrayBuilder, Fragments};
 use crate::json::timestamp;
@@ -22,6 +21,7 @@ use crate::mirror::feed::{Feed, Wants};
 use crate::mirror::recent::Recent;
 use crate::mirror::snapshot::Settings;
 use crate::params::read_named;
+use crate::params::BoardRef;
 use crate::shared_log::Delivery;
 use crate::shared_log::{LogCursor, SharedLog};
 use crate::views::events::{FrozenTiles, NewTile, OldTile, RegionEvent};

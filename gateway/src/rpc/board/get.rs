@@ -1,7 +1,7 @@
 //! `board.get`: a board's state (settings, seq, packed tiles).
 
-use crate::db::BoardRef;
 use crate::errors::RpcError;
+use crate::params::BoardRef;
 use crate::rpc::jsonrpc::Reply;
 use crate::rpc::method::{method, Method};
 use crate::state::App;

@@ -2,9 +2,10 @@
 //! (`placer`); retry-safe with a `key`.
 
 use crate::boards::Mirrored;
-use crate::db::{BoardRef, PlaceItem};
+use crate::db::PlaceItem;
 use crate::errors::{RpcError, BOARD_NOT_OPEN, COOLDOWN, NOT_AUTHORIZED};
 use crate::json::timestamp;
+use crate::params::BoardRef;
 use crate::rpc::jsonrpc::Reply;
 use crate::rpc::method::{method, Method};
 use crate::rpc::session_access;

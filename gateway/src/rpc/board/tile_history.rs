@@ -1,7 +1,8 @@
 //! `board.tile_history`: a tile's newest placements.
 
-use crate::db::{self, BoardRef, HistoryEntry};
+use crate::db::{self, HistoryEntry};
 use crate::errors::{from_db, RpcError};
+use crate::params::BoardRef;
 use crate::rpc::jsonrpc::Reply;
 use crate::rpc::method::{method, Method};
 use crate::rpc::tiles::check_inside;

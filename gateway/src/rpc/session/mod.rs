@@ -1,6 +1,7 @@
 //! The `session.*` methods, one file each: its params, its answer's schema, what it does,
-//! an example and its entry in the method table (`rpc::table`). What several share is
-//! here.
+//! an example and its entry in the method table (`rpc::table`): `create.rs`,
+//! `authorize.rs`, `subscribe.rs` (and a list view's own subscribe method), `get_events.rs`,
+//! `set_presence.rs`, `unsubscribe.rs`, `destroy.rs`. What several share is here.
 
 use crate::errors::RpcError;
 use crate::sessions::session::Session;

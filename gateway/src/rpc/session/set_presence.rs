@@ -1,8 +1,8 @@
 //! `session.set_presence`: where this session points on a board, shown to the views that
 //! asked for presence.
 
-use crate::db::BoardRef;
 use crate::errors::RpcError;
+use crate::params::BoardRef;
 use crate::rpc::jsonrpc::Reply;
 use crate::rpc::method::{method, Method};
 use crate::rpc::session::EXAMPLE_SESSION;
