@@ -3,7 +3,7 @@
 //! the capacity, or whose log was restarted (the source was reloaded), must start over
 //! from a fresh initial state.
 
-use crate::fragments::ArrayBuilder;
+use crate::fragments::{ArrayBuilder, Fragments};
 use bytes::Bytes;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -13,6 +13,25 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub fn new_epoch() -> u64 {
     static NEXT: AtomicU64 = AtomicU64::new(1);
     NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// `{"key": key, "action": "reset", "obj": state}`: what a reader that must start over gets
+/// (the state, already serialized, is shared, not copied), counted by `reason` in
+/// `pgplace_resets_total`.
+pub fn reset_event(key: &str, state: Bytes, reason: &'static str) -> Fragments {
+    crate::metrics::metrics().reset(reason);
+    let mut event = Fragments::new();
+    event.push(
+        format!(
+            "{{\"key\":{},\"action\":\"reset\",\"obj\":",
+            crate::json::json_str(key)
+        )
+        .into_bytes()
+        .into(),
+    );
+    event.push(state);
+    event.push_static("}");
+    event
 }
 
 /// How a view goes on after `collect`.

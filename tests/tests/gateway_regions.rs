@@ -333,3 +333,49 @@ async fn under_random_placements_every_region_ends_equal_to_the_board() {
         );
     }
 }
+
+/// A region session further behind than its log holds (`--session-buffer`) gets one
+/// `reset` with the rectangle as it is, counted as `region_position_lost`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_region_session_too_far_behind_gets_a_reset() {
+    let url = fresh_database("gw_regions_behind").await;
+    let sql = connect(&url).await;
+    let board = create_board(&sql, "regions-behind", (16, 8), BITS as i32, "0").await;
+    let user = create_users(&sql, "rb", 1).await[0];
+    let gw = start_gateway(&url, |c| c.session_buffer = 5).await;
+    let http = Http::new(gw.addr);
+    let session = http.ok("session.create", json!([])).await;
+    let rect = json!({"board": board, "x": 0, "y": 0, "width": 8, "height": 2});
+    let reply = http
+        .ok("session.subscribe", json!([session, "board_region", rect]))
+        .await;
+    let series = "pgplace_resets_total{reason=\"region_position_lost\"}";
+    let before = http.metric(series).await.unwrap_or(0.0);
+    // Twelve placements inside, more than the log keeps, while the session does not poll.
+    for i in 0..12 {
+        sql.execute(
+            "SELECT place.place($1, $2, $3, $4, $5)",
+            &[&board, &(i % 8), &(i / 8), &(1 + i % 7), &user],
+        )
+        .await
+        .unwrap();
+    }
+    // Once this gateway's copy has them all.
+    for _ in 0..100 {
+        if http.ok("board.get", json!([board])).await["seq"] == 12 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let events = poll(&http, &session, 2).await;
+    let resets: Vec<&Value> = events.iter().filter(|e| e["action"] == "reset").collect();
+    assert_eq!(resets.len(), 1, "one reset: {events:?}");
+    assert_eq!(resets[0]["key"], reply[0]);
+    let model = RegionModel::from_state(&resets[0]["obj"]);
+    assert_eq!(model.seq, 12, "the rectangle as it is now");
+    // (At least: the metrics are the process's, shared with the other tests here.)
+    assert!(
+        http.metric(series).await.unwrap_or(0.0) >= before + 1.0,
+        "counted"
+    );
+}

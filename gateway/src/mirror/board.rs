@@ -613,19 +613,10 @@ impl Board {
             } else {
                 "fell_behind"
             };
-            crate::metrics::metrics().reset(reason);
             drop(m);
             let (fresh, state) = self.initial_state();
             *cursor = fresh;
-            let mut event = Fragments::new();
-            event.push(
-                format!("{{\"key\":{},\"action\":\"reset\",\"obj\":", json_str(key))
-                    .into_bytes()
-                    .into(),
-            );
-            event.push(state);
-            event.push_static("}");
-            out.push(event);
+            out.push(crate::shared_log::reset_event(key, state, reason));
             return Delivery::Continues;
         }
         let mut out = EventsOut::new(key, compact, out);

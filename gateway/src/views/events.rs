@@ -134,10 +134,4 @@ impl ClientEvent {
     pub fn to_bytes(&self, key: &str) -> Bytes {
         keyed_bytes(key, self)
     }
-
-    /// `{"key":…,"action":"reset","obj":` — the window follows, then `}`.
-    pub fn reset_prefix(key: &str) -> Bytes {
-        let key = serde_json::to_string(key).expect("strings serialize");
-        format!("{{\"key\":{key},\"action\":\"reset\",\"obj\":").into()
-    }
 }

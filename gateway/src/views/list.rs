@@ -12,9 +12,9 @@
 //! events are the difference between the two windows ([`crate::views::list_diff`]), so what a
 //! client holds is always a window the database really showed - never a half-applied one.
 
-use crate::fragments::{ArrayBuilder, Fragments};
+use crate::fragments::ArrayBuilder;
 use crate::shared_log::Delivery;
-use crate::shared_log::{LogCursor, SharedLog};
+use crate::shared_log::{reset_event, LogCursor, SharedLog};
 use crate::views::events::{ClientEvent, Row};
 use crate::views::list_diff::diff;
 use crate::views::made::Made;
@@ -336,13 +336,7 @@ impl ListView {
             return Delivery::Ended;
         }
         if !s.log.read(cursor, out) {
-            crate::metrics::metrics().reset("list_position_lost");
-            let rows = s.rows_json();
-            let mut event = Fragments::new();
-            event.push(ClientEvent::reset_prefix(&self.key));
-            event.push(rows);
-            event.push_static("}");
-            out.push(event);
+            out.push(reset_event(&self.key, s.rows_json(), "list_position_lost"));
             *cursor = s.log.end();
         }
         Delivery::Continues

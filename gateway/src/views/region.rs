@@ -13,7 +13,7 @@
 
 use crate::boards::Boards;
 use crate::errors::{RpcError, TOO_MANY};
-use crate::fragments::{ArrayBuilder, Fragments};
+use crate::fragments::ArrayBuilder;
 use crate::json::timestamp;
 use crate::limits::Limits;
 use crate::mirror::board::Board;
@@ -23,7 +23,7 @@ use crate::mirror::snapshot::Settings;
 use crate::params::read_named;
 use crate::params::BoardRef;
 use crate::shared_log::Delivery;
-use crate::shared_log::{LogCursor, SharedLog};
+use crate::shared_log::{reset_event, LogCursor, SharedLog};
 use crate::views::events::{FrozenTiles, NewTile, OldTile, RegionEvent};
 use crate::views::made::Made;
 use crate::views::rect::{copy_rows, cut, packed_len, Packed, Rect};
@@ -288,11 +288,11 @@ impl Region {
         }
         if !s.log.read(cursor, out) {
             s.catch_up(self.fed.load(Ordering::SeqCst));
-            let mut event = Fragments::new();
-            event.push(crate::views::events::ClientEvent::reset_prefix(&self.key));
-            event.push(s.state_json());
-            event.push_static("}");
-            out.push(event);
+            out.push(reset_event(
+                &self.key,
+                s.state_json(),
+                "region_position_lost",
+            ));
             *cursor = s.log.end();
         }
         Delivery::Continues
