@@ -5,7 +5,8 @@
 //! - this file: fresh databases, connections, listeners; `gateway`: an in-process
 //!   gateway and a JSON-RPC client for it; `stream_check`: a board session's events checked
 //!   against the history; `list_check`: a list view client that applies events;
-//!   `raw_http`: HTTP/1.x written byte for byte over TCP, answers read with deadlines.
+//!   `raw_http`: HTTP/1.x written byte for byte over TCP, answers read with deadlines;
+//!   `curl`: a JSON-RPC request made by curl, one process per request.
 //! - `tests/cooldown_race.rs`: ≥ 100 connections racing as one user.
 //! - `tests/randomized.rs`: many users, `place` and `place_many` mixed, invariants at the end.
 //! - `tests/notifications.rs`: what a LISTENer receives, and when.
@@ -47,6 +48,7 @@
 //!   nginx through kills, LISTEN loss, a PostgreSQL restart and an nginx reload; the
 //!   `soak` binary is its long form (`./pgplace.sh soak`).
 
+pub mod curl;
 pub mod gateway;
 pub mod list_check;
 pub mod processes;

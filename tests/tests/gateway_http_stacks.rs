@@ -9,6 +9,7 @@
 //! next poll as soon as it has read an answer; before 0.8.6 the earlier connection, closed
 //! on both sides by then, looked reset, and every answer came again.
 
+use pgplace_tests::curl::post_jsonrpc;
 use pgplace_tests::gateway::{start_gateway, Http};
 use pgplace_tests::processes::Nginx;
 use pgplace_tests::{connect, create_board, create_users, fresh_database};
@@ -172,19 +173,7 @@ impl Client {
     async fn call(&mut self, addr: SocketAddr, body: &str) -> Value {
         let url = format!("http://{addr}/jsonrpc");
         let text = match self {
-            Client::Curl => {
-                curl(&[
-                    "-sS",
-                    "-m",
-                    "30",
-                    "-H",
-                    "Content-Type: application/json",
-                    "--data-binary",
-                    body,
-                    &url,
-                ])
-                .await
-            }
+            Client::Curl => post_jsonrpc(addr, body).await,
             Client::Program(program) => program.post(&url, body).await,
             Client::Http10 => http10(addr, body).await,
         };
@@ -194,20 +183,6 @@ impl Client {
             .cloned()
             .unwrap_or_else(|| panic!("an error: {reply}"))
     }
-}
-
-async fn curl(args: &[&str]) -> String {
-    let out = tokio::process::Command::new("curl")
-        .args(args)
-        .output()
-        .await
-        .unwrap_or_else(|e| panic!("curl runs: {e}"));
-    assert!(
-        out.status.success(),
-        "curl: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
 }
 
 /// HTTP/1.0: no keep-alive; the answer ends when the server closes.

@@ -4,6 +4,7 @@
 //! placed the tile a second time. The clients are Python's urllib (`Connection: close`)
 //! and curl, the loss a socket closed with the request sent and the answer unread.
 
+use pgplace_tests::curl::post_jsonrpc;
 use pgplace_tests::gateway::{start_gateway, Http};
 use pgplace_tests::{connect, create_board, create_users_with_tokens, fresh_database};
 use serde_json::{json, Value};
@@ -37,26 +38,8 @@ sys.stdout.write(r.read().decode())
 
 /// One call with curl (one-shot): the whole JSON-RPC reply.
 async fn curl(addr: SocketAddr, body: &str) -> Value {
-    let out = tokio::process::Command::new("curl")
-        .args([
-            "-sS",
-            "-m",
-            "30",
-            "-H",
-            "Content-Type: application/json",
-            "--data-binary",
-            body,
-            &format!("http://{addr}/jsonrpc"),
-        ])
-        .output()
-        .await
-        .expect("curl runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("a JSON reply")
+    let text = post_jsonrpc(addr, body).await;
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text:?}"))
 }
 
 /// Sends the request and closes the socket without reading: the answer is lost.

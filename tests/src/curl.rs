@@ -1,0 +1,35 @@
+//! curl, one request per process (no `Connection` header, the connection closed after the
+//! answer): a client the suite did not write, as the HTTP-stack and retry tests use it.
+
+use std::net::SocketAddr;
+
+/// curl with `args`: its output; panics when curl fails (a transport error).
+async fn curl(args: &[&str]) -> String {
+    let out = tokio::process::Command::new("curl")
+        .args(args)
+        .output()
+        .await
+        .unwrap_or_else(|e| panic!("curl runs: {e}"));
+    assert!(
+        out.status.success(),
+        "curl: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// One JSON-RPC request to `addr`'s `/jsonrpc`: the answer's body.
+pub async fn post_jsonrpc(addr: SocketAddr, body: &str) -> String {
+    let url = format!("http://{addr}/jsonrpc");
+    curl(&[
+        "-sS",
+        "-m",
+        "30",
+        "-H",
+        "Content-Type: application/json",
+        "--data-binary",
+        body,
+        &url,
+    ])
+    .await
+}
