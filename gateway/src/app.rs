@@ -15,7 +15,7 @@ use crate::sessions::legacy::ConnectionDeliveries;
 use crate::sessions::registry::Sessions;
 pub use crate::state::App;
 use crate::unknown::Unknown;
-use crate::views::lists::Lists;
+use crate::views::list::registry::Lists;
 use deadpool_postgres::Pool;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;

@@ -7,7 +7,7 @@
 //! it goes on from the last position it read.
 
 use crate::db;
-use crate::views::lists::Lists;
+use crate::views::list::registry::Lists;
 use deadpool_postgres::Pool;
 use pgplace_core::payload::Payload;
 use std::sync::Arc;

@@ -2,7 +2,7 @@
 //! the gateway (any database login may send one), so what it names is noted here, and one
 //! task reads the rows of everything noted, many at once, one read at a time, retrying a
 //! failed read until the database answers. Sessions (`sessions::checks`) and list views
-//! (`views::view_checks`) are checked so.
+//! (`views::list::view_checks`) are checked so.
 
 use std::fmt::Display;
 use std::future::Future;

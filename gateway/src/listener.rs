@@ -19,7 +19,7 @@ use crate::sessions::checks::SessionChecks;
 use crate::sessions::handover::Handovers;
 use crate::sessions::registry::Sessions;
 use crate::sessions::store::{self, Message};
-use crate::views::lists::Lists;
+use crate::views::list::registry::Lists;
 use futures_util::StreamExt;
 use pgplace_core::payload::{
     BoardChange, BoardPayload, ChangesPayload, Payload, ViewPayload, CHANNEL,

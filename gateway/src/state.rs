@@ -10,7 +10,7 @@ use crate::limits::Limits;
 use crate::sessions::handover::Handovers;
 use crate::sessions::registry::Sessions;
 use crate::unknown::Unknown;
-use crate::views::lists::Lists;
+use crate::views::list::registry::Lists;
 use deadpool_postgres::Pool;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;

@@ -18,7 +18,7 @@ use pgplace_core::payload::{
 };
 use pgplace_gateway::listener::{decode, Notice};
 use pgplace_gateway::sessions::store::Message;
-use pgplace_gateway::views::lists::changed_rows;
+use pgplace_gateway::views::list::changes::changed_rows;
 use serde_json::{Map, Value};
 
 fuzz_target!(|data: &[u8]| {

@@ -1,6 +1,7 @@
 //! The gateway's copy of each board, kept exact by the listener:
-//! - `board.rs`: the mirror of one board (applying what the stream says, the log's
-//!   positions and backfill, presence, notices and freezing, delivery to views);
+//! - `board/`: the mirror of one board (applying what the stream says; beside it, a file
+//!   each for the log's positions and backfill, notices and freezing, presence, and
+//!   delivery to views);
 //! - `event_log.rs`: its log of recent events, each serialized once in both forms;
 //! - `snapshot.rs`: a board as the database gives it (settings, tiles at a seq);
 //! - `state.rs`: a board's state as JSON (`board.get`, a board view's initial state);

@@ -1,7 +1,7 @@
 //! The events of list views and board regions as clients get them, serialized with serde
-//! in one place. (A whole board's events are written by `board.rs`, which serializes each
-//! tile once for every session in both forms; they have the same shape as
-//! [`RegionEvent`]'s.)
+//! in one place. (A whole board's events are written by `mirror/event_log.rs`, which
+//! serializes each tile once for every session in both forms; they have the same shape
+//! as [`RegionEvent`]'s.)
 //!
 //! ```json
 //! {"key":"view/top/10","action":"insert","position":0,"obj":{"id":7,"title":"b","viewers":30}}

@@ -9,31 +9,27 @@
 //! - `View::reset_position`, `View::resume`: a position that starts over, and a position
 //!   read back from a client's cursor.
 //!
-//! A new kind is a file here (its instance and its `build`) and an arm in each of those;
+//! The kinds are one table, [`KINDS`] (and [`NAMED_LIST`] for every other name): each
+//! with its name, its params' schema and its `build`. A new kind is its file or folder
+//! here and one line there (and an arm in `View`'s matches only for a new instance type);
 //! a kind made from a board's mirror registers its `mirror::feed::Feed` with the board.
 //!
-//! | kind | instance | file |
+//! | kind | instance | where |
 //! |---|---|---|
-//! | `board` (Qik or compact form) | a board: its mirror's log | `board` |
-//! | `board_region` | (board, rectangle, form), fed by the board | `region` |
-//! | `recent_placements` | (board, limit), a list fed by the board | `recent` |
-//! | a named list view | (view, limit), read from the database | `lists`, `list` |
+//! | `board` (Qik or compact form) | a board: its mirror's log | `board.rs` |
+//! | `board_region` | (board, rectangle, form), fed by the board | `region/` |
+//! | `recent_placements` | (board, limit), a list fed by the board | `recent.rs` |
+//! | a named list view | (view, limit), read from the database | `list/` |
 //!
-//! Beside the kinds: `made.rs` (what building a view gives), `events.rs` (list and region
-//! events as clients get them), `list_diff.rs` (the events from one window of a list to
-//! the next), `rect.rs` (a region's rectangle, cut from the packed tiles) and
-//! `view_checks.rs` (what `view` notifications say, checked against the database).
+//! Beside the kinds: `made.rs` (what building a view gives) and `events.rs` (list and
+//! region events as clients get them).
 
 pub mod board;
 pub mod events;
 pub mod list;
-pub mod list_diff;
-pub mod lists;
 pub mod made;
 pub mod recent;
-pub mod rect;
 pub mod region;
-pub mod view_checks;
 
 use crate::boards::Boards;
 use crate::errors::RpcError;
@@ -41,15 +37,20 @@ use crate::fragments::ArrayBuilder;
 use crate::limits::Limits;
 use crate::mirror::board::{Board, Cursor};
 use crate::params::read_named;
+
 use crate::shared_log::{Delivery, LogCursor};
 use crate::views::board::BoardView;
-use crate::views::list::ListView;
-use crate::views::lists::Lists;
+use crate::views::list::instance::ListView;
+use crate::views::list::registry::Lists;
 use crate::views::made::Made;
-use crate::views::region::{Region, RegionBudget, RegionView};
-use schemars::{Schema, SchemaGenerator};
+use crate::views::region::instance::Region;
+use crate::views::region::{RegionBudget, RegionView};
+use schemars::{JsonSchema, Schema, SchemaGenerator};
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use tokio::sync::Notify;
 
@@ -212,40 +213,107 @@ pub struct Sources<'a> {
     pub region_budget: RegionBudget,
 }
 
+/// A kind of view, as `session.subscribe` names it.
+pub struct Kind {
+    /// The name a subscriber gives (a named list view: how `rpc.discover` says it).
+    pub name: &'static str,
+    /// Its params, as a JSON Schema (for `rpc.discover`).
+    pub params: fn(&mut SchemaGenerator) -> Schema,
+    /// Reads params as `build` would, without making the view.
+    pub check: fn(Map<String, Value>) -> Result<(), RpcError>,
+    /// The instance for `(name, params)`, with its initial state and where a new
+    /// subscriber stands.
+    pub build: for<'a> fn(&'a Sources<'a>, &'a str, &'a Map<String, Value>) -> Building<'a>,
+}
+
+pub type Building<'a> = Pin<Box<dyn Future<Output = Result<Built, RpcError>> + Send + 'a>>;
+
+/// The kinds named by their own name; any other name is a named list view's
+/// ([`NAMED_LIST`]).
+pub const KINDS: &[Kind] = &[
+    Kind {
+        name: "board",
+        params: schema::<board::BoardViewParams>,
+        check: check::<board::BoardViewParams>,
+        build: |sources, _, params| {
+            Box::pin(async move {
+                let made = board::build(sources.boards, params).await?;
+                Ok(built(made, View::Board, Position::Board))
+            })
+        },
+    },
+    Kind {
+        name: "board_region",
+        params: schema::<region::RegionViewParams>,
+        check: check::<region::RegionViewParams>,
+        build: |sources, _, params| {
+            Box::pin(async move {
+                let made = region::build(
+                    sources.boards,
+                    sources.limits,
+                    sources.region_budget,
+                    params,
+                )
+                .await?;
+                Ok(built(made, View::Region, Position::Log))
+            })
+        },
+    },
+    Kind {
+        name: "recent_placements",
+        params: schema::<recent::RecentViewParams>,
+        check: check::<recent::RecentViewParams>,
+        build: |sources, _, params| {
+            Box::pin(async move {
+                let made = recent::build(sources.boards, params).await?;
+                Ok(built(made, View::List, Position::Log))
+            })
+        },
+    },
+];
+
+/// A named list view (`place.create_view`): any name that is not one of [`KINDS`].
+pub const NAMED_LIST: Kind = Kind {
+    name: "a named list view",
+    params: schema::<list::ListViewParams>,
+    check: check::<list::ListViewParams>,
+    build: |sources, name, params| {
+        Box::pin(async move {
+            let made = list::build(sources.lists, name, params).await?;
+            Ok(built(made, View::List, Position::Log))
+        })
+    },
+};
+
+/// The kind of the view named `name`.
+pub fn kind(name: &str) -> &'static Kind {
+    KINDS
+        .iter()
+        .find(|kind| kind.name == name)
+        .unwrap_or(&NAMED_LIST)
+}
+
 /// The view `name` with `params` (as `session.subscribe` names them).
 pub async fn build(
     sources: &Sources<'_>,
     name: &str,
     params: &Map<String, Value>,
 ) -> Result<Built, RpcError> {
-    Ok(match name {
-        "board" => built(
-            Box::pin(board::build(sources.boards, params)).await?,
-            View::Board,
-            Position::Board,
-        ),
-        "recent_placements" => built(
-            Box::pin(recent::build(sources.boards, params)).await?,
-            View::List,
-            Position::Log,
-        ),
-        "board_region" => built(
-            Box::pin(region::build(
-                sources.boards,
-                sources.limits,
-                sources.region_budget,
-                params,
-            ))
-            .await?,
-            View::Region,
-            Position::Log,
-        ),
-        _ => built(
-            Box::pin(lists::build(sources.lists, name, params)).await?,
-            View::List,
-            Position::Log,
-        ),
-    })
+    (kind(name).build)(sources, name, params).await
+}
+
+/// Reads `params` as the view `name` would (without making it): any other name is a list
+/// view's.
+pub fn check_params(name: &str, params: &Map<String, Value>) -> Result<(), RpcError> {
+    (kind(name).check)(params.clone())
+}
+
+fn check<P: DeserializeOwned>(params: Map<String, Value>) -> Result<(), RpcError> {
+    read_named::<P>(params).map(drop)
+}
+
+fn schema<P: JsonSchema>(generator: &mut SchemaGenerator) -> Schema {
+    generator.subschema_for::<P>()
 }
 
 fn built<V, C>(made: Made<V, C>, view: fn(V) -> View, position: fn(C) -> Position) -> Built {
@@ -258,35 +326,4 @@ fn built<V, C>(made: Made<V, C>, view: fn(V) -> View, position: fn(C) -> Positio
         seq: made.seq,
         signed_in: made.signed_in,
     }
-}
-
-/// Reads `params` as the view `name` would (without making it): any other name is a list
-/// view's.
-pub fn check_params(name: &str, params: &Map<String, Value>) -> Result<(), RpcError> {
-    let params = params.clone();
-    match name {
-        "board" => read_named::<board::BoardViewParams>(params).map(drop),
-        "board_region" => read_named::<region::RegionViewParams>(params).map(drop),
-        "recent_placements" => read_named::<recent::RecentViewParams>(params).map(drop),
-        _ => read_named::<lists::ListViewParams>(params).map(drop),
-    }
-}
-
-/// Each kind's params, as JSON Schemas (for `rpc.discover`).
-pub fn params_schemas(generator: &mut SchemaGenerator) -> Vec<(&'static str, Schema)> {
-    vec![
-        ("board", generator.subschema_for::<board::BoardViewParams>()),
-        (
-            "board_region",
-            generator.subschema_for::<region::RegionViewParams>(),
-        ),
-        (
-            "recent_placements",
-            generator.subschema_for::<recent::RecentViewParams>(),
-        ),
-        (
-            "a named list view",
-            generator.subschema_for::<lists::ListViewParams>(),
-        ),
-    ]
 }

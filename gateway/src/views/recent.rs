@@ -12,7 +12,7 @@ use crate::mirror::snapshot::Settings;
 use crate::params::read_named;
 use crate::params::BoardRef;
 use crate::shared_log::LogCursor;
-use crate::views::list::ListView;
+use crate::views::list::instance::ListView;
 use crate::views::made::Made;
 use pgplace_core::payload::Placement;
 use schemars::JsonSchema;
@@ -44,7 +44,7 @@ pub async fn build(
     }
     let mirrored = boards.get(&board).await?;
     let view = recent_view(&mirrored.board, limit as usize);
-    Ok(crate::views::list::made(
+    Ok(crate::views::list::instance::made(
         view,
         view_params,
         Some(mirrored.board.id),

@@ -45,9 +45,10 @@ pub struct ViewMethodParams {
 }
 
 fn view_params_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    let kinds: Vec<Value> = views::params_schemas(generator)
-        .into_iter()
-        .map(|(_, schema)| schema.to_value())
+    let kinds: Vec<Value> = views::KINDS
+        .iter()
+        .chain([&views::NAMED_LIST])
+        .map(|kind| (kind.params)(generator).to_value())
         .collect();
     schemars::json_schema!({
         "anyOf": [{"anyOf": kinds}, {"type": "null"}]

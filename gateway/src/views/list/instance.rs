@@ -9,14 +9,14 @@
 //! Every session on the instance reads the same log by cursor, as sessions on a board do:
 //! an event is serialized once, whatever the number of readers. A window is only ever
 //! replaced by one read from the database in one snapshot (`place.view_rows`), and the
-//! events are the difference between the two windows ([`crate::views::list_diff`]), so what a
+//! events are the difference between the two windows ([`crate::views::list::diff`]), so what a
 //! client holds is always a window the database really showed - never a half-applied one.
 
 use crate::fragments::ArrayBuilder;
 use crate::shared_log::Delivery;
 use crate::shared_log::{reset_event, LogCursor, SharedLog};
 use crate::views::events::{ClientEvent, Row};
-use crate::views::list_diff::diff;
+use crate::views::list::diff::diff;
 use crate::views::made::Made;
 use bytes::Bytes;
 use serde_json::{Map, Value};
