@@ -176,15 +176,22 @@ ALTER FUNCTION place.settled_seq(bigint)
 -- log for whichever role wrote the watched table. Filters are always read with standard
 -- strings (as they were checked), and a row's intervals are written the same way whatever
 -- the writer's session says (the gateway tests filters on them).
-ALTER FUNCTION place.watch(regclass, text[], boolean)
+-- watch, unwatch, kick and create_view run as their caller (extension/src/callers.rs) and
+-- call their bodies as the owner; the search path is pinned for the statement that does.
+ALTER FUNCTION place.watch(regclass, text[], boolean) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION place.unwatch(regclass) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION place.kick(regclass, jsonb) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION place.create_view(text, regclass, text, text, boolean, int, boolean)
+    SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION place._watch(regrole, regclass, text[], boolean)
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET standard_conforming_strings = on;
-ALTER FUNCTION place.unwatch(regclass)
+ALTER FUNCTION place._unwatch(regrole, regclass)
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
-ALTER FUNCTION place.kick(regclass, jsonb)
+ALTER FUNCTION place._kick(regrole, regclass, jsonb)
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET pgplace.log_writer = on;
 ALTER FUNCTION place.set_change_retention(interval)
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
-ALTER FUNCTION place.create_view(text, regclass, text, text, boolean, int, boolean)
+ALTER FUNCTION place._create_view(regrole, text, regclass, text, text, boolean, int, boolean)
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET standard_conforming_strings = on;
 ALTER FUNCTION place.drop_view(text)
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
@@ -219,8 +226,14 @@ ALTER FUNCTION place._forget_dropped_tables()
 -- they run as their caller, which must be the extension's owner (they check). Nobody else
 -- may EXECUTE them either: one runs any query as a table's owner.
 REVOKE EXECUTE ON FUNCTION place._read_as_owner(oid, text, text, jsonb) FROM PUBLIC;
-REVOKE EXECUTE ON FUNCTION place._check_filter(text, oid, text[], text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION place._check_filter(text, oid, text[], text, oid) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION place._lock_table(oid) FROM PUBLIC;
+-- The entry points that run as their caller are not SECURITY DEFINER, so the loop below
+-- leaves them: they are pgplace_admin's (sql/roles.sql), not every role's.
+REVOKE EXECUTE ON FUNCTION place.watch(regclass, text[], boolean) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION place.unwatch(regclass) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION place.kick(regclass, jsonb) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION place.create_view(text, regclass, text, text, boolean, int, boolean) FROM PUBLIC;
 
 -- Every SECURITY DEFINER function of the extension (these above, the session functions,
 -- the triggers that keep versions) is taken from PUBLIC here, by the extension itself: one

@@ -71,7 +71,7 @@ $$;
 -- function, operator or type that is not built into PostgreSQL. The filter is checked from
 -- its analysed tree (place._check_filter) before anything runs it.
 CREATE FUNCTION place._prepare_view(name text, tbl regclass, order_by text[], filter text, descending boolean,
-                                    OUT select_sql text, OUT touch_always boolean)
+                                    analyser regrole, OUT select_sql text, OUT touch_always boolean)
 LANGUAGE plpgsql AS $$
 DECLARE
     w place.watches;
@@ -104,7 +104,7 @@ BEGIN
                 USING ERRCODE = '22023', HINT = 'Write a boolean expression over the row''s columns, such as: status = ''live'' AND viewers > 10';
         END IF;
         BEGIN
-            touch_always := place._check_filter(name, tbl, visible, filter);
+            touch_always := place._check_filter(name, tbl, visible, filter, analyser);
         EXCEPTION
             WHEN undefined_column OR undefined_function OR syntax_error OR undefined_object THEN
                 RAISE EXCEPTION 'filter % of view %: %', filter, name, SQLERRM
@@ -121,9 +121,18 @@ BEGIN
 END
 $$;
 
+-- A C function that runs as its caller and calls place._create_view as the extension's owner,
+-- naming the caller (extension/src/callers.rs, as place.watch).
 CREATE FUNCTION place.create_view(name text, tbl regclass, order_by text, filter text DEFAULT NULL,
                                   descending boolean DEFAULT true, max_limit int DEFAULT 100,
                                   signed_in boolean DEFAULT false)
+RETURNS void VOLATILE PARALLEL UNSAFE
+LANGUAGE c AS 'MODULE_PATHNAME', 'create_view_wrapper';
+
+-- place.create_view's body, for `caller`, who becomes the view's creator (its filter is
+-- analysed as that role, and each read checks that role may still read the table).
+CREATE FUNCTION place._create_view(caller regrole, name text, tbl regclass, order_by text, filter text,
+                                   descending boolean, max_limit int, signed_in boolean)
 RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -150,16 +159,15 @@ BEGIN
         RAISE EXCEPTION 'order_by must name columns separated by commas, not %', quote_literal(order_by)
             USING ERRCODE = '22023';
     END IF;
-    PERFORM place._check_may_read(tbl);
-    IF EXISTS (SELECT FROM place.views v WHERE v.name = create_view.name) THEN
+    PERFORM place._check_may_read(tbl, caller);
+    IF EXISTS (SELECT FROM place.views v WHERE v.name = _create_view.name) THEN
         RAISE EXCEPTION 'a view named % exists already', quote_literal(name)
             USING ERRCODE = '23505', HINT = 'Drop it first with place.drop_view.';
     END IF;
     INSERT INTO place.views (name, tbl, order_by, filter, descending, max_limit, query, touch_always, created_by,
                              signed_in)
-    SELECT name, tbl, columns, filter, descending, max_limit, p.select_sql, p.touch_always,
-           (SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.rolname = session_user)::regrole, signed_in
-    FROM place._prepare_view(name, tbl, columns, filter, descending) p;
+    SELECT name, tbl, columns, filter, descending, max_limit, p.select_sql, p.touch_always, caller, signed_in
+    FROM place._prepare_view(name, tbl, columns, filter, descending, caller) p;
 END
 $$;
 

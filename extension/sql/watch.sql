@@ -337,7 +337,20 @@ $$;
 
 -- The public API ------------------------------------------------------------------------
 
+-- The entry points that authorize their caller are C functions that run as the caller and
+-- call the bodies below as the extension's owner, naming the caller (extension/src/callers.rs):
+-- a SECURITY DEFINER function cannot tell who called it, and the login (session_user) may
+-- not be who did.
 CREATE FUNCTION place.watch(tbl regclass, columns text[] DEFAULT NULL, all_rows boolean DEFAULT false)
+RETURNS void VOLATILE PARALLEL UNSAFE
+LANGUAGE c AS 'MODULE_PATHNAME', 'watch_wrapper';
+CREATE FUNCTION place.unwatch(tbl regclass) RETURNS boolean VOLATILE PARALLEL UNSAFE
+LANGUAGE c AS 'MODULE_PATHNAME', 'unwatch_wrapper';
+CREATE FUNCTION place.kick(tbl regclass, pk jsonb) RETURNS void VOLATILE PARALLEL UNSAFE
+LANGUAGE c AS 'MODULE_PATHNAME', 'kick_wrapper';
+
+-- place.watch's body, for `caller`.
+CREATE FUNCTION place._watch(caller regrole, tbl regclass, columns text[], all_rows boolean)
 RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -352,7 +365,9 @@ BEGIN
     -- Locked by its OID before anything below names it: a rename now waits, so the name
     -- each statement below is given is this table's.
     PERFORM place._lock_table(tbl);
-    PERFORM place._check_owns(tbl);
+    -- Again, now that no DDL can change the table until this transaction ends.
+    PERFORM place._check_watchable(tbl, all_rows);
+    PERFORM place._check_owns(tbl, caller);
     IF (SELECT relnamespace FROM pg_catalog.pg_class WHERE oid = tbl) = 'place'::regnamespace THEN
         RAISE EXCEPTION 'pgplace''s own table % cannot be watched (boards announce their placements already)', tbl
             USING ERRCODE = '22023';
@@ -406,19 +421,19 @@ BEGIN
     -- The views over the table must still hold with the new columns.
     UPDATE place.views v SET (query, touch_always) =
         (SELECT p.select_sql, p.touch_always
-         FROM place._prepare_view(v.name, v.tbl, v.order_by, v.filter, v.descending) p)
-    WHERE v.tbl = watch.tbl;
+         FROM place._prepare_view(v.name, v.tbl, v.order_by, v.filter, v.descending, v.created_by) p)
+    WHERE v.tbl = _watch.tbl;
 END
 $$;
 
 -- The functions that watch a table or show its rows run as the extension's owner: the
--- one who calls them (the login, session_user, whatever role it SET) must be able to read
--- the table itself, or a view would hand them rows they may not see.
-CREATE FUNCTION place._check_may_read(tbl regclass) RETURNS void
+-- role that called them (the role its code runs as: callers.rs) must be able to read the
+-- table itself, or a view would hand them rows they may not see.
+CREATE FUNCTION place._check_may_read(tbl regclass, caller regrole) RETURNS void
 LANGUAGE plpgsql STABLE AS $$
 BEGIN
-    IF NOT pg_catalog.has_table_privilege(session_user, tbl, 'SELECT') THEN
-        RAISE EXCEPTION 'permission denied: % may not read table %', session_user, tbl
+    IF NOT pg_catalog.has_table_privilege(caller, tbl, 'SELECT') THEN
+        RAISE EXCEPTION 'permission denied: % may not read table %', caller, tbl
             USING ERRCODE = '42501', HINT = 'Only a role that may SELECT from a table can watch it or show it in a view.';
     END IF;
 END
@@ -427,13 +442,13 @@ $$;
 -- Watching adds triggers that every writer of the table runs (ENABLE ALWAYS, which only an
 -- owner may set), and publishes the rows: it takes what PostgreSQL asks of ALTER TABLE,
 -- the table's ownership (being a member of the role that owns it, or a superuser).
-CREATE FUNCTION place._check_owns(tbl regclass) RETURNS void
+CREATE FUNCTION place._check_owns(tbl regclass, caller regrole) RETURNS void
 LANGUAGE plpgsql STABLE AS $$
 DECLARE
     owner regrole := (SELECT c.relowner FROM pg_catalog.pg_class c WHERE c.oid = tbl);
 BEGIN
-    IF NOT pg_catalog.pg_has_role(session_user, owner, 'USAGE') THEN
-        RAISE EXCEPTION 'permission denied: % does not own table % (its owner is %)', session_user, tbl, owner
+    IF NOT pg_catalog.pg_has_role(caller, owner, 'USAGE') THEN
+        RAISE EXCEPTION 'permission denied: % does not own table % (its owner is %)', caller, tbl, owner
             USING ERRCODE = '42501', HINT = 'Only the owner of a table (or a member of the role that owns it) can watch or unwatch it.';
     END IF;
 END
@@ -487,21 +502,34 @@ BEGIN
 END
 $$;
 
--- Keeps _check_watchable true of every watched table that a DDL command changed (a column
--- added or retyped, row-level security turned on, a rule): the command fails instead.
+-- Keeps _check_watchable true of every watched table after a DDL command (a column added
+-- or retyped, row-level security turned on, a rule, a typed table's type altered, a table
+-- attached as a partition): the command fails instead. The capture trigger checks the
+-- column types again on every statement all the same (extension/src/capture.rs).
 CREATE FUNCTION place._guard_watched_tables() RETURNS event_trigger
 LANGUAGE plpgsql AS $$
 DECLARE
     w record;
     gone text;
 BEGIN
-    FOR w IN SELECT x.tbl, x.all_rows, x.key_columns, x.columns FROM place.watches x
-             WHERE x.tbl::oid IN (SELECT d.objid FROM pg_catalog.pg_event_trigger_ddl_commands() d
-                                  WHERE d.classid = 'pg_catalog.pg_class'::regclass
-                                  UNION ALL
-                                  SELECT r.ev_class FROM pg_catalog.pg_event_trigger_ddl_commands() d
-                                  JOIN pg_catalog.pg_rewrite r ON r.oid = d.objid
-                                  WHERE d.classid = 'pg_catalog.pg_rewrite'::regclass)
+    -- The watched tables the command reached, which are more than it names: the partitions
+    -- and children of a table it names (a column added to a partitioned table, a table
+    -- attached as a partition), the typed tables of a type it names (ALTER TYPE ... CASCADE),
+    -- the table of a rule.
+    FOR w IN WITH RECURSIVE
+                 named AS (SELECT d.classid, d.objid FROM pg_catalog.pg_event_trigger_ddl_commands() d),
+                 reached(relid) AS (
+                     SELECT n.objid FROM named n WHERE n.classid = 'pg_catalog.pg_class'::regclass
+                     UNION ALL
+                     SELECT r.ev_class FROM named n JOIN pg_catalog.pg_rewrite r ON r.oid = n.objid
+                     WHERE n.classid = 'pg_catalog.pg_rewrite'::regclass
+                     UNION ALL
+                     SELECT c.oid FROM named n JOIN pg_catalog.pg_class c ON c.reloftype = n.objid
+                     WHERE n.classid = 'pg_catalog.pg_type'::regclass
+                     UNION
+                     SELECT i.inhrelid FROM reached r JOIN pg_catalog.pg_inherits i ON i.inhparent = r.relid)
+             SELECT x.tbl, x.all_rows, x.key_columns, x.columns FROM place.watches x
+             WHERE x.tbl::oid IN (SELECT relid FROM reached)
     LOOP
         PERFORM place._check_watchable(w.tbl, w.all_rows);
         -- A watched column dropped or renamed would leave the capture trigger without it:
@@ -519,7 +547,7 @@ BEGIN
 END
 $$;
 CREATE EVENT TRIGGER pgplace_guard_watched_tables ON ddl_command_end
-WHEN TAG IN ('ALTER TABLE', 'CREATE RULE')
+WHEN TAG IN ('ALTER TABLE', 'ALTER TYPE', 'CREATE RULE')
 EXECUTE FUNCTION place._guard_watched_tables();
 -- Also while changes are replicated in (session_replication_role = replica).
 ALTER EVENT TRIGGER pgplace_guard_watched_tables ENABLE ALWAYS;
@@ -541,7 +569,7 @@ BEGIN
 END
 $$;
 CREATE EVENT TRIGGER pgplace_forget_dropped_tables ON sql_drop
-WHEN TAG IN ('DROP TABLE', 'DROP SCHEMA', 'DROP OWNED')
+WHEN TAG IN ('DROP TABLE', 'DROP SCHEMA', 'DROP OWNED', 'DROP TYPE')
 EXECUTE FUNCTION place._forget_dropped_tables();
 ALTER EVENT TRIGGER pgplace_forget_dropped_tables ENABLE ALWAYS;
 
@@ -559,7 +587,8 @@ BEGIN
 END
 $$;
 
-CREATE FUNCTION place.unwatch(tbl regclass) RETURNS boolean
+-- place.unwatch's body, for `caller`.
+CREATE FUNCTION place._unwatch(caller regrole, tbl regclass) RETURNS boolean
 LANGUAGE plpgsql AS $$
 DECLARE
     dependent text;
@@ -568,19 +597,19 @@ BEGIN
         RAISE EXCEPTION 'tbl must not be NULL' USING ERRCODE = '22004';
     END IF;
     SELECT string_agg(quote_literal(v.name), ', ' ORDER BY v.name) INTO dependent
-    FROM place.views v WHERE v.tbl = unwatch.tbl;
+    FROM place.views v WHERE v.tbl = _unwatch.tbl;
     IF dependent IS NOT NULL THEN
         RAISE EXCEPTION 'views % show table %: drop them first', dependent, tbl
             USING ERRCODE = '2BP01', HINT = 'SELECT place.drop_view(name) for each of them.';
     END IF;
     IF EXISTS (SELECT FROM pg_catalog.pg_class WHERE oid = tbl) THEN
-        PERFORM place._check_owns(tbl);
-        IF EXISTS (SELECT FROM place.watches w WHERE w.tbl = unwatch.tbl) THEN
+        PERFORM place._check_owns(tbl, caller);
+        IF EXISTS (SELECT FROM place.watches w WHERE w.tbl = _unwatch.tbl) THEN
             PERFORM place._lock_table(tbl);
         END IF;
         PERFORM place._drop_watch_triggers(tbl);
     END IF;
-    DELETE FROM place.watches w WHERE w.tbl = unwatch.tbl;
+    DELETE FROM place.watches w WHERE w.tbl = _unwatch.tbl;
     RETURN FOUND;
 END
 $$;
@@ -596,7 +625,8 @@ LANGUAGE sql STABLE AS $$
     ORDER BY w.tbl::text
 $$;
 
-CREATE FUNCTION place.kick(tbl regclass, pk jsonb) RETURNS void
+-- place.kick's body, for `caller`.
+CREATE FUNCTION place._kick(caller regrole, tbl regclass, pk jsonb) RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
     w place.watches;
@@ -608,10 +638,10 @@ BEGIN
     IF tbl IS NULL OR pk IS NULL THEN
         RAISE EXCEPTION 'tbl and pk must not be NULL' USING ERRCODE = '22004';
     END IF;
-    SELECT * INTO w FROM place.watches x WHERE x.tbl = kick.tbl;
+    SELECT * INTO w FROM place.watches x WHERE x.tbl = _kick.tbl;
     IF FOUND THEN
         PERFORM place._check_watchable(tbl, w.all_rows);
-        PERFORM place._check_may_read(tbl);
+        PERFORM place._check_may_read(tbl, caller);
     ELSE
         RAISE EXCEPTION 'table % is not watched', tbl
             USING ERRCODE = '55000', HINT = 'SELECT place.watch(''...''::regclass) first.';

@@ -54,14 +54,61 @@ impl Drop for ActingAs {
     }
 }
 
+/// Running as the extension's owner, as a SECURITY DEFINER function does, from a C entry
+/// point that runs as its caller (`callers.rs`): the security context is kept (a caller in
+/// a security-restricted operation stays in one).
+pub struct Privileged {
+    user: pg_sys::Oid,
+    context: i32,
+}
+
+impl Privileged {
+    pub fn begin() -> Privileged {
+        let owner = extension_owner();
+        let mut user = pg_sys::InvalidOid;
+        let mut context = 0;
+        // SAFETY: the switch fmgr_security_definer makes; restored by `end` or `drop`.
+        unsafe {
+            pg_sys::GetUserIdAndSecContext(&mut user, &mut context);
+            pg_sys::SetUserIdAndSecContext(
+                owner,
+                context | pg_sys::SECURITY_LOCAL_USERID_CHANGE as i32,
+            );
+        }
+        Privileged { user, context }
+    }
+
+    pub fn end(self) {}
+}
+
+impl Drop for Privileged {
+    fn drop(&mut self) {
+        // SAFETY: the identity saved in `begin`.
+        unsafe { pg_sys::SetUserIdAndSecContext(self.user, self.context) };
+    }
+}
+
+/// The extension's owner: the owner of schema `place`, which `CREATE EXTENSION` made.
+pub fn extension_owner() -> pg_sys::Oid {
+    // SAFETY: catalog lookups by name and OID; both exist while the extension does.
+    unsafe {
+        let namespace = pg_sys::get_namespace_oid(c"place".as_ptr(), false);
+        let tuple = pg_sys::SearchSysCache1(
+            pg_sys::SysCacheIdentifier::NAMESPACEOID as i32,
+            pg_sys::Datum::from(namespace),
+        );
+        if tuple.is_null() {
+            pgrx::error!("schema place is missing");
+        }
+        let owner =
+            (*pg_sys::heap_tuple_get_struct::<pg_sys::FormData_pg_namespace>(tuple)).nspowner;
+        pg_sys::ReleaseSysCache(tuple);
+        owner
+    }
+}
+
 /// The current user: inside pgplace's SECURITY DEFINER functions, the extension's owner.
 pub fn current_user() -> pg_sys::Oid {
     // SAFETY: reads the backend's current identity.
     unsafe { pg_sys::GetUserId() }
-}
-
-/// The role that logged in (or SET SESSION AUTHORIZATION chose): who called pgplace.
-pub fn session_user() -> pg_sys::Oid {
-    // SAFETY: reads the backend's session identity.
-    unsafe { pg_sys::GetSessionUserId() }
 }

@@ -70,6 +70,7 @@ fn _capture_changes<'a>(
     unsafe {
         let relation = data.tg_relation;
         let desc = (*relation).rd_att;
+        refuse_types_not_built_in(relation, desc);
         let columns = Columns::from_args(desc, &trigger.extra_args()?);
         let _style = IntervalStylePostgres::set();
         let mut memory = PgMemoryContexts::new("pgplace change capture");
@@ -123,6 +124,33 @@ fn _capture_changes<'a>(
     }
     staged.flush();
     Ok(None)
+}
+
+/// This trigger runs as the extension's owner and turns rows into JSON, which runs a
+/// type's cast to json: a column of a type a user made (an enum with a cast, a composite
+/// of a typed table, a domain) would run that user's code as a superuser. `watch` and the
+/// DDL guard refuse such columns, but a table can gain one in ways no guard sees (`ALTER
+/// TYPE ... CASCADE` on a typed table, a column added through a partitioned parent): so
+/// the trigger itself refuses, before any row is read, every statement on a table with a
+/// column whose type is not built into PostgreSQL. One pass over the columns per statement.
+unsafe fn refuse_types_not_built_in(relation: pg_sys::Relation, desc: pg_sys::TupleDesc) {
+    let table = pgrx::PgTupleDesc::from_pg_unchecked(desc);
+    for attribute in table.iter() {
+        if attribute.attisdropped || u32::from(attribute.atttypid) < pg_sys::FirstNormalObjectId {
+            continue;
+        }
+        let name = CStr::from_ptr(pg_sys::get_rel_name((*relation).rd_id)).to_string_lossy();
+        let column = CStr::from_ptr(attribute.attname.data.as_ptr()).to_string_lossy();
+        ereport!(
+            PgLogLevel::ERROR,
+            PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+            format!(
+                "watched table {name} has column {column} of a type that is not built into PostgreSQL; \
+                 pgplace does not turn it into JSON"
+            ),
+            "Change the column to a built-in type, or unwatch the table (SELECT place.unwatch(tbl))."
+        );
+    }
 }
 
 /// The columns a change names: the key, and the watched ones (None: the whole row).

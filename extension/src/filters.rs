@@ -9,7 +9,7 @@
 //! analysing can run code (a literal cast to a composite type runs its columns' input and
 //! domain checks), and what runs then is what the caller could run by typing the filter.
 
-use crate::acting_as::{self, ActingAs};
+use crate::acting_as::ActingAs;
 use crate::owner_reads::{check_caller_is_extension_owner, WatchedTable};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
@@ -25,6 +25,7 @@ fn _check_filter(
     tbl: pg_sys::Oid,
     visible: Vec<Option<String>>,
     filter: &str,
+    analyser: pg_sys::Oid,
 ) -> bool {
     check_caller_is_extension_owner();
     let Some(visible) = visible.into_iter().collect::<Option<Vec<String>>>() else {
@@ -42,7 +43,7 @@ fn _check_filter(
         table.name
     ))
     .unwrap_or_else(|_| error!("a filter must not contain a NUL byte"));
-    let acting = ActingAs::begin(acting_as::session_user());
+    let acting = ActingAs::begin(analyser);
     // SAFETY: parse analysis of one statement in the current memory context; the tree is
     // only read.
     let findings = unsafe { analyse(&sql, tbl, visible) };

@@ -38,6 +38,7 @@
 //! - [`expressions`]: checks that a view's filter is one SQL expression.
 //! - [`filters`]: checks a view's filter from its analysed tree, as the session user.
 //! - [`acting_as`]: running work as another role under `SECURITY_RESTRICTED_OPERATION`.
+//! - [`callers`]: the entry points that authorize their caller (`watch`, `create_view`, ...).
 //! - [`owner_reads`]: every read of a user's table, as its owner, the table named by OID.
 //! - [`snapshots`]: REPEATABLE READ callers and placements their snapshot missed.
 //! - [`spi`]: statements planned once per backend.
@@ -51,6 +52,7 @@ use pgrx::prelude::*;
 pub mod acting_as;
 pub mod bitfield;
 pub mod boards;
+pub mod callers;
 pub mod capture;
 pub mod catalog;
 pub mod chunks;

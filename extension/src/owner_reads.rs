@@ -109,9 +109,7 @@ impl WatchedTable {
 /// Only the extension's owner (the role pgplace's SECURITY DEFINER functions run as) may
 /// use the functions that change identity, whatever was granted on them.
 pub fn check_caller_is_extension_owner() {
-    // SAFETY: catalog lookups by name and OID; both exist while the extension does.
-    let owner = unsafe { schema_owner(c"place") };
-    if acting_as::current_user() != owner {
+    if acting_as::current_user() != acting_as::extension_owner() {
         ereport!(
             PgLogLevel::ERROR,
             PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
@@ -129,21 +127,6 @@ fn bad_read(what: &str) -> ! {
         format!("a read of a watched table {what}")
     );
     unreachable!()
-}
-
-/// The owner of a schema; the extension's owner owns its schema `place`.
-unsafe fn schema_owner(name: &CStr) -> pg_sys::Oid {
-    let namespace = pg_sys::get_namespace_oid(name.as_ptr(), false);
-    let tuple = pg_sys::SearchSysCache1(
-        pg_sys::SysCacheIdentifier::NAMESPACEOID as i32,
-        pg_sys::Datum::from(namespace),
-    );
-    if tuple.is_null() {
-        error!("schema place is missing");
-    }
-    let owner = (*pg_sys::heap_tuple_get_struct::<pg_sys::FormData_pg_namespace>(tuple)).nspowner;
-    pg_sys::ReleaseSysCache(tuple);
-    owner
 }
 
 /// Runs `sql` (one statement, `$1` jsonb) read-only in the current snapshot, and returns
