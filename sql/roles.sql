@@ -99,12 +99,11 @@ UNION ALL
 SELECT :'pgplace_admin', unnest(ARRAY[
     'create_board', 'create_user', 'set_cooldown', 'set_board_state', 'set_keyframe_every',
     'build_keyframes', 'compact_history', 'resize_board', 'set_palette', 'ban_user',
-    'unban_user', 'restore_region', 'revert_user', 'set_freeze_after', 'set_change_retention',
-    'drop_view']), true
+    'unban_user', 'restore_region', 'revert_user', 'set_freeze_after', 'set_change_retention']), true
 UNION ALL
 -- These run as their caller, whom they authorize, and call their SECURITY DEFINER bodies
 -- (extension/src/callers.rs).
-SELECT :'pgplace_admin', unnest(ARRAY['watch', 'unwatch', 'kick', 'create_view']), false;
+SELECT :'pgplace_admin', unnest(ARRAY['watch', 'unwatch', 'kick', 'create_view', 'drop_view']), false;
 -- Tables pgplace_reader may not read (the rest of schema place it may).
 CREATE TEMP TABLE pgplace_secret_tables (relname name) ON COMMIT DROP;
 INSERT INTO pgplace_secret_tables VALUES ('user_tokens'), ('sessions'), ('session_views');

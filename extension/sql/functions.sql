@@ -176,7 +176,7 @@ ALTER FUNCTION place.settled_seq(bigint)
 -- log for whichever role wrote the watched table. Filters are always read with standard
 -- strings (as they were checked), and a row's intervals are written the same way whatever
 -- the writer's session says (the gateway tests filters on them).
--- watch, unwatch, kick and create_view run as their caller (extension/src/callers.rs) and
+-- watch, unwatch, kick, create_view and drop_view run as their caller (extension/src/callers.rs) and
 -- call their bodies as the owner; the search path is pinned for the statement that does.
 ALTER FUNCTION place.watch(regclass, text[], boolean) SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION place.unwatch(regclass) SET search_path = pg_catalog, pg_temp;
@@ -193,7 +193,8 @@ ALTER FUNCTION place.set_change_retention(interval)
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION place._create_view(regrole, text, regclass, text, text, boolean, int, boolean)
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET standard_conforming_strings = on;
-ALTER FUNCTION place.drop_view(text)
+ALTER FUNCTION place.drop_view(text) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION place._drop_view(regrole, text)
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION place.view_rows(text, int)
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET standard_conforming_strings = on;
@@ -234,6 +235,7 @@ REVOKE EXECUTE ON FUNCTION place.watch(regclass, text[], boolean) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION place.unwatch(regclass) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION place.kick(regclass, jsonb) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION place.create_view(text, regclass, text, text, boolean, int, boolean) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION place.drop_view(text) FROM PUBLIC;
 
 -- Every SECURITY DEFINER function of the extension (these above, the session functions,
 -- the triggers that keep versions) is taken from PUBLIC here, by the extension itself: one

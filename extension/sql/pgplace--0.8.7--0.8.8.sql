@@ -1,13 +1,16 @@
 -- pgplace 0.8.7 -> 0.8.8: pgplace acts for the role that called it, and its capture
 -- trigger turns no user-made type into JSON (issue 42's audit of 0.8.7).
--- - watch, unwatch, kick and create_view become C functions that run as their caller and
---   call their bodies (_watch, _unwatch, _kick, _create_view: SECURITY DEFINER, for the
+-- - watch, unwatch, kick, create_view and drop_view become C functions that run as their caller and
+--   call their bodies (_watch, _unwatch, _kick, _create_view, _drop_view: SECURITY DEFINER, for the
 --   owner alone) naming that role, instead of SECURITY DEFINER functions that authorized
 --   the session's login (extension/src/callers.rs). CREATE OR REPLACE keeps their grants
---   and comments. A filter is analysed as the view's creator.
+--   and comments. A filter is analysed as the view's creator. A view may be dropped by its
+--   creator or its table's owner, no longer by any admin.
 -- - The capture trigger refuses a statement on a table with a column of a type that is not
 --   built in (library only); the DDL guard follows ALTER TYPE to typed tables and a table
 --   to its partitions; a table dropped by DROP TYPE ... CASCADE leaves no watch.
+-- - An idle tick looks up only the committed transactions of the last position's
+--   in-progress list, not the changes of those still open.
 
 -- The filter's check takes the role it analyses as.
 DROP FUNCTION place._check_filter(text, oid, text[], text);
@@ -21,7 +24,7 @@ CREATE  FUNCTION place."_check_filter"(
 ) RETURNS bool /* bool */
 STRICT VOLATILE PARALLEL UNSAFE
 LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', '_check_filter_wrapper';
+AS 'MODULE_PATHNAME', 'check_filter_as_wrapper';
 
 DROP FUNCTION place._check_may_read(regclass);
 DROP FUNCTION place._check_owns(regclass);
@@ -305,6 +308,41 @@ ALTER FUNCTION place._kick(regrole, regclass, jsonb)
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET pgplace.log_writer = on;
 ALTER FUNCTION place._create_view(regrole, text, regclass, text, text, boolean, int, boolean)
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET standard_conforming_strings = on;
+-- A C function that runs as its caller and calls place._drop_view (as place.create_view).
+CREATE OR REPLACE FUNCTION place.drop_view(name text) RETURNS boolean VOLATILE PARALLEL UNSAFE
+LANGUAGE c AS 'MODULE_PATHNAME', 'drop_view_wrapper';
+
+-- place.drop_view's body, for `caller`: the view's creator (a member of its role) or the
+-- owner of its table may drop it, not any other admin.
+CREATE FUNCTION place._drop_view(caller regrole, name text) RETURNS boolean
+LANGUAGE plpgsql AS $$
+DECLARE
+    v record;
+BEGIN
+    IF name IS NULL THEN
+        RAISE EXCEPTION 'name must not be NULL' USING ERRCODE = '22004';
+    END IF;
+    SELECT x.created_by, c.relowner INTO v
+    FROM place.views x LEFT JOIN pg_catalog.pg_class c ON c.oid = x.tbl
+    WHERE x.name = _drop_view.name
+    FOR UPDATE OF x;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    IF NOT (coalesce(pg_catalog.pg_has_role(caller, v.created_by, 'USAGE'), false)
+            OR coalesce(pg_catalog.pg_has_role(caller, v.relowner, 'USAGE'), false)) THEN
+        RAISE EXCEPTION 'permission denied: % neither created view % nor owns its table', caller, quote_literal(name)
+            USING ERRCODE = '42501', HINT = 'The view''s creator (a member of its role) or its table''s owner may drop it.';
+    END IF;
+    DELETE FROM place.views x WHERE x.name = _drop_view.name;
+    RETURN true;
+END
+$$;
+ALTER FUNCTION place.drop_view(text) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION place._drop_view(regrole, text)
+    SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+REVOKE EXECUTE ON FUNCTION place.drop_view(text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION place._drop_view(regrole, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION place._check_filter(text, oid, text[], text, oid) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION place.watch(regclass, text[], boolean) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION place.unwatch(regclass) FROM PUBLIC;
@@ -372,3 +410,18 @@ CREATE EVENT TRIGGER pgplace_forget_dropped_tables ON sql_drop
 WHEN TAG IN ('DROP TABLE', 'DROP SCHEMA', 'DROP OWNED', 'DROP TYPE')
 EXECUTE FUNCTION place._forget_dropped_tables();
 ALTER EVENT TRIGGER pgplace_forget_dropped_tables ENABLE ALWAYS;
+
+-- An idle tick reads nothing of a transaction still open.
+CREATE OR REPLACE FUNCTION place._changed_since(prev pg_snapshot) RETURNS boolean
+LANGUAGE sql STABLE AS $$
+    SELECT EXISTS (SELECT FROM place.changes c
+                   WHERE c.xid >= pg_catalog.pg_snapshot_xmax(prev)
+                     -- The caller's own transaction's, not yet committed, wait for it.
+                     AND pg_catalog.pg_visible_in_snapshot(c.xid, pg_catalog.pg_current_snapshot()))
+        -- Of the in-progress list, only the transactions that have committed since are
+        -- looked up: one still open may have staged any number of changes, which would be
+        -- read (and found invisible) on every tick.
+        OR EXISTS (SELECT FROM place.changes c
+                   WHERE c.xid = ANY (ARRAY(SELECT x FROM pg_catalog.pg_snapshot_xip(prev) x
+                                            WHERE pg_catalog.pg_visible_in_snapshot(x, pg_catalog.pg_current_snapshot()))))
+$$;

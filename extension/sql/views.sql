@@ -171,14 +171,34 @@ BEGIN
 END
 $$;
 
-CREATE FUNCTION place.drop_view(name text) RETURNS boolean
+-- A C function that runs as its caller and calls place._drop_view (as place.create_view).
+CREATE FUNCTION place.drop_view(name text) RETURNS boolean VOLATILE PARALLEL UNSAFE
+LANGUAGE c AS 'MODULE_PATHNAME', 'drop_view_wrapper';
+
+-- place.drop_view's body, for `caller`: the view's creator (a member of its role) or the
+-- owner of its table may drop it, not any other admin.
+CREATE FUNCTION place._drop_view(caller regrole, name text) RETURNS boolean
 LANGUAGE plpgsql AS $$
+DECLARE
+    v record;
 BEGIN
     IF name IS NULL THEN
         RAISE EXCEPTION 'name must not be NULL' USING ERRCODE = '22004';
     END IF;
-    DELETE FROM place.views v WHERE v.name = drop_view.name;
-    RETURN FOUND;
+    SELECT x.created_by, c.relowner INTO v
+    FROM place.views x LEFT JOIN pg_catalog.pg_class c ON c.oid = x.tbl
+    WHERE x.name = _drop_view.name
+    FOR UPDATE OF x;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    IF NOT (coalesce(pg_catalog.pg_has_role(caller, v.created_by, 'USAGE'), false)
+            OR coalesce(pg_catalog.pg_has_role(caller, v.relowner, 'USAGE'), false)) THEN
+        RAISE EXCEPTION 'permission denied: % neither created view % nor owns its table', caller, quote_literal(name)
+            USING ERRCODE = '42501', HINT = 'The view''s creator (a member of its role) or its table''s owner may drop it.';
+    END IF;
+    DELETE FROM place.views x WHERE x.name = _drop_view.name;
+    RETURN true;
 END
 $$;
 

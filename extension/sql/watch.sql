@@ -158,16 +158,21 @@ LANGUAGE sql IMMUTABLE AS $$ SELECT '3:3:'::pg_catalog.pg_snapshot $$;
 -- whatever `prev`'s xmin is. (Its xmin can be far behind: any login that holds a
 -- transaction id holds every snapshot's xmin back, and a range from xmin would read every
 -- change staged since.) The in-progress list is an array the index looks up (`= ANY`): as
--- a joined set, the planner hashed it against the whole log. Reads only.
+-- a joined set, the planner hashed it against the whole log. Reads only. What it still
+-- reads in vain: the changes of a transaction that began after `prev` and is still open,
+-- until the next position (index entries of uncommitted rows are visited one by one).
 CREATE FUNCTION place._changed_since(prev pg_snapshot) RETURNS boolean
 LANGUAGE sql STABLE AS $$
     SELECT EXISTS (SELECT FROM place.changes c
                    WHERE c.xid >= pg_catalog.pg_snapshot_xmax(prev)
                      -- The caller's own transaction's, not yet committed, wait for it.
                      AND pg_catalog.pg_visible_in_snapshot(c.xid, pg_catalog.pg_current_snapshot()))
+        -- Of the in-progress list, only the transactions that have committed since are
+        -- looked up: one still open may have staged any number of changes, which would be
+        -- read (and found invisible) on every tick.
         OR EXISTS (SELECT FROM place.changes c
-                   WHERE c.xid = ANY (ARRAY(SELECT pg_catalog.pg_snapshot_xip(prev)))
-                     AND pg_catalog.pg_visible_in_snapshot(c.xid, pg_catalog.pg_current_snapshot()))
+                   WHERE c.xid = ANY (ARRAY(SELECT x FROM pg_catalog.pg_snapshot_xip(prev) x
+                                            WHERE pg_catalog.pg_visible_in_snapshot(x, pg_catalog.pg_current_snapshot()))))
 $$;
 
 -- The changes of the positions after `after_pos` (at most lim positions), in order. A

@@ -5,14 +5,15 @@
 //! index expression during ANALYZE or autovacuum, a table owner's hook inside another
 //! role's read, a view or SECURITY DEFINER function of another role. Authorizing by the
 //! login would let such code act with the login's rights. So the entry points that
-//! authorize (`watch`, `unwatch`, `kick`, `create_view`) are C functions that run as their
-//! caller: each takes the role the calling code runs as (`GetUserId`), refuses to run
+//! authorize (`watch`, `unwatch`, `kick`, `create_view`, `drop_view`) are C functions that
+//! run as their caller: each takes the role the calling code runs as (`GetUserId`), refuses to run
 //! inside a security-restricted operation (no such code has a reason to watch or make a
 //! view), and calls its body (`place._watch`, ..., SECURITY DEFINER, executable by the
 //! extension's owner alone, so that nobody can name another caller) as the owner, with that
 //! role as the body's first argument.
 
 use crate::acting_as::{self, Privileged};
+use crate::owner_reads::RawJsonb;
 use pgrx::datum::DatumWithOid;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
@@ -42,15 +43,7 @@ fn as_caller<'a, R>(
     run: impl FnOnce(&[DatumWithOid<'a>]) -> R,
 ) -> R {
     let caller = acting_as::current_user();
-    // SAFETY: reads the backend's security context.
-    if unsafe { pg_sys::InSecurityRestrictedOperation() } {
-        ereport!(
-            PgLogLevel::ERROR,
-            PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
-            format!("place.{entry} cannot run inside a security-restricted operation"),
-            "It was called by code PostgreSQL runs on another role's behalf (an index or statistics expression, ANALYZE, a view's read): call it directly."
-        );
-    }
+    refuse_in_restricted_operation(entry);
     let mut all = vec![DatumWithOid::from(caller)];
     all.extend(args);
     let privileged = Privileged::begin();
@@ -79,9 +72,10 @@ fn unwatch(tbl: Option<pg_sys::Oid>) -> Option<bool> {
     )
 }
 
-/// Announces one row of a watched table again (`place._kick`).
+/// Announces one row of a watched table again (`place._kick`). The key is passed on as
+/// PostgreSQL holds it (any jsonb number, `1e400` too).
 #[pg_extern(volatile, parallel_unsafe, sql = false)]
-fn kick(tbl: Option<pg_sys::Oid>, pk: Option<pgrx::JsonB>) {
+fn kick(tbl: Option<pg_sys::Oid>, pk: Option<RawJsonb>) {
     run_body(
         "kick",
         "SELECT place._kick($1::pg_catalog.regrole, $2::pg_catalog.regclass, $3)",
@@ -114,4 +108,30 @@ fn create_view(
             signed_in.into(),
         ],
     );
+}
+
+/// Drops a named list view (`place._drop_view`).
+#[pg_extern(volatile, parallel_unsafe, sql = false)]
+fn drop_view(name: Option<String>) -> Option<bool> {
+    call_body::<bool>(
+        "drop_view",
+        "SELECT place._drop_view($1::pg_catalog.regrole, $2)",
+        vec![name.into()],
+    )
+}
+
+/// No entry point that authorizes its caller runs inside a security-restricted operation:
+/// code running there (an index or statistics expression during ANALYZE or autovacuum, a
+/// table owner's hook inside a view's read) runs on another role's behalf, and has no
+/// reason to watch a table or make a view.
+pub fn refuse_in_restricted_operation(entry: &str) {
+    // SAFETY: reads the backend's security context.
+    if unsafe { pg_sys::InSecurityRestrictedOperation() } {
+        ereport!(
+            PgLogLevel::ERROR,
+            PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+            format!("place.{entry} cannot run inside a security-restricted operation"),
+            "It was called by code PostgreSQL runs on another role's behalf (an index or statistics expression, ANALYZE, a view's read): call it directly."
+        );
+    }
 }

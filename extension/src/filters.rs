@@ -5,11 +5,13 @@
 //! `views_touched`'s test of changed rows. It must be an immutable boolean expression over
 //! the row's watched columns, using only what is built into PostgreSQL (functions,
 //! operators, types with OIDs below `FirstNormalObjectId`): then reading it runs nobody's
-//! code. The analysis runs as the session user, under `SECURITY_RESTRICTED_OPERATION`:
-//! analysing can run code (a literal cast to a composite type runs its columns' input and
-//! domain checks), and what runs then is what the caller could run by typing the filter.
+//! code. The analysis runs as the role that asked for the view (`callers.rs`), under
+//! `SECURITY_RESTRICTED_OPERATION`: analysing can run code (a literal cast to a composite
+//! type runs its columns' input and domain checks), and what runs then is what that role
+//! could run by typing the filter.
 
 use crate::acting_as::ActingAs;
+use crate::callers::refuse_in_restricted_operation;
 use crate::owner_reads::{check_caller_is_extension_owner, WatchedTable};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
@@ -18,9 +20,10 @@ use std::ffi::{c_void, CStr, CString};
 /// Checks `filter` against table `tbl`, whose columns `visible` a view may use; raises the
 /// error that names what is wrong (42703 a column that is not watched, 22023 not an
 /// immutable boolean expression over the row, 42501 not built into PostgreSQL). Returns
-/// whether the filter reads a float column (`place.views.touch_always`).
-#[pg_extern(volatile, parallel_unsafe)]
-fn _check_filter(
+/// whether the filter reads a float column (`place.views.touch_always`). The analysis runs
+/// as `analyser`: the view's creator.
+#[pg_extern(volatile, parallel_unsafe, name = "_check_filter")]
+fn check_filter_as(
     view_name: &str,
     tbl: pg_sys::Oid,
     visible: Vec<Option<String>>,
@@ -50,6 +53,22 @@ fn _check_filter(
     acting.end();
     findings.raise(view_name, filter);
     findings.reads_float
+}
+
+/// 0.8.7's `_check_filter`, for a schema not yet updated: it analyses as the login, as
+/// 0.8.7 did, but never inside a security-restricted operation, where the login is not who
+/// runs the code that asks (an index expression during ANALYZE, a hook in a view's read).
+#[pg_extern(volatile, parallel_unsafe, sql = false)]
+fn _check_filter(
+    view_name: &str,
+    tbl: pg_sys::Oid,
+    visible: Vec<Option<String>>,
+    filter: &str,
+) -> bool {
+    refuse_in_restricted_operation("create_view");
+    // SAFETY: reads the backend's session identity.
+    let login = unsafe { pg_sys::GetSessionUserId() };
+    check_filter_as(view_name, tbl, visible, filter, login)
 }
 
 #[derive(Default)]

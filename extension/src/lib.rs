@@ -10,39 +10,42 @@
 //! - `../sql/views.sql`: named list views over watched tables (`create_view`, `view_rows`).
 //! - `../sql/sessions.sql`: the gateway's sessions and their subscriptions.
 //! - `../sql/functions.sql`: `COMMENT ON` every function; settings of the hot ones.
+//!
+//! The modules, each listed after every module it uses (a test holds this order against
+//! their imports, `tests/tests/layout.rs`):
 //! - [`input`]: NULL checks and the errors every function raises for bad arguments.
 //! - [`catalog`]: which relations of schema `place` exist: the schema's version.
+//! - [`spi`]: statements planned once per backend.
+//! - [`stamps`]: a moment of the write path as SQL gets it ('infinity' for never).
+//! - [`item`]: one placement to write.
+//! - [`snapshots`]: REPEATABLE READ callers and placements their snapshot missed.
+//! - [`fold_sql`]: the SQL of a board's newest fold, shared by `storage` and `folds`.
+//! - [`expressions`]: checks that a view's filter is one SQL expression.
+//! - [`acting_as`]: running work as another role under `SECURITY_RESTRICTED_OPERATION`.
+//! - [`callers`]: the entry points that authorize their caller (`watch`, `create_view`, ...).
 //! - [`storage`]: a board's settings, its seq lock and seqs, its packed bits read whole.
 //! - [`chunks`]: the packed bits in 512-byte chunks, each written as a new version.
-//! - [`fold_sql`]: the SQL of a board's newest fold, shared by `storage` and `folds`.
 //! - [`folds`]: the chunks as of a folded seq, the history after it applied by readers.
 //! - [`newest`]: the packed board read from the chunks' newest versions, without SQL.
 //! - [`bitfield`]: `bitfield_get` / `bitfield_set`, the packed layout for SQL users.
 //! - [`boards`]: creating boards, their settings, reading the packed board and tiles.
 //! - [`users`]: users and their tokens.
-//! - [`item`]: one placement to write.
+//! - [`notify`]: the payload builders the triggers call.
+//! - [`capture`]: the trigger that stages a watched table's changes in `place.changes`.
+//! - [`freezing`]: tiles that freeze after resting unchanged (`freeze_after`).
+//! - [`cooldowns`]: each user's last placement per board, claimed atomically.
+//! - [`placement_keys`]: idempotency keys, so a retried placement places once.
+//! - [`timetravel`]: keyframes, the board at a seq or a time, compacting the history.
 //! - [`writing`]: the write path (tiles, seq, history, keyframes) and the order in which
 //!   every writer takes its locks.
 //! - [`placing`]: `place` and `place_many`, the atomic place-with-cooldown (checks and
 //!   outcomes; the writing is [`writing`]'s).
-//! - [`placement_keys`]: idempotency keys, so a retried placement places once.
-//! - [`cooldowns`]: each user's last placement per board, claimed atomically.
-//! - [`freezing`]: tiles that freeze after resting unchanged (`freeze_after`).
-//! - [`notify`]: the payload builders the triggers call.
-//! - [`capture`]: the trigger that stages a watched table's changes in `place.changes`.
 //! - [`moderation`]: bans; restoring a region and reverting a user as ordinary placements.
 //! - [`history`]: tile and user history (paged by seq), the board as rows.
 //! - [`render`]: the board as a PNG.
 //! - [`resize`]: growing and shrinking a board.
-//! - [`timetravel`]: keyframes, the board at a seq or a time, compacting the history.
-//! - [`expressions`]: checks that a view's filter is one SQL expression.
-//! - [`filters`]: checks a view's filter from its analysed tree, as the session user.
-//! - [`acting_as`]: running work as another role under `SECURITY_RESTRICTED_OPERATION`.
-//! - [`callers`]: the entry points that authorize their caller (`watch`, `create_view`, ...).
 //! - [`owner_reads`]: every read of a user's table, as its owner, the table named by OID.
-//! - [`snapshots`]: REPEATABLE READ callers and placements their snapshot missed.
-//! - [`spi`]: statements planned once per backend.
-//! - [`stamps`]: a moment of the write path as SQL gets it ('infinity' for never).
+//! - [`filters`]: checks a view's filter from its analysed tree, as the view's creator.
 //!
 //! The packed layout, palettes and payload format live in the `pgplace-core` crate, which
 //! the gateway shares, so the two sides can never disagree about a bit or a payload.
@@ -105,7 +108,7 @@ extension_sql_file!(
     requires = [
         "watch",
         expressions::_is_one_expression,
-        filters::_check_filter,
+        filters::check_filter_as,
         owner_reads::_read_as_owner
     ]
 );

@@ -804,6 +804,13 @@ impl Generator {
             (_, "boolean") => expr(self.pick(&["true", "false"])),
             (_, "jsonb") => risky(quote(self.pick(JSONS))),
             (_, "regclass") => risky(self.pick(REGCLASSES)),
+            // A role (the bodies of the entry points that authorize their caller take it):
+            // the caller, a role that may not own or read anything, or no role at all.
+            (_, "regrole") => risky(self.pick(&[
+                "current_user::regrole",
+                "'pg_monitor'::regrole",
+                "'0'::oid::regrole",
+            ])),
             // A relation by OID (pgplace's readers of a watched table take it so): one of
             // the tables above, or a number that may name nothing.
             (_, "oid") => {
@@ -1331,6 +1338,7 @@ async fn superuser_phase(url: &str, seed: u64, calls: usize) -> FirstPhase {
                 "text[]",
                 "jsonb",
                 "regclass",
+                "regrole",
                 "oid",
                 "boolean",
                 "xid8",

@@ -164,6 +164,12 @@ SET SESSION AUTHORIZATION :"admin2";
 SELECT place.create_view('mine', 'a2.x', 'id');
 RESET SESSION AUTHORIZATION;
 SELECT name, created_by = :'admin2'::regrole AS made_by_admin2 FROM place.views WHERE name = 'mine';
+-- Another admin may not drop it; its creator may.
+SET SESSION AUTHORIZATION :"admin";
+SELECT hostile_callers.try($$SELECT place.drop_view('mine')$$) AS other_admin_drop;
+SET SESSION AUTHORIZATION :"admin2";
+SELECT place.drop_view('mine') AS creator_drop, place.drop_view('mine') AS again;
+RESET SESSION AUTHORIZATION;
 -- A role outside pgplace_admin may not call the entry points at all, even on its own table.
 SET SESSION AUTHORIZATION :"owner";
 CREATE TABLE o.plain (id int PRIMARY KEY);
