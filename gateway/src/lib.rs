@@ -1,8 +1,8 @@
 //! pgplace's gateway: long-polling JSON-RPC sessions over pgplace's boards and views.
 //!
 //! The rooms, from the ground up: each uses only those on its line and the lines before
-//! it (gateway/README.md, Layout; `layout_check` fails the unit tests when an import or a
-//! room's map of its files says otherwise):
+//! it (gateway/README.md, Layout; `tests/tests/layout.rs` fails when an import or a room's
+//! map of its files says otherwise):
 //! - base: `config`, `errors`, `names` (what a client's session id, board name or view
 //!   name may be, checked before any lookup), `metrics`, `limits`, `params` (params into
 //!   serde structs), `json`, `fragments` (answers made of shared buffers), `shared_log`
@@ -50,9 +50,6 @@ pub mod shared_log;
 pub mod state;
 pub mod unknown;
 pub mod views;
-
-#[cfg(test)]
-mod layout_check;
 
 pub use app::{start, Running};
 pub use config::Config;

@@ -42,6 +42,8 @@
 //!   gateway and moving between two; `tests/gateway_client_input.rs`: made-up names and
 //!   megabyte ids cost no metric series and no memory; `tests/gateway_retry_safe_placement.rs`:
 //!   a lost `board.place` answer retried with its key places once.
+//! - `tests/layout.rs` (with `layout`): the layouts the crates' `lib.rs` describe, held
+//!   against their imports and files.
 //! - `tests/ha_failover.rs`: the primary killed under load on pg_auto_failover
 //!   (`tests/ha/ha.sh`; run by `./pgplace.sh test` with `--ignored` against the setup it starts).
 //! - `tests/scale_out_faults.rs` (with `soak`, `processes`): gateway processes behind
@@ -50,6 +52,7 @@
 
 pub mod curl;
 pub mod gateway;
+pub mod layout;
 pub mod list_check;
 pub mod processes;
 pub mod raw_http;
