@@ -22,7 +22,6 @@
 //! - [`fold_sql`]: the SQL of a board's newest fold, shared by `storage` and `folds`.
 //! - [`expressions`]: checks that a view's filter is one SQL expression.
 //! - [`acting_as`]: running work as another role under `SECURITY_RESTRICTED_OPERATION`.
-//! - [`callers`]: the entry points that authorize their caller (`watch`, `create_view`, ...).
 //! - [`storage`]: a board's settings, its seq lock and seqs, its packed bits read whole.
 //! - [`chunks`]: the packed bits in 512-byte chunks, each written as a new version.
 //! - [`folds`]: the chunks as of a folded seq, the history after it applied by readers.
@@ -45,6 +44,7 @@
 //! - [`render`]: the board as a PNG.
 //! - [`resize`]: growing and shrinking a board.
 //! - [`owner_reads`]: every read of a user's table, as its owner, the table named by OID.
+//! - [`callers`]: the entry points that authorize their caller (`watch`, `create_view`, ...).
 //! - [`filters`]: checks a view's filter from its analysed tree, as the view's creator.
 //!
 //! The packed layout, palettes and payload format live in the `pgplace-core` crate, which
