@@ -9,6 +9,7 @@
 -- - The capture trigger refuses a statement on a table with a column of a type that is not
 --   built in (library only); the DDL guard follows ALTER TYPE to typed tables and a table
 --   to its partitions; a table dropped by DROP TYPE ... CASCADE leaves no watch.
+-- - unwatch and watch find the capture triggers by their function, not their names.
 -- - An idle tick looks up only the committed transactions of the last position's
 --   in-progress list, not the changes of those still open.
 
@@ -424,4 +425,19 @@ LANGUAGE sql STABLE AS $$
         OR EXISTS (SELECT FROM place.changes c
                    WHERE c.xid = ANY (ARRAY(SELECT x FROM pg_catalog.pg_snapshot_xip(prev) x
                                             WHERE pg_catalog.pg_visible_in_snapshot(x, pg_catalog.pg_current_snapshot()))))
+$$;
+
+-- Every capture trigger of the table, found by its function: a table's owner may have
+-- renamed one, and a renamed one left behind would go on logging the table's changes.
+CREATE OR REPLACE FUNCTION place._drop_watch_triggers(tbl regclass) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    t name;
+BEGIN
+    FOR t IN SELECT tgname FROM pg_catalog.pg_trigger
+             WHERE tgrelid = tbl AND tgfoid = 'place._capture_changes()'::pg_catalog.regprocedure
+    LOOP
+        EXECUTE format('DROP TRIGGER %I ON %s', t, tbl);
+    END LOOP;
+END
 $$;

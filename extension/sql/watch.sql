@@ -578,14 +578,15 @@ WHEN TAG IN ('DROP TABLE', 'DROP SCHEMA', 'DROP OWNED', 'DROP TYPE')
 EXECUTE FUNCTION place._forget_dropped_tables();
 ALTER EVENT TRIGGER pgplace_forget_dropped_tables ENABLE ALWAYS;
 
+-- Every capture trigger of the table, found by its function: a table's owner may have
+-- renamed one, and a renamed one left behind would go on logging the table's changes.
 CREATE FUNCTION place._drop_watch_triggers(tbl regclass) RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
     t name;
 BEGIN
     FOR t IN SELECT tgname FROM pg_catalog.pg_trigger
-             WHERE tgrelid = tbl AND tgname IN ('pgplace_watch_insert', 'pgplace_watch_update',
-                                                'pgplace_watch_delete', 'pgplace_watch_truncate')
+             WHERE tgrelid = tbl AND tgfoid = 'place._capture_changes()'::pg_catalog.regprocedure
     LOOP
         EXECUTE format('DROP TRIGGER %I ON %s', t, tbl);
     END LOOP;

@@ -112,3 +112,19 @@ pub fn current_user() -> pg_sys::Oid {
     // SAFETY: reads the backend's current identity.
     unsafe { pg_sys::GetUserId() }
 }
+
+/// No entry point that authorizes its caller, and no read or lock of a watched table, runs
+/// inside a security-restricted operation: code running there (an index or statistics
+/// expression during ANALYZE or autovacuum, a table owner's hook inside a view's read) runs
+/// on another role's behalf, and has no reason to watch a table, make a view or read one.
+pub fn refuse_in_restricted_operation(what: &str) {
+    // SAFETY: reads the backend's security context.
+    if unsafe { pg_sys::InSecurityRestrictedOperation() } {
+        pgrx::ereport!(
+            pgrx::PgLogLevel::ERROR,
+            pgrx::PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+            format!("{what} cannot run inside a security-restricted operation"),
+            "It was called by code PostgreSQL runs on another role's behalf (an index or statistics expression, ANALYZE, a view's read): call it directly."
+        );
+    }
+}

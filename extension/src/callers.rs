@@ -12,7 +12,7 @@
 //! extension's owner alone, so that nobody can name another caller) as the owner, with that
 //! role as the body's first argument.
 
-use crate::acting_as::{self, Privileged};
+use crate::acting_as::{self, refuse_in_restricted_operation, Privileged};
 use crate::owner_reads::RawJsonb;
 use pgrx::datum::DatumWithOid;
 use pgrx::pg_sys;
@@ -43,7 +43,7 @@ fn as_caller<'a, R>(
     run: impl FnOnce(&[DatumWithOid<'a>]) -> R,
 ) -> R {
     let caller = acting_as::current_user();
-    refuse_in_restricted_operation(entry);
+    refuse_in_restricted_operation(&format!("place.{entry}"));
     let mut all = vec![DatumWithOid::from(caller)];
     all.extend(args);
     let privileged = Privileged::begin();
@@ -118,20 +118,4 @@ fn drop_view(name: Option<String>) -> Option<bool> {
         "SELECT place._drop_view($1::pg_catalog.regrole, $2)",
         vec![name.into()],
     )
-}
-
-/// No entry point that authorizes its caller runs inside a security-restricted operation:
-/// code running there (an index or statistics expression during ANALYZE or autovacuum, a
-/// table owner's hook inside a view's read) runs on another role's behalf, and has no
-/// reason to watch a table or make a view.
-pub fn refuse_in_restricted_operation(entry: &str) {
-    // SAFETY: reads the backend's security context.
-    if unsafe { pg_sys::InSecurityRestrictedOperation() } {
-        ereport!(
-            PgLogLevel::ERROR,
-            PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
-            format!("place.{entry} cannot run inside a security-restricted operation"),
-            "It was called by code PostgreSQL runs on another role's behalf (an index or statistics expression, ANALYZE, a view's read): call it directly."
-        );
-    }
 }

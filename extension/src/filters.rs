@@ -10,8 +10,7 @@
 //! type runs its columns' input and domain checks), and what runs then is what that role
 //! could run by typing the filter.
 
-use crate::acting_as::ActingAs;
-use crate::callers::refuse_in_restricted_operation;
+use crate::acting_as::{refuse_in_restricted_operation, ActingAs};
 use crate::owner_reads::{check_caller_is_extension_owner, WatchedTable};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
@@ -65,7 +64,7 @@ fn _check_filter(
     visible: Vec<Option<String>>,
     filter: &str,
 ) -> bool {
-    refuse_in_restricted_operation("create_view");
+    refuse_in_restricted_operation("place.create_view");
     // SAFETY: reads the backend's session identity.
     let login = unsafe { pg_sys::GetSessionUserId() };
     check_filter_as(view_name, tbl, visible, filter, login)

@@ -13,7 +13,7 @@
 //! name stored earlier can never be re-bound to another relation (a view over `pg_authid`
 //! renamed into its place, say). It must still be an ordinary, permanent table.
 
-use crate::acting_as::{self, ActingAs};
+use crate::acting_as::{self, refuse_in_restricted_operation, ActingAs};
 use pgrx::callconv::{Arg, ArgAbi, BoxRet, FcInfo};
 use pgrx::datum::Datum;
 use pgrx::nullable::Nullable;
@@ -29,7 +29,10 @@ use std::ffi::{CStr, CString};
 #[pg_extern(volatile, parallel_unsafe)]
 fn _read_as_owner(tbl: pg_sys::Oid, head: &str, tail: &str, arg: RawJsonb) -> Option<RawJsonb> {
     check_caller_is_extension_owner();
+    refuse_in_restricted_operation("a read of a watched table");
     let table = WatchedTable::lock(tbl);
+    // SAFETY: the table is locked, and an ordinary table (`lock` checked).
+    unsafe { refuse_types_not_built_in(tbl, &table.name) };
     let sql = CString::new(format!("{head}{}{tail}", table.name))
         .unwrap_or_else(|_| error!("a query must not contain a NUL byte"));
     let acting = ActingAs::begin(table.owner);
@@ -46,6 +49,7 @@ fn _read_as_owner(tbl: pg_sys::Oid, head: &str, tail: &str, arg: RawJsonb) -> Op
 #[pg_extern(volatile, parallel_unsafe)]
 fn _lock_table(tbl: pg_sys::Oid) {
     check_caller_is_extension_owner();
+    refuse_in_restricted_operation("watching or unwatching a table");
     WatchedTable::lock(tbl);
 }
 
@@ -103,6 +107,37 @@ impl WatchedTable {
             }
             WatchedTable { owner, name }
         }
+    }
+}
+
+/// A column of a type a user made would run that user's code wherever pgplace turns rows
+/// into JSON or compares them as the extension's owner: every read checks, from the
+/// relation as it stands once locked (the catalogs as the transaction's snapshot shows them
+/// may be older, under REPEATABLE READ, than the column).
+///
+/// # Safety
+/// `tbl` is an ordinary table this transaction holds a lock on.
+unsafe fn refuse_types_not_built_in(tbl: pg_sys::Oid, name: &str) {
+    let relation = pg_sys::relation_open(tbl, pg_sys::NoLock as pg_sys::LOCKMODE);
+    let desc = pgrx::PgTupleDesc::from_pg_unchecked((*relation).rd_att);
+    let bad = desc
+        .iter()
+        .find(|a| !a.attisdropped && u32::from(a.atttypid) >= pg_sys::FirstNormalObjectId)
+        .map(|a| {
+            CStr::from_ptr(a.attname.data.as_ptr())
+                .to_string_lossy()
+                .into_owned()
+        });
+    pg_sys::relation_close(relation, pg_sys::NoLock as pg_sys::LOCKMODE);
+    if let Some(column) = bad {
+        ereport!(
+            PgLogLevel::ERROR,
+            PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+            format!(
+                "table {name} has column {column} of a type that is not built into PostgreSQL"
+            ),
+            "pgplace reads watched rows with its owner's rights, so it never runs code a user wrote for a type. Use built-in types, or unwatch the table."
+        );
     }
 }
 

@@ -177,6 +177,16 @@ SELECT hostile_callers.try($$SELECT place.watch('o.plain')$$) AS owner_watch;
 SELECT hostile_callers.try($$SELECT place.create_view('v', 'o.plain', 'id')$$) AS owner_create_view;
 RESET SESSION AUTHORIZATION;
 
+-- A capture trigger renamed by the table's owner goes with unwatch all the same.
+SET SESSION AUTHORIZATION :"admin2";
+CREATE TABLE a2.renamed (id int PRIMARY KEY);
+SELECT place.watch('a2.renamed');
+ALTER TRIGGER pgplace_watch_insert ON a2.renamed RENAME TO kept_logging;
+SELECT place.unwatch('a2.renamed');
+SELECT count(*) AS capture_triggers_left FROM pg_trigger
+WHERE tgrelid = 'a2.renamed'::regclass AND tgfoid = 'place._capture_changes()'::regprocedure;
+RESET SESSION AUTHORIZATION;
+
 -- 3. A table dropped by DROP TYPE ... CASCADE leaves no watch and no view.
 SET SESSION AUTHORIZATION :"admin2";
 CREATE TYPE a2.rt AS (id int, v int);
