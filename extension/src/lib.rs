@@ -12,7 +12,7 @@
 //! - `../sql/functions.sql`: `COMMENT ON` every function; settings of the hot ones.
 //!
 //! The modules, each listed after every module it uses (a test holds this order against
-//! their imports, `tests/tests/layout.rs`):
+//! their imports, `tests/tests/database/layout.rs`):
 //! - [`input`]: NULL checks and the errors every function raises for bad arguments.
 //! - [`catalog`]: which relations of schema `place` exist: the schema's version.
 //! - [`spi`]: statements planned once per backend.

@@ -1,7 +1,7 @@
 //! pgplace's gateway: long-polling JSON-RPC sessions over pgplace's boards and views.
 //!
 //! The rooms, from the ground up: each uses only those on its line and the lines before
-//! it (gateway/README.md, Layout; `tests/tests/layout.rs` fails when an import or a room's
+//! it (gateway/README.md, Layout; `tests/tests/database/layout.rs` fails when an import or a room's
 //! map of its files says otherwise):
 //! - base: `config`, `errors`, `names` (what a client's session id, board name or view
 //!   name may be, checked before any lookup), `metrics`, `limits`, `params` (params into

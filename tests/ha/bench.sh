@@ -3,7 +3,7 @@
 # board.place through one gateway on the primary with its standby synchronous, asynchronous
 # and stopped (the primary alone), alternating over two rounds; then the time from a kill
 # of the primary to the first acknowledged placement after it, over PGPLACE_HA_FAILOVERS
-# failovers (default 5), as tests/tests/ha_failover.rs measures it.
+# failovers (default 5), as tests/tests/fleet/ha_failover.rs measures it.
 set -euo pipefail
 
 : "${ROOT:?}" "${PG_BIN:?}" "${STATE:?}"
@@ -70,8 +70,8 @@ for i in $(seq "$FAILOVERS"); do
     out=$(PGPLACE_TEST_HA_GATEWAYS=127.0.0.1:8081,127.0.0.1:8082 \
         PGPLACE_TEST_HA_DATABASE="postgresql://postgres@127.0.0.1:54341,127.0.0.1:54342/pgplace?target_session_attrs=read-write&connect_timeout=2" \
         PGPLACE_TEST_HA_KILL="${ha[*]} kill-primary" \
-        cargo test -q -p pgplace-tests --test ha_failover -- --ignored --nocapture --exact \
-            nothing_acknowledged_is_lost_when_the_primary_dies 2>&1) ||
+        cargo test -q -p pgplace-tests --test fleet -- --ignored --nocapture --exact \
+            ha_failover::nothing_acknowledged_is_lost_when_the_primary_dies 2>&1) ||
         { echo "$out" >&2; exit 1; }
     t=$(grep -oP 'first acknowledged placement after the first error: Some\(\K[0-9.]+' <<<"$out")
     echo "  failover $i: ${t} s"

@@ -1,4 +1,4 @@
-//! The layouts the docs describe, read from the code, so that `tests/tests/layout.rs` can
+//! The layouts the docs describe, read from the code, so that `tests/tests/database/layout.rs` can
 //! hold each crate's docs against its imports and files:
 //! - a crate's `lib.rs` lists its rooms (modules) from the ground up, one level per
 //!   `//! - ` line; no room imports (`crate::…`) one of a later line;

@@ -7,48 +7,37 @@
 //!   against the history; `list_check`: a list view client that applies events;
 //!   `raw_http`: HTTP/1.x written byte for byte over TCP, answers read with deadlines;
 //!   `curl`: a JSON-RPC request made by curl, one process per request.
-//! - `tests/cooldown_race.rs`: ≥ 100 connections racing as one user.
-//! - `tests/randomized.rs`: many users, `place` and `place_many` mixed, invariants at the end.
-//! - `tests/notifications.rs`: what a LISTENer receives, and when.
-//! - `tests/dump_restore.rs`: pg_dump keeps every board, placement, token, watch and view.
-//! - `tests/watch_concurrency.rs`: the change log under writers at every isolation level
-//!   and two tickers: positions a prefix, each transaction once, the replay the table.
-//! - `tests/gateway_protocol.rs`: the Qik transcript, JSON-RPC envelopes and errors, `/bits`.
-//! - `tests/gateway_stream.rs`, `gateway_pg_restart.rs`: board sessions exact while LISTEN
-//!   is killed or PostgreSQL restarts.
-//! - `tests/gateway_cancel.rs`: requests dropped mid-way leave no connection in a transaction.
-//! - `tests/gateway_hostile.rs`: malformed, oversized, slow and never-reading clients get the
-//!   right error or status while a control subscriber still sees every placement.
-//! - `tests/gateway_knobs.rs`, `gateway_freezing.rs`, `gateway_presence.rs`,
-//!   `gateway_png.rs`: settings, frozen tiles, watchers and pictures reaching clients.
-//! - `tests/gateway_lists.rs`: list views, one targeted case per kind of change;
-//!   `gateway_lists_random.rs`: random changes on two tables while sessions come and go.
-//! - `tests/gateway_scale_out.rs`: several gateways on one database (acks, moves, `since`).
-//! - `tests/gateway_as_player.rs`: a gateway logged in as a member of `pgplace_player` only
-//!   does everything a gateway does; `tests/gateway_forged_notifications.rs`: what a login
-//!   with no grants notifies changes nothing a client sees.
-//! - `tests/gateway_limits.rs`, `gateway_memory.rs`, `gateway_gone_clients.rs`: the abuse
-//!   limits and the database budget, what distinct regions cost, legacy answers that never
-//!   arrived; `tests/sql_fuzz.rs`: every function with random arguments, as the superuser
-//!   and as each role.
-//! - `tests/gateway_regions.rs`, `gateway_metrics.rs`, `gateway_replica.rs`,
-//!   `gateway_shutdown.rs`, `held_snapshot.rs`: regions, /metrics, reads from a standby, a
-//!   graceful stop under load, placements while a snapshot is held.
-//! - `tests/gateway_legacy_names.rs`: a legacy client's own method names (a prefix, a list
-//!   view's subscribe method), a recorded Qik-style exchange.
-//! - `tests/gateway_http_stacks.rs`: a legacy session polled by curl, Python's `urllib` and
-//!   `http.client`, Java's `HttpURLConnection`, raw HTTP/1.0 and nginx with default settings
-//!   gets each seq once, on one
-//!   gateway and moving between two; `tests/gateway_client_input.rs`: made-up names and
-//!   megabyte ids cost no metric series and no memory; `tests/gateway_retry_safe_placement.rs`:
-//!   a lost `board.place` answer retried with its key places once.
-//! - `tests/layout.rs` (with `layout`): the layouts the crates' `lib.rs` describe, held
-//!   against their imports and files.
-//! - `tests/ha_failover.rs`: the primary killed under load on pg_auto_failover
-//!   (`tests/ha/ha.sh`; run by `./pgplace.sh test` with `--ignored` against the setup it starts).
-//! - `tests/scale_out_faults.rs` (with `soak`, `processes`): gateway processes behind
-//!   nginx through kills, LISTEN loss, a PostgreSQL restart and an nginx reload; the
-//!   `soak` binary is its long form (`./pgplace.sh soak`).
+//! - `layout`: the layouts the crates' `lib.rs` describe, read from the code; `alone`: a
+//!   test that must not run beside another.
+//!
+//! The tests, three binaries by layer, a file a feature:
+//! - `tests/database/` (no gateway): `cooldown_race.rs` (≥ 100 connections racing as one
+//!   user), `randomized.rs` (many users, `place` and `place_many` mixed, invariants at the
+//!   end), `notifications.rs` (what a LISTENer receives, and when), `dump_restore.rs`
+//!   (pg_dump keeps every board, placement, token, watch and view), `watch_concurrency.rs`
+//!   (the change log under writers at every isolation level and two tickers),
+//!   `held_snapshot.rs` (placements while a snapshot is held), `sql_fuzz.rs` (every function
+//!   with random arguments, as the superuser and as each role), `layout.rs` (files only).
+//! - `tests/gateway/` (gateways in this process, side by side): `protocol.rs` (the Qik
+//!   transcript, JSON-RPC envelopes and errors, `/bits`), `stream.rs` (board sessions exact
+//!   while LISTEN is killed), `cancel.rs` (requests dropped mid-way leave no connection in a
+//!   transaction), `hostile.rs` (malformed, oversized, slow and never-reading clients),
+//!   `knobs.rs`, `freezing.rs`, `presence.rs`, `png.rs` (settings, frozen tiles, watchers
+//!   and pictures reaching clients), `lists.rs` and `lists_random.rs` (list views),
+//!   `regions.rs`, `as_player.rs` (a gateway logged in as a member of `pgplace_player`
+//!   only), `forged_notifications.rs` (what a login with no grants notifies changes nothing),
+//!   `limits.rs` and `gone_clients.rs` (abuse limits, legacy answers that never arrived),
+//!   `legacy_names.rs` (a legacy client's own method names, a Qik-style exchange),
+//!   `http_stacks.rs` (a legacy session polled by curl, Python, Java, HTTP/1.0 and nginx),
+//!   `retry_safe_placement.rs` (a lost `board.place` answer retried with its key).
+//! - `tests/fleet/` (one test at a time): `scale_out.rs` (several gateways on one database:
+//!   acks, moves, `since`), `scale_out_faults.rs` (with `soak`, `processes`: gateway
+//!   processes behind nginx through kills, LISTEN loss, a PostgreSQL restart and an nginx
+//!   reload; the `soak` binary is its long form), `pg_restart.rs`, `replica.rs` (reads from
+//!   a standby), `shutdown.rs` (a graceful stop under load), `metrics.rs`,
+//!   `client_input.rs` and `memory.rs` (what this process's /metrics and memory show),
+//!   `ha_failover.rs` (the primary killed under load on pg_auto_failover, `tests/ha/ha.sh`;
+//!   run by `./pgplace.sh test` with `--ignored` against the setup it starts).
 
 pub mod curl;
 pub mod gateway;
@@ -58,6 +47,17 @@ pub mod processes;
 pub mod raw_http;
 pub mod soak;
 pub mod stream_check;
+
+/// Held by a test for its whole run so that no other test of the process runs beside it
+/// (the fleet binary's: one restarts the cluster, one reads what every gateway of the
+/// process counts or how much memory the process holds). A test that failed while holding
+/// it leaves it usable.
+pub fn alone() -> std::sync::MutexGuard<'static, ()> {
+    static ALONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    ALONE
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
 
 use futures::StreamExt;
 use tokio::sync::mpsc;

@@ -9,7 +9,7 @@
 //! end). Placements acknowledged to a client must be in the history, and none applied
 //! twice (every attempt places a (user, x, y) of its own).
 //!
-//! Used by tests/tests/scale_out_faults.rs (about 2 minutes, in the suite) and by the
+//! Used by tests/tests/fleet/scale_out_faults.rs (about 2 minutes, in the suite) and by the
 //! `soak` binary (`./pgplace.sh soak`: the long form).
 
 use crate::processes::{GatewayProcess, Nginx};

@@ -34,7 +34,7 @@ async fn a_gateway_logged_in_as_a_player_does_everything_a_gateway_does() {
          CREATE TABLE items (id int PRIMARY KEY, score int NOT NULL);
          INSERT INTO items VALUES (1, 10), (2, 20);
          SELECT place.watch('items');
-         SELECT place.create_view('top_items', 'items', 'score', max_limit => 5);"
+         SELECT place.create_view('player_top_items', 'items', 'score', max_limit => 5);"
     ))
     .await
     .unwrap();
@@ -53,7 +53,7 @@ async fn a_gateway_logged_in_as_a_player_does_everything_a_gateway_does() {
             json!({"board": board, "x": 0, "y": 0, "width": 4, "height": 4}),
         ),
         ("recent_placements", json!({"board": board, "limit": 5})),
-        ("top_items", json!({"limit": 2})),
+        ("player_top_items", json!({"limit": 2})),
     ] {
         http.ok("session.subscribe", json!([session, view, params]))
             .await;

@@ -5,8 +5,8 @@
 //! −32009 (every session survives: place.sessions is logged, so on the standby), every
 //! watching session's stream goes on exactly, and both gateways are ready again.
 //!
-//! Run by `./pgplace.sh test` against the setup it starts (`cargo test --test ha_failover --
-//! --ignored --test-threads=1`: the tests share the setup), which it names in
+//! Run by `./pgplace.sh test` against the setup it starts (`cargo test --test fleet --
+//! --ignored --test-threads=1 ha_failover::`: the tests share the setup), which it names in
 //! PGPLACE_TEST_HA_GATEWAYS (addresses, comma-separated), PGPLACE_TEST_HA_DATABASE (the
 //! multi-host URL), PGPLACE_TEST_HA_KILL (the command that makes the primary vanish) and
 //! PGPLACE_TEST_HA_SWITCHOVER (the command that hands the primary's role to the standby,
@@ -337,11 +337,13 @@ async fn primary_changes_under_load(command: &str, what: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs ./pgplace.sh ha up; ./pgplace.sh test runs it"]
 async fn a_planned_switchover_shows_clients_only_retryable_errors() {
+    let _alone = pgplace_tests::alone();
     primary_changes_under_load("PGPLACE_TEST_HA_SWITCHOVER", "switchover").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs ./pgplace.sh ha up; ./pgplace.sh test runs it"]
 async fn nothing_acknowledged_is_lost_when_the_primary_dies() {
+    let _alone = pgplace_tests::alone();
     primary_changes_under_load("PGPLACE_TEST_HA_KILL", "failover").await;
 }

@@ -27,6 +27,7 @@ fn rectangle(board: i64, n: i32) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn distinct_regions_are_bounded_per_board_and_per_address() {
+    let _alone = pgplace_tests::alone();
     let url = fresh_database("gw_memory").await;
     let sql = connect(&url).await;
     let board = create_board(&sql, "memory", (1000, 1000), 4, "0").await;

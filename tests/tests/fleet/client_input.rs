@@ -31,6 +31,7 @@ fn made_up(what: &str, n: usize) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn made_up_names_are_no_metrics_series() {
+    let _alone = pgplace_tests::alone();
     let url = fresh_database("gw_client_input_metrics").await;
     let gw = start_gateway(&url, |_| {}).await;
     let http = Http::new(gw.addr);
@@ -89,6 +90,7 @@ async fn made_up_names_are_no_metrics_series() {
 /// the series are the views a DBA keeps, not every view there ever was.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_views_series_goes_with_the_view() {
+    let _alone = pgplace_tests::alone();
     let url = fresh_database("gw_client_input_dropped").await;
     let sql = connect(&url).await;
     sql.batch_execute(
@@ -137,6 +139,7 @@ const FLOOD: usize = 200;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn megabyte_ids_and_names_are_refused_and_not_kept() {
+    let _alone = pgplace_tests::alone();
     let url = fresh_database("gw_client_input_memory").await;
     let sql = connect(&url).await;
     let board = create_board(&sql, "input", (64, 64), 4, "0").await;

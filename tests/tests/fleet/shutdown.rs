@@ -17,6 +17,7 @@ const PLACERS: usize = 24;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_answers_everyone_and_loses_no_acknowledged_placement() {
+    let _alone = pgplace_tests::alone();
     let url = fresh_database("gw_shutdown").await;
     let sql = connect(&url).await;
     let board = create_board(&sql, "shutdown", (64, 64), 4, "0").await;

@@ -58,6 +58,7 @@ async fn setup(name: &str) -> (String, Client, i64, i64) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acking_polls_alternating_gateways_see_every_seq_once() {
+    let _alone = pgplace_tests::alone();
     let (url, sql, board, user) = setup("gw_scale_ack").await;
     let (a, b) = two_gateways(&url).await;
     let gateways = [Http::new(a.addr), Http::new(b.addr)];
@@ -90,6 +91,7 @@ async fn acking_polls_alternating_gateways_see_every_seq_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lost_answer_comes_again_and_nothing_twice_after_the_ack() {
+    let _alone = pgplace_tests::alone();
     let (url, sql, board, user) = setup("gw_scale_lost").await;
     let (a, b) = two_gateways(&url).await;
     let (a_http, b_http) = (Http::new(a.addr), Http::new(b.addr));
@@ -130,6 +132,7 @@ async fn a_lost_answer_comes_again_and_nothing_twice_after_the_ack() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_acks_are_refused_and_change_nothing() {
+    let _alone = pgplace_tests::alone();
     let (url, sql, board, user) = setup("gw_scale_bad_ack").await;
     let gw = start_gateway(&url, |_| {}).await;
     let http = Http::new(gw.addr);
@@ -163,6 +166,7 @@ async fn bad_acks_are_refused_and_change_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_legacy_client_moving_between_gateways_goes_on_exactly_without_a_reset() {
+    let _alone = pgplace_tests::alone();
     let (url, sql, board, user) = setup("gw_scale_legacy").await;
     let (a, b) = two_gateways(&url).await;
     let gateways = [Http::new(a.addr), Http::new(b.addr)];
@@ -213,6 +217,7 @@ async fn a_legacy_client_moving_between_gateways_goes_on_exactly_without_a_reset
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_poll_on_another_gateway_answers_the_waiting_one_and_destroy_reaches_every_gateway() {
+    let _alone = pgplace_tests::alone();
     let (url, _sql, board, _user) = setup("gw_scale_newer").await;
     let (a, b) = two_gateways(&url).await;
     let (a_http, b_http) = (Http::new(a.addr), Http::new(b.addr));
@@ -265,6 +270,7 @@ async fn a_poll_on_another_gateway_answers_the_waiting_one_and_destroy_reaches_e
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restarted_gateway_answers_acks_from_the_history_and_since_resumes_a_board() {
+    let _alone = pgplace_tests::alone();
     let (url, sql, board, user) = setup("gw_scale_restart").await;
     let first = start_gateway(&url, |_| {}).await;
     let http = Http::new(first.addr);
@@ -332,6 +338,7 @@ async fn a_restarted_gateway_answers_acks_from_the_history_and_since_resumes_a_b
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watching_counts_subscriptions_on_every_gateway() {
+    let _alone = pgplace_tests::alone();
     let (url, _sql, board, _user) = setup("gw_scale_watching").await;
     let (a, b) = two_gateways(&url).await;
     let gateways = [Http::new(a.addr), Http::new(b.addr)];

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 const VIEWS: [(&str, &[i32]); 6] = [
-    ("live_top", &[10, 3]),
+    ("random_live_top", &[10, 3]),
     ("cat1_first", &[5]),
     ("all_viewers", &[20, 7]),
     ("heavy_tags", &[8]),
@@ -37,7 +37,7 @@ async fn setup(sql: &tokio_postgres::Client) {
          INSERT INTO tags SELECT g, t, (g * 7) % 11 FROM generate_series(1, 40) g, unnest('{a,b}'::text[]) t;
          SELECT place.watch('streams', ARRAY['title', 'viewers', 'live', 'cat']);
          SELECT place.watch('tags');
-         SELECT place.create_view('live_top', 'streams', 'viewers', 'live', max_limit => 10);
+         SELECT place.create_view('random_live_top', 'streams', 'viewers', 'live', max_limit => 10);
          SELECT place.create_view('cat1_first', 'streams', 'id', 'cat = 1', false, 5);
          SELECT place.create_view('all_viewers', 'streams', 'viewers, title', NULL, false, 20);
          SELECT place.create_view('heavy_tags', 'tags', 'weight', 'weight > 5', max_limit => 8);

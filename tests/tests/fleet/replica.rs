@@ -135,6 +135,7 @@ async fn history_seqs(http: &Http, board: i64, x: i32, y: i32) -> Vec<i64> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lagging_reads_come_from_the_replica_and_views_stay_exact() {
+    let _alone = pgplace_tests::alone();
     let url = fresh_database("gw_replica").await;
     let sql = connect(&url).await;
     let board = create_board(&sql, "replicated", (4, 4), 4, "0").await;

@@ -52,6 +52,7 @@ fn sample(samples: &HashMap<String, f64>, name: &str) -> f64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_count_sessions_polls_placements_and_refusals() {
+    let _alone = pgplace_tests::alone();
     let url = fresh_database("gw_metrics").await;
     let sql = connect(&url).await;
     let board = create_board(&sql, "metrics", (16, 16), 4, "0").await;
@@ -123,6 +124,7 @@ async fn metrics_count_sessions_polls_placements_and_refusals() {
 /// metrics address serves nothing else, and it closes with the gateway.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_on_their_own_address_only() {
+    let _alone = pgplace_tests::alone();
     let url = fresh_database("gw_metrics_listen").await;
     let sql = connect(&url).await;
     let board = create_board(&sql, "metrics_listen", (8, 8), 4, "0").await;

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_guarantee_holds_across_a_postgres_restart() {
+    let _alone = pgplace_tests::alone();
     let restart = std::env::var("PGPLACE_TEST_PG_RESTART")
         .expect("PGPLACE_TEST_PG_RESTART (a shell command that restarts the test cluster) is set by ./pgplace.sh test");
     let scenario = Scenario {

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nothing_is_lost_or_repeated_through_faults_behind_a_balancer() {
+    let _alone = pgplace_tests::alone();
     let pg_restart = std::env::var("PGPLACE_TEST_PG_RESTART")
         .expect("PGPLACE_TEST_PG_RESTART (a shell command that restarts the test cluster) is set by ./pgplace.sh test");
     let faults = Fault::ALL
