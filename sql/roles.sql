@@ -23,7 +23,7 @@
 --                   kick, set_change_retention, create_view, drop_view (watching only
 --                   the tables the login owns).
 -- No role may INSERT, UPDATE or DELETE any table: the functions that write are SECURITY
--- DEFINER (extension/sql/functions.sql) and do it with the owner's rights, keeping bits,
+-- DEFINER (extension/schema/functions.sql) and do it with the owner's rights, keeping bits,
 -- seq and history in step. PUBLIC (every other role) loses all access to schema place.
 --
 -- Roles belong to the whole cluster; the grants belong to one database. Run this as a

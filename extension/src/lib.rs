@@ -1,15 +1,15 @@
 //! pgplace: a collaborative board inside PostgreSQL (`CREATE EXTENSION pgplace`, schema `place`).
 //!
 //! # Layout
-//! - `../sql/schema.sql`: the tables (board settings, chunks and their versions, users,
+//! - `../schema/schema.sql`: the tables (board settings, chunks and their versions, users,
 //!   user_tokens, placements, cooldowns) and the view boards.
-//! - `../sql/board_chunks.sql`: the view board_chunks (the board read whole, in chunks).
-//! - `../sql/notify.sql`: the triggers that announce board changes on channel `pgplace`.
-//! - `../sql/watch.sql`: watching any table (`watch`, `kick`), the change log and its
+//! - `../schema/board_chunks.sql`: the view board_chunks (the board read whole, in chunks).
+//! - `../schema/notify.sql`: the triggers that announce board changes on channel `pgplace`.
+//! - `../schema/watch.sql`: watching any table (`watch`, `kick`), the change log and its
 //!   commit-ordered positions.
-//! - `../sql/views.sql`: named list views over watched tables (`create_view`, `view_rows`).
-//! - `../sql/sessions.sql`: the gateway's sessions and their subscriptions.
-//! - `../sql/functions.sql`: `COMMENT ON` every function; settings of the hot ones.
+//! - `../schema/views.sql`: named list views over watched tables (`create_view`, `view_rows`).
+//! - `../schema/sessions.sql`: the gateway's sessions and their subscriptions.
+//! - `../schema/functions.sql`: `COMMENT ON` every function; settings of the hot ones.
 //!
 //! The modules, each listed after every module it uses (a test holds this order against
 //! their imports, `tests/tests/database/layout.rs`):
@@ -86,24 +86,24 @@ pub mod writing;
 
 ::pgrx::pg_module_magic!(name, version);
 
-extension_sql_file!("../sql/schema.sql", name = "schema", bootstrap);
+extension_sql_file!("../schema/schema.sql", name = "schema", bootstrap);
 extension_sql_file!(
-    "../sql/notify.sql",
+    "../schema/notify.sql",
     name = "notify",
     requires = [notify::placement_payloads, notify::board_payload]
 );
 extension_sql_file!(
-    "../sql/board_chunks.sql",
+    "../schema/board_chunks.sql",
     name = "board_chunks",
     requires = ["schema", newest::_newest_bits]
 );
 extension_sql_file!(
-    "../sql/watch.sql",
+    "../schema/watch.sql",
     name = "watch",
     requires = ["schema", owner_reads::_read_as_owner]
 );
 extension_sql_file!(
-    "../sql/views.sql",
+    "../schema/views.sql",
     name = "views",
     requires = [
         "watch",
@@ -113,8 +113,8 @@ extension_sql_file!(
     ]
 );
 extension_sql_file!(
-    "../sql/sessions.sql",
+    "../schema/sessions.sql",
     name = "sessions",
     requires = ["schema"]
 );
-extension_sql_file!("../sql/functions.sql", name = "functions", finalize);
+extension_sql_file!("../schema/functions.sql", name = "functions", finalize);

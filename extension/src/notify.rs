@@ -1,6 +1,6 @@
 //! Change notifications on channel `pgplace`: placements are announced by the library as
 //! it writes them ([`announce_placements`]), board changes by the triggers of
-//! `../sql/notify.sql`, which call the payload builders here; the format itself is
+//! `../schema/notify.sql`, which call the payload builders here; the format itself is
 //! `pgplace_core::payload`.
 
 use crate::input::{fail, required_elements};

@@ -15,7 +15,7 @@ pub const SESSION_ID_DIGITS: usize = 32;
 /// by hand under a longer name is still reached by its id.
 pub const MAX_BOARD_NAME: usize = 64;
 
-/// `place.views.name`: 1 to 64 characters, no control characters (extension/sql/views.sql).
+/// `place.views.name`: 1 to 64 characters, no control characters (extension/schema/views.sql).
 pub const MAX_VIEW_NAME: usize = 64;
 
 /// Whether `text` is written as `new_session_id` writes ids: exactly 32 lowercase hex digits.

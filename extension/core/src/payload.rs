@@ -24,7 +24,7 @@
 //! statement and table, rows of `[action, key, obj, old]`); otherwise only the tables' oids
 //! (`relids`), and the changes are read with `place.changes_since`. A `view` payload says a
 //! list view was created (`insert`), defined anew (`update`) or dropped (`delete`). Both
-//! are written by SQL (`extension/sql/watch.sql`, `views.sql`); this crate only reads them.
+//! are written by SQL (`extension/schema/watch.sql`, `views.sql`); this crate only reads them.
 
 use serde::{Deserialize, Serialize};
 

@@ -60,7 +60,7 @@ fn hear(text: &str) {
     }
 }
 
-/// A message as the database sends it (`extension/sql/sessions.sql`).
+/// A message as the database sends it (`extension/schema/sessions.sql`).
 fn sent(message: &Message) -> String {
     match message {
         Message::Gone { public_id } => format!("gone {public_id}"),

@@ -1,4 +1,4 @@
-//! Sessions in the database (`place.sessions`, extension/sql/sessions.sql), so that any
+//! Sessions in the database (`place.sessions`, extension/schema/sessions.sql), so that any
 //! gateway serves any session. Written on create, authorize, subscribe, unsubscribe and
 //! destroy; marked seen in batches; read when a gateway meets a session it does not hold.
 //!

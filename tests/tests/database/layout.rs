@@ -1,7 +1,8 @@
 //! The layouts the docs describe, held against the code (`pgplace_tests::layout`): the
 //! gateway's and the extension's `lib.rs` list their rooms from the ground up and no room
 //! imports one listed after it; each of the gateway's folders maps its files; the
-//! extension's `lib.rs` names every SQL file it installs. Files only: no database.
+//! extension's `lib.rs` names every SQL file of its schema, kept apart from the update
+//! scripts. Files only: no database.
 
 use pgplace_tests::layout::{Crate, Naming};
 
@@ -61,28 +62,39 @@ fn no_extension_module_imports_one_listed_after_it() {
     );
 }
 
-/// Every SQL file the extension installs (all of `extension/sql/` but the update scripts)
-/// has its line in `lib.rs`, and every file a line names is there.
-#[test]
-fn the_extension_lib_rs_names_its_sql_files() {
-    let extension = Crate::at("extension");
-    let sql_dir = extension.src.join("../sql");
-    let mut present: Vec<String> = std::fs::read_dir(&sql_dir)
+fn sql_files(dir: &str) -> Vec<String> {
+    let dir = Crate::at("extension").src.join(dir);
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
-        .filter(|name| name.ends_with(".sql") && !name.starts_with("pgplace--"))
         .collect();
-    present.sort();
-    let mut named: Vec<String> = extension
+    names.sort();
+    names
+}
+
+/// Every SQL file of the current schema (`extension/schema/`) has its line in `lib.rs`, and
+/// every file a line names is there; `extension/sql/` holds the update scripts alone.
+#[test]
+fn the_extension_lib_rs_names_its_sql_files() {
+    let present = sql_files("../schema");
+    let mut named: Vec<String> = Crate::at("extension")
         .bullets()
         .iter()
-        .filter_map(|b| b.strip_prefix("`../sql/"))
+        .filter_map(|b| b.strip_prefix("`../schema/"))
         .filter_map(|rest| rest.split('`').next())
         .map(str::to_string)
         .collect();
     named.sort();
     assert_eq!(
         named, present,
-        "extension/src/lib.rs's SQL lines against extension/sql/"
+        "extension/src/lib.rs's SQL lines against extension/schema/"
+    );
+    let not_updates: Vec<String> = sql_files("../sql")
+        .into_iter()
+        .filter(|name| !(name.starts_with("pgplace--") && name.matches("--").count() == 2))
+        .collect();
+    assert!(
+        not_updates.is_empty(),
+        "extension/sql/ holds update scripts only: {not_updates:?}"
     );
 }

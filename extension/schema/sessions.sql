@@ -323,4 +323,4 @@ COMMENT ON FUNCTION place.session_expire(interval) IS
 COMMENT ON FUNCTION place.session_watchers() IS
     'Subscriptions to each board''s views (board, board_region) over all gateways.';
 
--- They run as the extension's owner: extension/sql/functions.sql takes them from PUBLIC.
+-- They run as the extension's owner: extension/schema/functions.sql takes them from PUBLIC.
