@@ -169,6 +169,10 @@ SQL
     local token
     token=$(psql_q -d pgplace -tA -f "$ROOT/sql/demo.sql")
     [[ -n $token ]] && (umask 077 && echo "$token" >"$STATE/demo-token")
+    # A token is shown once, when its user is made: only a file this tree wrote holds it.
+    local demo_token="token in $STATE/demo-token"
+    [[ -f $STATE/demo-token ]] ||
+        demo_token="its token was shown once, when it was made; a new user: SELECT * FROM place.create_user('you');"
     start_gateway
     cat <<EOF
 
@@ -179,7 +183,7 @@ pgplace is running.
   database:   $DB_URL
   psql:       psql "$DB_URL"
   demo board: SELECT * FROM place.boards WHERE name = 'demo';
-  demo user:  'demo', token in $STATE/demo-token
+  demo user:  'demo', $demo_token
   place:      SELECT * FROM place.place((SELECT id FROM place.boards WHERE name = 'demo'), 10, 20, 5, (SELECT id FROM place.users WHERE name = 'demo'));
   stop:       ./pgplace.sh stop
 EOF

@@ -42,9 +42,9 @@ FROM place.user_history(:board, coalesce((SELECT user_id FROM place.placements W
                                           ORDER BY seq DESC LIMIT 1),
                                          (SELECT id FROM place.users ORDER BY id LIMIT 1)), NULL, 5);
 
--- The board as a picture, 2 pixels per tile (a PNG is bytea; from a shell:
---   psql -At -d pgplace -c "SELECT encode(place.render_png(1, scale => 2), 'base64')" | base64 -d > board.png
--- and as it was an hour ago: place.render_png(1, now() - interval '1 hour')).
+-- The board as a picture, 2 pixels per tile (a PNG is bytea; from a shell, on the demo:
+--   ./pgplace.sh psql -At -c "SELECT encode(place.render_png((SELECT id FROM place.boards WHERE name = 'demo'), scale => 2), 'base64')" | base64 -d > board.png
+-- and as it was an hour ago: place.render_png(:board, now() - interval '1 hour')).
 SELECT length(place.render_png(:board, scale => 2)) AS png_bytes;
 
 -- Frozen tiles (on a board with place.set_freeze_after): how many are frozen now, and which
