@@ -19,7 +19,8 @@ SELECT current_database() AS main_db, current_database() || '_callers_db' AS cal
 \set owner :prefix 'owner'
 \set admin :prefix 'admin'
 \set admin2 :prefix 'admin2'
-\set file '/tmp/pgplace_' :callers_db '_escalated'
+-- A file of this run's own: one an earlier run left must not fail this one.
+SELECT '/tmp/pgplace_' || current_database() || '_callers_escalated_' || md5(random()::text) AS file \gset
 SET client_min_messages = warning;
 DROP DATABASE IF EXISTS :"callers_db" WITH (FORCE);
 DROP ROLE IF EXISTS :"admin", :"admin2", :"owner", :"pgplace_player", :"pgplace_admin", :"pgplace_reader";
@@ -45,18 +46,24 @@ CREATE SCHEMA hostile_callers;
 GRANT USAGE ON SCHEMA hostile_callers TO PUBLIC;
 CREATE TABLE hostile_callers.log (hook text, ran_as name, session_as name, was_superuser boolean);
 GRANT INSERT ON hostile_callers.log TO PUBLIC;
-CREATE FUNCTION hostile_callers.escalate(hook text, planter name) RETURNS void
+-- Who planted which hook (psql's variables do not reach into function bodies).
+CREATE TABLE hostile_callers.planters (label text PRIMARY KEY, rolname name NOT NULL);
+INSERT INTO hostile_callers.planters VALUES ('owner', :'owner'), ('admin2', :'admin2');
+GRANT SELECT ON hostile_callers.planters TO PUBLIC;
+-- The shell command first: no rollback takes it back, whatever fails after it.
+CREATE FUNCTION hostile_callers.escalate(hook text, planter text) RETURNS void
 LANGUAGE plpgsql AS $$
 BEGIN
     INSERT INTO hostile_callers.log
     VALUES (hook, current_user, session_user, (SELECT rolsuper FROM pg_roles WHERE rolname = current_user));
     IF (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) THEN
-        EXECUTE format('ALTER ROLE %I SUPERUSER', planter);
         EXECUTE format('COPY (SELECT 1) TO PROGRAM %L', 'touch ' || current_setting('hostile_callers.file'));
+        EXECUTE format('ALTER ROLE %I SUPERUSER',
+                       (SELECT p.rolname FROM hostile_callers.planters p WHERE p.label = planter));
     END IF;
 END
 $$;
-GRANT EXECUTE ON FUNCTION hostile_callers.escalate(text, name) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION hostile_callers.escalate(text, text) TO PUBLIC;
 ALTER DATABASE :"callers_db" SET hostile_callers.file = :'file';
 SET hostile_callers.file = :'file';
 -- Runs a statement: 'ok', or the SQLSTATE it failed with.
@@ -82,7 +89,7 @@ SET SESSION AUTHORIZATION :"owner";
 CREATE TYPE o.evil AS ENUM ('x');
 CREATE FUNCTION o.evil_json(o.evil) RETURNS json LANGUAGE plpgsql AS $$
 BEGIN
-    PERFORM hostile_callers.escalate('cast to json', 'regress_callers_' || current_database()::text || '_owner');
+    PERFORM hostile_callers.escalate('cast to json', 'owner');
     RETURN '"x"';
 END $$;
 CREATE CAST (o.evil AS json) WITH FUNCTION o.evil_json(o.evil);
@@ -123,7 +130,7 @@ SELECT relispartition FROM pg_class WHERE oid = 'a2.w'::regclass;
 -- filter holds a literal of a composite type whose domain CHECK escalates.
 CREATE FUNCTION a2.chk(i int) RETURNS boolean LANGUAGE plpgsql IMMUTABLE AS $$
 BEGIN
-    PERFORM hostile_callers.escalate('domain check in a filter', 'regress_callers_' || current_database()::text || '_admin2');
+    PERFORM hostile_callers.escalate('domain check in a filter', 'admin2');
     RETURN true;
 END $$;
 CREATE DOMAIN a2.dom AS int CHECK (a2.chk(VALUE));
