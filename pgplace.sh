@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# pgplace's developer entry point: `./pgplace.sh up | test | bench | bench-feed | bench-groups | bench-history | bench-sessions | bench-cliff | bench-gateway | bench-page | bench-peers | bench-ha | ha | soak | psql | stop` (and `restart-cluster`, for the fault tests).
+# pgplace's developer entry point: `./pgplace.sh help` lists its commands (COMMANDS below).
 # Everything it creates lives under .pgplace/ (git-ignored; /var/tmp/pgplace-<hash> when
 # the postgres user cannot reach the checkout): the cluster's data, its
 # socket and log, the demo user's token, the gateway's log and pid.
@@ -12,6 +12,29 @@ PGXS_TEST=/usr/lib/postgresql/15/lib/pgxs/src/test
 export PGHOST=127.0.0.1 PGPORT=${PGPLACE_PORT:-54329} PGUSER=postgres
 
 say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
+
+# Every command and what it does, one line each: `help` prints them, the usage line names them.
+COMMANDS=(
+    "up|set everything up and run pgplace: the local cluster with the extension, the demo board, the gateway; prints the URL to open"
+    "test|the whole test suite, every layer (what CI runs)"
+    "status|what runs where: the cluster, the gateway, their URLs and versions"
+    "psql|psql on the pgplace database (further arguments go to psql)"
+    "stop|stop the gateway and the local cluster"
+    "soak|the long fault soak: gateways behind nginx through kills and restarts (--minutes, --sessions, --rate, --fault-every)"
+    "ha|pg_auto_failover with two nodes, two gateways and nginx: ha up | status | kill-primary | revive | switchover | down"
+    "bench|the extension's benchmark beside plain SQL, then bench-feed"
+    "bench-feed|what watching a table costs its writers, beside PgQ and a wal2json slot"
+    "bench-groups|place_many by streams of groups: what the database allows the gateways' group commit"
+    "bench-history|time travel and history queries on a board with 1,000,000 placements"
+    "bench-sessions|what logged session tables cost the gateway's session writes"
+    "bench-cliff|placements while another session holds an old snapshot, window by window"
+    "bench-gateway|the gateway under load: placements, delivery, waiting polls, lists, regions (--only ...)"
+    "bench-peers|pgplace beside Redis, nginx and Nchan, in one run"
+    "bench-page|the web page in headless Chromium: time to the first full board, frame times while panning under placements"
+    "bench-ha|what a synchronous standby costs board.place, and how long failovers take"
+    "restart-cluster|restart the local cluster (what the fault tests do)"
+    "help|this list"
+)
 
 # Where the cluster lives: .pgplace/ in the project, unless the postgres user cannot reach
 # the project (a checkout under /root, say), then a directory in /var/tmp named after it.
@@ -395,6 +418,39 @@ cmd_stop() {
     fi
 }
 
+cmd_help() {
+    echo "usage: $0 <command> [arguments]"
+    local entry
+    for entry in "${COMMANDS[@]}"; do
+        printf '  %-16s %s\n' "${entry%%|*}" "${entry#*|}"
+    done
+    echo "Everything it makes lives under $STATE (the cluster's data and log, the gateway's log)."
+}
+
+# What runs where: the cluster (its port, versions, the extension in pgplace) and the gateway
+# (its pid, URL and whether it answers).
+cmd_status() {
+    choose_state_dir
+    if [[ -f $DATA/PG_VERSION ]] && as_postgres "$PG_BIN/pg_ctl" -D "$DATA" status >/dev/null 2>&1; then
+        local server extension
+        server=$(psql_q -d postgres -tAc "SHOW server_version" 2>/dev/null || echo "not answering")
+        extension=$(psql_q -d pgplace -tAc "SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'pgplace'" 2>/dev/null || true)
+        echo "cluster:   running, PostgreSQL $server on $PGHOST:$PGPORT (data $DATA, log $LOG)"
+        echo "database:  $DB_URL (extension pgplace ${extension:-not installed}; the installed build is $(grep -oP "default_version = '\K[^']+" "$($PG_CONFIG --sharedir)/extension/pgplace.control" 2>/dev/null || echo none))"
+    else
+        echo "cluster:   not running (data $DATA)"
+    fi
+    local pid
+    pid=$(cat "$STATE/gateway.pid" 2>/dev/null || true)
+    if [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null; then
+        local ready="not ready"
+        curl -fsS "http://$GATEWAY_LISTEN/readyz" >/dev/null 2>&1 && ready="ready"
+        echo "gateway:   running (pid $pid), http://$GATEWAY_LISTEN/ $ready (log $STATE/gateway.log)"
+    else
+        echo "gateway:   not running (./pgplace.sh up starts it)"
+    fi
+}
+
 case "${1:-}" in
     up) cmd_up ;;
     test) cmd_test ;;
@@ -413,5 +469,7 @@ case "${1:-}" in
     stop) cmd_stop ;;
     restart-cluster) cmd_restart_cluster ;;
     psql) shift; exec "$PG_BIN/psql" -d pgplace "$@" ;;
-    *) echo "usage: $0 up | test | bench | bench-feed | bench-groups | bench-history | bench-sessions | bench-cliff | bench-gateway | bench-page | bench-peers | bench-ha | ha | soak | psql | stop" >&2; exit 2 ;;
+    status) cmd_status ;;
+    help | -h | --help) choose_state_dir; cmd_help ;;
+    *) choose_state_dir; cmd_help >&2; exit 2 ;;
 esac
