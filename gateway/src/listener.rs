@@ -143,9 +143,17 @@ impl Listener {
                     while let Ok(n) = notifications.try_recv() {
                         self.on_notification(&n).await?;
                     }
-                    for done in waiting {
-                        let _ = done.send(());
-                    }
+                    // Heard is not yet acted on: a copy of a session changed through
+                    // another gateway is dropped once its row is read (`checks`). A poll
+                    // answered from the copy meanwhile answered without the change (a
+                    // subscription made there: its cursor lost the view's position).
+                    let (checks, noted) = (self.session_checks.clone(), self.session_checks.noted());
+                    tokio::spawn(async move {
+                        checks.settled(noted).await;
+                        for done in waiting {
+                            let _ = done.send(());
+                        }
+                    });
                 }
             }
         }

@@ -119,6 +119,18 @@ struct SessionRecord {
     tiles: Option<Vec<(i64, i32, i32, i32)>>,
     errors: BTreeMap<String, u64>,
     gone: bool,
+    /// The session's first exchanges (what it sent, the seqs it got, the cursor back): what a
+    /// report shows for a session that saw a seq twice.
+    trail: Vec<String>,
+}
+
+/// How many exchanges of a session its trail keeps.
+const TRAIL: usize = 12;
+
+impl SessionRecord {
+    fn noting(&self) -> bool {
+        self.trail.len() < TRAIL
+    }
 }
 
 impl SessionRecord {
@@ -293,7 +305,11 @@ async fn session_life(
     };
     let params = json!([session, "board", {"board": plan.board, "compact": plan.compact}]);
     match rpc.call_through("session.subscribe", params).await {
-        Ok(reply) => record.next = reply[1]["seq"].as_i64().unwrap_or(0) + 1,
+        Ok(reply) => {
+            record.next = reply[1]["seq"].as_i64().unwrap_or(0) + 1;
+            let line = format!("session {session}: subscribed at seq {}", record.next - 1);
+            record.trail.push(line);
+        }
         Err(error) => {
             record.error(format!("session.subscribe: {error}"));
             record.gone = true;
@@ -317,7 +333,7 @@ async fn session_life(
         } else {
             json!([session, 5])
         };
-        match rpc.call("session.get_events", params).await {
+        match rpc.call("session.get_events", params.clone()).await {
             Answer::Result(answer) => {
                 let events = if plan.acking {
                     cursor = answer["cursor"].as_str().unwrap_or_default().to_string();
@@ -326,7 +342,31 @@ async fn session_life(
                     answer
                 };
                 let before = record.next;
+                let repeated = record.duplicated;
                 record.apply(&events);
+                if record.noting() {
+                    let seqs: Vec<String> = events
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .map(|e| match e["action"].as_str() {
+                            Some("update") => e["obj"]["seq"].to_string(),
+                            Some("tiles") => e["seq"].to_string(),
+                            other => format!("{other:?}"),
+                        })
+                        .collect();
+                    let line = format!(
+                        "poll with {:?}: {} (next {before} -> {}), cursor {:?}",
+                        params.get(2),
+                        seqs.join(" "),
+                        record.next,
+                        &cursor
+                    );
+                    record.trail.push(line);
+                }
+                if record.duplicated > repeated && !record.noting() {
+                    record.trail.push(format!("... a repeat at seq {before}"));
+                }
                 if let Some(arrivals) = &plan.arrivals {
                     let now = Instant::now();
                     let mut arrivals = arrivals.lock().unwrap();
@@ -515,6 +555,8 @@ pub struct Report {
     /// Where the duplicates came from: (seconds after placing began, legacy, how, seqs),
     /// bunched by second.
     pub repeats: BTreeMap<(u64, bool, Again), u64>,
+    /// The first exchanges of (at most three) sessions that saw a seq twice.
+    pub repeat_trails: Vec<Vec<String>>,
     pub resets_not_matching_history: u64,
     pub content_mismatches: u64,
     pub placements_acknowledged: u64,
@@ -564,6 +606,11 @@ impl Report {
         for ((second, legacy, how), n) in self.repeats.iter().take(12) {
             let kind = if *legacy { "legacy" } else { "acking" };
             let _ = writeln!(out, "  {n} at {second} s, {kind} sessions, {how:?}");
+        }
+        for trail in &self.repeat_trails {
+            for line in trail {
+                let _ = writeln!(out, "    {line}");
+            }
         }
         let _ = writeln!(out, "out of order (must be 0)      {}", self.out_of_order);
         let _ = writeln!(out, "resets, acking (must be 0)    {}", self.acking_resets);
@@ -927,6 +974,9 @@ async fn check(
         report.sessions_lost += usize::from(record.gone);
         report.delivered += record.delivered;
         report.duplicated += record.duplicated;
+        if record.duplicated > 0 && report.repeat_trails.len() < 3 {
+            report.repeat_trails.push(record.trail.clone());
+        }
         report.out_of_order += record.out_of_order;
         report.lost += record.lost;
         if !record.gone && record.next <= final_seq {

@@ -4,7 +4,8 @@
 //! the listener only notes the ids that it names (of sessions this gateway has copies of),
 //! and one task reads their rows, many at once, one read at a time: a copy is dropped when
 //! its row is gone, or, for `drop`, when the row says that another gateway holds the
-//! session or changed it since this copy. A copy that answered the session's legacy polls
+//! session or changed it since this copy. A poll waits for the checks of what was heard
+//! before it (`settled`): it must not answer from a copy a change elsewhere made stale. A copy that answered the session's legacy polls
 //! leaves its positions for the gateway that answers them next (`handover`).
 
 use crate::check_queue::{read_until_ok, CheckQueue};
@@ -53,9 +54,10 @@ impl SessionChecks {
         gateway: u64,
     ) {
         loop {
-            let pending = self.queue.next().await;
+            let (pending, upto) = self.queue.next().await;
             let ids: Vec<i64> = pending.gone.union(&pending.taken).copied().collect();
             if ids.is_empty() {
+                self.queue.done(upto);
                 continue;
             }
             let stored = read_until_ok("sessions", || read(&pool, &ids)).await;
@@ -87,7 +89,20 @@ impl SessionChecks {
                     _ => sessions.forget(id),
                 }
             }
+            self.queue.done(upto);
         }
+    }
+
+    /// How many notes were made so far (for `settled`).
+    pub fn noted(&self) -> u64 {
+        self.queue.noted()
+    }
+
+    /// Until every note up to `upto` was checked and acted on: a copy that a change through
+    /// another gateway made stale, heard before, is dropped by then (or is being handed
+    /// over, for a held copy: `handover`).
+    pub async fn settled(&self, upto: u64) {
+        self.queue.settled(upto).await
     }
 }
 

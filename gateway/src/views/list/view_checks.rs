@@ -26,14 +26,10 @@ impl ViewChecks {
     /// with its definition (None: the view is gone).
     pub async fn run(&self, pool: deadpool_postgres::Pool, settle: impl Fn(&str, Option<&str>)) {
         loop {
-            let names: Vec<String> = self
-                .queue
-                .next()
-                .await
-                .iter()
-                .map(|n| n.to_string())
-                .collect();
+            let (noted, upto) = self.queue.next().await;
+            let names: Vec<String> = noted.iter().map(|n| n.to_string()).collect();
             if names.is_empty() {
+                self.queue.done(upto);
                 continue;
             }
             let definitions = read_until_ok("views", || async {
@@ -46,6 +42,7 @@ impl ViewChecks {
             for name in &names {
                 settle(name, definitions.get(name).map(String::as_str));
             }
+            self.queue.done(upto);
         }
     }
 }
