@@ -2,15 +2,16 @@
 --
 -- Three group roles (NOLOGIN; people and services log in as their own roles, members of one):
 --   pgplace_reader  reads boards and history: SELECT on every place.* table except
---                   place.user_tokens and the gateway's sessions (place.sessions,
+--                   place.user_tokens, place.user_identities and the gateway's sessions (place.sessions,
 --                   place.session_views), and the read functions (board_bits,
 --                   get_tile, bitfield_get/set, tile_history, user_history, tiles,
---                   board_at, board_at_seq, render_png, frozen_tiles, watched, views,
+--                   board_at, board_at_seq, tile_at, tiles_at, render_png, frozen_tiles,
+--                   watched, views,
 --                   changes_since, change_pos, change_feed, view_rows, views_touched,
 --                   and the helpers _current_bits, _newest_bits, _apply_tiles,
 --                   _ticked_changes and _check_log_read).
 --   pgplace_player  what pgplace_reader may, plus placing: place, place_many,
---                   user_for_token and settled_seq (it holds off writers while it
+--                   user_for_token, user_for_subject and settled_seq (it holds off writers while it
 --                   runs), the gateway's session_* functions, and tick (which
 --                   gives committed changes their positions). Meant for the
 --                   gateway (or another trusted client): place() takes the user id
@@ -21,7 +22,7 @@
 --                   compact_history, resize_board, set_palette, set_freeze_after,
 --                   ban_user, unban_user, restore_region, revert_user, watch, unwatch,
 --                   kick, set_change_retention, create_view, drop_view (watching only
---                   the tables the login owns).
+--                   the tables the login owns), delete_board, erase_user.
 -- No role may INSERT, UPDATE or DELETE any table: the functions that write are SECURITY
 -- DEFINER (extension/schema/functions.sql) and do it with the owner's rights, keeping bits,
 -- seq and history in step. PUBLIC (every other role) loses all access to schema place.
@@ -82,7 +83,7 @@ CREATE TEMP TABLE pgplace_role_functions (grantee text, fn name, definer bool) O
 INSERT INTO pgplace_role_functions
 SELECT :'pgplace_reader', unnest(ARRAY[
     'board_bits', 'get_tile', 'bitfield_get', 'bitfield_set',
-    'tile_history', 'user_history', 'tiles', 'board_at', 'board_at_seq', 'render_png',
+    'tile_history', 'user_history', 'tiles', 'board_at', 'board_at_seq', 'tile_at', 'tiles_at', 'render_png',
     'frozen_tiles', 'watched', 'views', 'changes_since', 'change_pos', 'change_feed', 'view_rows', 'views_touched',
     -- board_bits reads the board through _current_bits, which reads the chunks through
     -- _newest_bits and applies the history after their fold with _apply_tiles (as its
@@ -91,7 +92,7 @@ SELECT :'pgplace_reader', unnest(ARRAY[
     '_current_bits', '_newest_bits', '_apply_tiles', '_ticked_changes', '_check_log_read']), false
 UNION ALL
 SELECT :'pgplace_player', unnest(ARRAY[
-    'place', 'place_many', 'user_for_token', 'settled_seq', 'session_create', 'session_load',
+    'place', 'place_many', 'user_for_token', 'user_for_subject', 'settled_seq', 'session_create', 'session_load',
     'session_set_user', 'session_subscribe', 'session_unsubscribe', 'session_destroy',
     'session_hold', 'session_move', 'session_hand_over', 'session_take_handover', 'session_states',
     'session_seen', 'session_expire', 'session_watchers', 'tick']), true
@@ -99,14 +100,15 @@ UNION ALL
 SELECT :'pgplace_admin', unnest(ARRAY[
     'create_board', 'create_user', 'set_cooldown', 'set_board_state', 'set_keyframe_every',
     'build_keyframes', 'compact_history', 'resize_board', 'set_palette', 'ban_user',
-    'unban_user', 'restore_region', 'revert_user', 'set_freeze_after', 'set_change_retention']), true
+    'unban_user', 'restore_region', 'revert_user', 'set_freeze_after', 'set_change_retention',
+    'delete_board', 'erase_user']), true
 UNION ALL
 -- These run as their caller, whom they authorize, and call their SECURITY DEFINER bodies
 -- (extension/src/callers.rs).
 SELECT :'pgplace_admin', unnest(ARRAY['watch', 'unwatch', 'kick', 'create_view', 'drop_view']), false;
 -- Tables pgplace_reader may not read (the rest of schema place it may).
 CREATE TEMP TABLE pgplace_secret_tables (relname name) ON COMMIT DROP;
-INSERT INTO pgplace_secret_tables VALUES ('user_tokens'), ('sessions'), ('session_views');
+INSERT INTO pgplace_secret_tables VALUES ('user_tokens'), ('user_identities'), ('sessions'), ('session_views');
 
 -- The roles, when missing.
 SELECT format('CREATE ROLE %I NOLOGIN', r.rolname)

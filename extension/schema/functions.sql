@@ -17,10 +17,12 @@ COMMENT ON FUNCTION place.create_user(text) IS
     'A new user and their token (256 random bits, shown only this once; stored as SHA-256).';
 COMMENT ON FUNCTION place.user_for_token(text) IS
     'The user a token belongs to, or NULL.';
+COMMENT ON FUNCTION place.user_for_subject(text, text, text) IS
+    'The user a site''s identity provider calls subject (a JWT''s iss and sub, checked by the caller), made on first sight with the offered name (free, or with the user''s id after it).';
 COMMENT ON FUNCTION place.place(bigint, int, int, int, bigint, text) IS
-    'Places one tile (board, x, y, color, user). Inside the cooldown: placed = false and next_allowed_at says when. key (optional, 1 to 200 bytes): a retry with the same key within a day answers with the first placement instead of placing again.';
+    'Places one tile (board, x, y, color, user). Not placed: placed = false, reason ''cooldown'' (next_allowed_at says when) or ''frozen'' (the tile is frozen; next_allowed_at is infinity). key (optional, 1 to 200 bytes): a retry with the same key within a day answers with the first placement instead of placing again.';
 COMMENT ON FUNCTION place.place_many(bigint, bigint[], int[], int[], int[], text[]) IS
-    'Places many tiles in array order in one transaction, with the rules of place(); one row per item. keys (optional: NULL, or one per item, NULL for none) as place()''s key.';
+    'Places many tiles in array order in one transaction, with the rules of place(); one row per item, with place()''s reason. keys (optional: NULL, or one per item, NULL for none) as place()''s key.';
 COMMENT ON FUNCTION place.board_bits(bigint) IS
     'The packed board (tile n = x + width*y at bits [n*k, (n+1)*k) from the MSB of byte 0) and the seq it reflects.';
 COMMENT ON FUNCTION place.get_tile(bigint, int, int) IS
@@ -58,6 +60,10 @@ COMMENT ON FUNCTION place.board_at_seq(bigint, bigint) IS
     'The packed board right after placement seq (0: empty), from the nearest keyframe plus the history after it.';
 COMMENT ON FUNCTION place.board_at(bigint, timestamptz) IS
     'The packed board as it was at a time, and its seq: right after the newest placement stamped at or before it.';
+COMMENT ON FUNCTION place.tile_at(bigint, int, int, timestamptz) IS
+    'The colour (palette index) tile (x, y) had at a time: right after the newest placement stamped at or before it.';
+COMMENT ON FUNCTION place.tiles_at(bigint, timestamptz, int, int, int, int) IS
+    'The tiles of the rectangle (x, y, width, height; NULL: to the edge) as they were at a time, row by row: colour, and the seq of the placement that gave it (NULL: none in the history).';
 COMMENT ON FUNCTION place.set_keyframe_every(bigint, int) IS
     'Store a keyframe (the whole board) every N placements from now on (1 to 1,000,000; default 10,000).';
 COMMENT ON FUNCTION place.build_keyframes(bigint) IS
@@ -72,6 +78,10 @@ COMMENT ON FUNCTION place.restore_region(bigint, int, int, int, int, timestamptz
     'Puts the rectangle (x, y, width, height) back as it was at a time, as ordinary placements by the user "moderation"; returns how many tiles.';
 COMMENT ON FUNCTION place.revert_user(bigint, bigint, timestamptz) IS
     'Undoes a user''s tiles placed since a time that are still on top, as ordinary placements by the user "moderation"; returns how many tiles.';
+COMMENT ON FUNCTION place.delete_board(bigint) IS
+    'Deletes a board with its history (waiting for placements in flight); its subscribers get a deleted event. Returns its last seq.';
+COMMENT ON FUNCTION place.erase_user(bigint) IS
+    'Erases a person: their name, token, sessions, bans and placement keys go; their placements stay, made by the user "erased" (seqs, tiles and board_at unchanged). Returns how many placements.';
 COMMENT ON FUNCTION place.compact_history(bigint, timestamptz) IS
     'Drops the placements made before a time, after storing the board then as a keyframe; board_at keeps working from there on. Returns how many were dropped.';
 COMMENT ON FUNCTION place.set_freeze_after(bigint, interval) IS
@@ -92,6 +102,8 @@ ALTER FUNCTION place.user_history(bigint, bigint, bigint, int) SET search_path =
 ALTER FUNCTION place.tiles(bigint) SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION place.board_at(bigint, timestamptz) SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION place.board_at_seq(bigint, bigint) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION place.tile_at(bigint, int, int, timestamptz) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION place.tiles_at(bigint, timestamptz, int, int, int, int) SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION place.render_png(bigint, timestamptz, int, int, int, int, int) SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION place.frozen_tiles(bigint, timestamptz) SET search_path = pg_catalog, pg_temp;
 
@@ -145,6 +157,8 @@ ALTER FUNCTION place.create_board(text, int, int, int, interval, text[])
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION place.create_user(text)
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION place.user_for_subject(text, text, text)
+    SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION place.set_cooldown(bigint, interval)
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION place.set_board_state(bigint, text)
@@ -170,6 +184,10 @@ ALTER FUNCTION place.revert_user(bigint, bigint, timestamptz)
 ALTER FUNCTION place.set_freeze_after(bigint, interval)
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION place.settled_seq(bigint)
+    SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION place.delete_board(bigint)
+    SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION place.erase_user(bigint)
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 -- Watching: the admin's functions, the gateway's reader of views (it reads the watched
 -- tables, which the gateway's role need not read), and the triggers that write the change

@@ -1,6 +1,9 @@
 -- pgplace tables. Writes go through the place.* functions, which keep bits, seq and
 -- history in step; SQL users read the tables directly.
 
+COMMENT ON SCHEMA place IS
+    'pgplace, a collaborative board: boards, users and every placement (\dt place.*), and the functions that place, look back and moderate (\df place.*; each has a comment: \df+). Start with place.create_board, place.create_user and place.place.';
+
 CREATE SEQUENCE place.boards_id_seq;
 -- A board's settings. Placements never update this row: a row that every placement
 -- rewrote would pile up dead versions while any transaction holds an old snapshot
@@ -113,6 +116,18 @@ CREATE TABLE place.user_tokens (
     token_hash bytea NOT NULL UNIQUE
 );
 COMMENT ON TABLE place.user_tokens IS 'SHA-256 of each user''s token (the token itself is shown once, by place.create_user)';
+
+-- Users who sign in through the site that embeds the board (a JWT its identity provider
+-- signed): the provider's name for them. Kept apart from place.users like the tokens: a
+-- subject may be an e-mail address.
+CREATE TABLE place.user_identities (
+    issuer  text NOT NULL,
+    subject text NOT NULL,
+    user_id bigint NOT NULL REFERENCES place.users (id) ON DELETE CASCADE,
+    PRIMARY KEY (issuer, subject)
+);
+CREATE INDEX user_identities_user_idx ON place.user_identities (user_id);
+COMMENT ON TABLE place.user_identities IS 'The identity provider''s issuer and subject of each user who signs in with a JWT (place.user_for_subject)';
 
 -- No foreign keys (since 0.8.3): their checks, a query per row, were a sixth of a batch's
 -- time. Only the extension writes placements, and a placement holds its board's row (the
@@ -388,6 +403,7 @@ SELECT pg_catalog.pg_extension_config_dump('place.chunk_folds', '');
 SELECT pg_catalog.pg_extension_config_dump('place.users', '');
 SELECT pg_catalog.pg_extension_config_dump('place.users_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('place.user_tokens', '');
+SELECT pg_catalog.pg_extension_config_dump('place.user_identities', '');
 SELECT pg_catalog.pg_extension_config_dump('place.placements', '');
 SELECT pg_catalog.pg_extension_config_dump('place.cooldown_claims', '');
 SELECT pg_catalog.pg_extension_config_dump('place.placement_keys', '');

@@ -42,6 +42,8 @@
 //! - [`moderation`]: bans; restoring a region and reverting a user as ordinary placements.
 //! - [`history`]: tile and user history (paged by seq), the board as rows.
 //! - [`render`]: the board as a PNG.
+//! - [`past_tiles`]: tiles as they were at a time, as rows (`tile_at`, `tiles_at`).
+//! - [`erasing`]: deleting a board, erasing a person (`delete_board`, `erase_user`).
 //! - [`resize`]: growing and shrinking a board.
 //! - [`owner_reads`]: every read of a user's table, as its owner, the table named by OID.
 //! - [`callers`]: the entry points that authorize their caller (`watch`, `create_view`, ...).
@@ -60,6 +62,7 @@ pub mod capture;
 pub mod catalog;
 pub mod chunks;
 pub mod cooldowns;
+pub mod erasing;
 pub mod expressions;
 pub mod filters;
 pub mod fold_sql;
@@ -72,6 +75,7 @@ pub mod moderation;
 pub mod newest;
 pub mod notify;
 pub mod owner_reads;
+pub mod past_tiles;
 pub mod placement_keys;
 pub mod placing;
 pub mod render;

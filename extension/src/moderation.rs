@@ -8,13 +8,11 @@ use crate::item::Item;
 use crate::spi::{column, run, Statement};
 use crate::storage::{check_same_size, read_packed, Board};
 use crate::timetravel::{board_at, seq_at};
+use crate::users::MODERATION_USER;
 use crate::writing::commit_tiles;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 use pgrx::spi::SpiClient;
-
-/// The name of the user that moderation placements are made by.
-pub const MODERATION_USER: &str = "moderation";
 
 /// The most tiles one restore_region call may cover (a 1000x1000 region).
 pub const MAX_REGION_TILES: i64 = 1_000_000;

@@ -3,9 +3,10 @@
 //! a call takes its locks, are in [`crate::writing`]; retries by idempotency key in
 //! [`crate::placement_keys`].
 //!
-//! Since 0.8.7 the SQL functions take a key (`place_keyed`, `place_many_keyed`). A schema
-//! not yet updated still calls the library's 0.8.6 entry points (`place`, `place_many`),
-//! which are kept, without SQL of their own, for it.
+//! Since 0.8.9 the SQL functions say why an item was not placed (`place_with_reason`,
+//! `place_many_with_reason`); since 0.8.7 they take a key. A schema not yet updated still
+//! calls the library's earlier entry points (0.8.7's `place_keyed` and `place_many_keyed`,
+//! 0.8.6's `place` and `place_many`), which are kept, without SQL of their own, for it.
 
 use crate::cooldowns::{claim, record, restamp};
 use crate::freezing::frozen_items;
@@ -24,7 +25,19 @@ use pgrx::{pg_sys, PgSqlErrorCode};
 pub const MAX_BATCH: usize = 100_000;
 
 /// The outcome of one item, as returned to SQL.
-type Outcome = (i32, bool, Option<i64>, TimestampWithTimeZone);
+/// (ord, placed, seq, next_allowed_at, reason).
+type Outcome = (
+    i32,
+    bool,
+    Option<i64>,
+    TimestampWithTimeZone,
+    Option<&'static str>,
+);
+
+/// Why an item was not placed: its user's cooldown, or a frozen tile. The gateway answers
+/// them with −32003 and −32010.
+const COOLDOWN: &str = "cooldown";
+const FROZEN: &str = "frozen";
 
 /// How an argument is named in errors: `x` for `place`, `xs[3]` for `place_many`.
 trait Label {
@@ -45,12 +58,12 @@ impl Label for Batch {
     }
 }
 
-/// Places one tile, unless the user's cooldown has not passed (`placed` is false and
-/// `next_allowed_at` says when it does) or the tile is frozen (`next_allowed_at` is
-/// 'infinity'). A `key` names the placement: its retry within a day answers with the
-/// first placement instead of placing again.
+/// Places one tile, unless the user's cooldown has not passed (`placed` is false, `reason`
+/// is `cooldown` and `next_allowed_at` says when it does) or the tile is frozen (`reason`
+/// is `frozen`, `next_allowed_at` 'infinity'). A `key` names the placement: its retry
+/// within a day answers with the first placement instead of placing again.
 #[pg_extern(volatile, parallel_unsafe, name = "place")]
-fn place_keyed(
+fn place_with_reason(
     board_id: Option<i64>,
     x: Option<i32>,
     y: Option<i32>,
@@ -63,6 +76,7 @@ fn place_keyed(
         name!(placed, bool),
         name!(seq, Option<i64>),
         name!(next_allowed_at, TimestampWithTimeZone),
+        name!(reason, Option<&'static str>),
     ),
 > {
     let board_id = required("board_id", board_id);
@@ -80,7 +94,30 @@ fn place_keyed(
     TableIterator::new(
         outcome
             .into_iter()
-            .map(|(_, placed, seq, next)| (placed, seq, next)),
+            .map(|(_, placed, seq, next, reason)| (placed, seq, next, reason)),
+    )
+}
+
+/// 0.8.8's `place` (no `reason`), for a schema not yet updated.
+#[pg_extern(volatile, parallel_unsafe, sql = false)]
+fn place_keyed(
+    board_id: Option<i64>,
+    x: Option<i32>,
+    y: Option<i32>,
+    color: Option<i32>,
+    user_id: Option<i64>,
+    key: Option<String>,
+) -> TableIterator<
+    'static,
+    (
+        name!(placed, bool),
+        name!(seq, Option<i64>),
+        name!(next_allowed_at, TimestampWithTimeZone),
+    ),
+> {
+    TableIterator::new(
+        place_with_reason(board_id, x, y, color, user_id, key)
+            .map(|(placed, seq, next, _)| (placed, seq, next)),
     )
 }
 
@@ -108,7 +145,7 @@ fn place(
 /// `keys` (NULL, or one per placement, NULL for none) name the placements as `place`'s
 /// key does; a key twice in one call answers the second as the first.
 #[pg_extern(volatile, parallel_unsafe, name = "place_many")]
-fn place_many_keyed(
+fn place_many_with_reason(
     board_id: Option<i64>,
     user_ids: Option<Vec<Option<i64>>>,
     xs: Option<Vec<Option<i32>>>,
@@ -122,6 +159,7 @@ fn place_many_keyed(
         name!(placed, bool),
         name!(seq, Option<i64>),
         name!(next_allowed_at, TimestampWithTimeZone),
+        name!(reason, Option<&'static str>),
     ),
 > {
     let board_id = required("board_id", board_id);
@@ -169,6 +207,30 @@ fn place_many_keyed(
         .collect();
     let outcome = Spi::connect_mut(|client| apply(client, board_id, items, &keys, &Batch));
     TableIterator::new(outcome)
+}
+
+/// 0.8.8's `place_many` (no `reason`), for a schema not yet updated.
+#[pg_extern(volatile, parallel_unsafe, sql = false)]
+fn place_many_keyed(
+    board_id: Option<i64>,
+    user_ids: Option<Vec<Option<i64>>>,
+    xs: Option<Vec<Option<i32>>>,
+    ys: Option<Vec<Option<i32>>>,
+    colors: Option<Vec<Option<i32>>>,
+    keys: Option<Vec<Option<String>>>,
+) -> TableIterator<
+    'static,
+    (
+        name!(ord, i32),
+        name!(placed, bool),
+        name!(seq, Option<i64>),
+        name!(next_allowed_at, TimestampWithTimeZone),
+    ),
+> {
+    TableIterator::new(
+        place_many_with_reason(board_id, user_ids, xs, ys, colors, keys)
+            .map(|(ord, placed, seq, next, _)| (ord, placed, seq, next)),
+    )
 }
 
 /// 0.8.6's `place_many`, for a schema not yet updated.
@@ -279,19 +341,31 @@ fn apply(
     for (i, decision) in decided.into_iter().enumerate() {
         let ord = i as i32 + 1;
         outcomes.push(match (decision, &keyed[i]) {
-            (Decision::Placed(k), _) => {
-                (ord, true, Some(first_seq + k), timestamp(next_allowed_at))
+            (Decision::Placed(k), _) => (
+                ord,
+                true,
+                Some(first_seq + k),
+                timestamp(next_allowed_at),
+                None,
+            ),
+            (Decision::Refused(allowed_at), _) => {
+                let reason = if allowed_at == pg_sys::TimestampTz::MAX {
+                    FROZEN
+                } else {
+                    COOLDOWN
+                };
+                (ord, false, None, timestamp(allowed_at), Some(reason))
             }
-            (Decision::Refused(allowed_at), _) => (ord, false, None, timestamp(allowed_at)),
             (Decision::ByKey, Keyed::Earlier(earlier)) => (
                 ord,
                 true,
                 Some(earlier.seq),
                 timestamp(earlier.next_allowed_at),
+                None,
             ),
             (Decision::ByKey, Keyed::SameAs(j)) => {
-                let (_, placed, seq, next) = outcomes[*j];
-                (ord, placed, seq, next)
+                let (_, placed, seq, next, reason) = outcomes[*j];
+                (ord, placed, seq, next, reason)
             }
             (Decision::ByKey, Keyed::New) => unreachable!("a new item is decided"),
         });

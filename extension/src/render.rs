@@ -13,7 +13,7 @@ static PALETTE: Statement = Statement {
     params: &[pg_sys::INT8OID],
 };
 
-fn sqlstate(error: &RenderError) -> PgSqlErrorCode {
+pub fn sqlstate(error: &RenderError) -> PgSqlErrorCode {
     match error.sqlstate() {
         "22023" => PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
         "54000" => PgSqlErrorCode::ERRCODE_PROGRAM_LIMIT_EXCEEDED,

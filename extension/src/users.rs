@@ -1,13 +1,23 @@
 //! Users and their tokens. A token is 256 random bits, shown once by `create_user` and
 //! stored only as its SHA-256, so neither a table read nor a dump reveals it.
 
-use crate::boards::check_name;
+use crate::boards::{check_name, MAX_NAME_CHARS};
 use crate::input::{fail, required};
-use crate::spi::{run, Statement};
+use crate::spi::{column, run, Statement};
 use pgrx::prelude::*;
 use pgrx::{pg_sys, PgSqlErrorCode};
 
 const TOKEN_BYTES: usize = 32;
+
+/// The user that moderation placements are made by (`moderation`).
+pub const MODERATION_USER: &str = "moderation";
+
+/// The user whose placements were made by users since erased (`erasing`).
+pub const ERASED_USER: &str = "erased";
+
+/// Names pgplace gives its own users, which nobody may sign up as: placements made under
+/// them are the moderators' or nobody's.
+const RESERVED_NAMES: [&str; 2] = [MODERATION_USER, ERASED_USER];
 
 fn new_token() -> String {
     let mut buf = [0u8; TOKEN_BYTES];
@@ -41,6 +51,12 @@ fn create_user(
 ) -> TableIterator<'static, (name!(user_id, i64), name!(token, String))> {
     let name = required("name", name);
     check_name("user", name);
+    if RESERVED_NAMES.contains(&name) {
+        fail(
+            PgSqlErrorCode::ERRCODE_RESERVED_NAME,
+            format!("the user name '{name}' is pgplace's own: choose another"),
+        );
+    }
     let token = new_token();
     let id = Spi::connect_mut(|client| {
         if let Some(existing) = run(client, &USER_NAMED, &[name.into()]).next() {
@@ -73,4 +89,118 @@ fn user_for_token(token: &str) -> Option<i64> {
             .next()
             .and_then(|row| row.get::<i64>(1).ok().flatten())
     })
+}
+
+/// The longest issuer or subject taken from a JWT.
+const MAX_IDENTITY_CHARS: usize = 255;
+
+static USER_OF_SUBJECT: Statement = Statement {
+    sql: "SELECT u.id, u.name FROM place.user_identities i JOIN place.users u ON u.id = i.user_id \
+          WHERE i.issuer = $1 AND i.subject = $2",
+    params: &[pg_sys::TEXTOID, pg_sys::TEXTOID],
+};
+
+// A name that is taken gets the new user's id after it: "ada" becomes "ada #42".
+static NEW_NAMED_USER: Statement = Statement {
+    sql: "INSERT INTO place.users (id, name) \
+          SELECT n, CASE WHEN $2 THEN $1 || ' #' || n ELSE $1 END \
+          FROM nextval('place.users_id_seq') n \
+          ON CONFLICT (name) DO NOTHING RETURNING id, name",
+    params: &[pg_sys::TEXTOID, pg_sys::BOOLOID],
+};
+
+static LINK_SUBJECT: Statement = Statement {
+    sql: "INSERT INTO place.user_identities (issuer, subject, user_id) VALUES ($1, $2, $3) \
+          ON CONFLICT (issuer, subject) DO NOTHING RETURNING user_id",
+    params: &[pg_sys::TEXTOID, pg_sys::TEXTOID, pg_sys::INT8OID],
+};
+
+static DROP_USER: Statement = Statement {
+    sql: "DELETE FROM place.users WHERE id = $1",
+    params: &[pg_sys::INT8OID],
+};
+
+/// A name a JWT offers, made one a user may have: trimmed, at most 64 characters, not
+/// blank (`player`), not one of pgplace's own (it gets an id after it, as a taken one).
+fn offered_name(name: Option<&str>) -> (String, bool) {
+    let name: String = name
+        .unwrap_or_default()
+        .trim()
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(MAX_NAME_CHARS - 8)
+        .collect();
+    if name.trim().is_empty() {
+        return ("player".into(), true);
+    }
+    let reserved = RESERVED_NAMES.contains(&name.as_str());
+    (name, reserved)
+}
+
+fn check_identity(what: &str, value: &str) {
+    let chars = value.chars().count();
+    if value.is_empty() || chars > MAX_IDENTITY_CHARS {
+        fail(
+            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            format!("{what} must have 1 to {MAX_IDENTITY_CHARS} characters (it has {chars})"),
+        );
+    }
+}
+
+/// The user a site's identity provider calls `subject` (a JWT's `iss` and `sub`), made on
+/// first sight with the name it offers (`name`: free, or with the user's id after it).
+/// For the gateway, which checked the JWT's signature, issuer, audience and expiry.
+#[pg_extern(volatile, parallel_unsafe)]
+fn user_for_subject(
+    issuer: Option<&str>,
+    subject: Option<&str>,
+    name: default!(Option<&str>, "NULL"),
+) -> TableIterator<'static, (name!(user_id, i64), name!(user_name, String))> {
+    let (issuer, subject) = (required("issuer", issuer), required("subject", subject));
+    check_identity("issuer", issuer);
+    check_identity("subject", subject);
+    let found = Spi::connect_mut(|client| {
+        let find = |client: &mut pgrx::spi::SpiClient<'_>| {
+            run(client, &USER_OF_SUBJECT, &[issuer.into(), subject.into()])
+                .next()
+                .map(|row| (column::<i64>(&row, 1), column::<String>(&row, 2)))
+        };
+        if let Some(user) = find(client) {
+            return user;
+        }
+        let (name, suffixed) = offered_name(name);
+        let made = [suffixed, true]
+            .into_iter()
+            .find_map(|suffix| {
+                run(
+                    client,
+                    &NEW_NAMED_USER,
+                    &[name.as_str().into(), suffix.into()],
+                )
+                .next()
+                .map(|row| (column::<i64>(&row, 1), column::<String>(&row, 2)))
+            })
+            .expect("a name with a fresh id after it is free");
+        let linked = run(
+            client,
+            &LINK_SUBJECT,
+            &[issuer.into(), subject.into(), made.0.into()],
+        )
+        .next()
+        .is_some();
+        if linked {
+            return made;
+        }
+        // Another call made the user first (it committed while this one waited on the
+        // key): theirs is the one.
+        run(client, &DROP_USER, &[made.0.into()]);
+        find(client).unwrap_or_else(|| {
+            fail(
+                PgSqlErrorCode::ERRCODE_T_R_SERIALIZATION_FAILURE,
+                "the user was made by a concurrent call this snapshot does not see; try again"
+                    .to_string(),
+            )
+        })
+    });
+    TableIterator::once(found)
 }

@@ -30,7 +30,7 @@ UPDATE place.placements SET placed_at = placed_at - interval '2 hours' WHERE boa
 UPDATE place.cooldowns SET last_placed_at = last_placed_at - interval '2 hours' WHERE board_id = :b;
 SELECT x, y, color FROM place.frozen_tiles(:b) ORDER BY x, y;
 -- A batch: frozen items fail alone, in array order with the cooldown rules.
-SELECT ord, placed, seq, next_allowed_at = 'infinity' AS frozen
+SELECT ord, placed, seq, next_allowed_at = 'infinity' AS frozen, reason
 FROM place.place_many(:b, ARRAY[:u, :v, :w, :w]::bigint[], '{0,2,3,0}', '{0,0,0,0}', '{3,3,3,3}');
 SELECT x, y, color FROM place.tiles(:b) WHERE y = 0;
 
