@@ -136,6 +136,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     crate::rpc::table::check_view_methods(&config).map_err(StartError)?;
     let limits = Limits::new(&config, trusted);
     let cors = Cors::new(config.cors_origin_list());
+    let site_sign_in = crate::jwt::SiteSignIn::from_config(&config).map_err(StartError)?;
     let tcp = bind(config.listen)
         .map_err(|e| StartError(format!("cannot listen on {}: {e}", config.listen)))?;
     let addr = tcp.local_addr().map_err(|e| StartError(e.to_string()))?;
@@ -190,6 +191,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         unknown,
         database_checked: Default::default(),
         cors,
+        site_sign_in,
         discovered: Default::default(),
     });
     let stop = CancellationToken::new();

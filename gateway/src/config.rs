@@ -2,6 +2,7 @@
 
 use clap::Parser;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// Long-polling JSON-RPC gateway for pgplace boards.
@@ -206,6 +207,31 @@ pub struct Config {
     /// index entries and writes nothing.
     #[arg(long, env = "PGPLACE_CHANGE_TICK_MS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=10_000))]
     pub change_tick_ms: u64,
+
+    /// Sign-in from the site that embeds the board: the `iss` its identity provider puts
+    /// in the JWTs that `session.authorize` then takes besides pgplace's tokens (with
+    /// `--jwt-audience` and a key). By default none: only pgplace's tokens.
+    #[arg(long, env = "PGPLACE_JWT_ISSUER")]
+    pub jwt_issuer: Option<String>,
+
+    /// The `aud` a sign-in JWT must carry (the provider's name for this site).
+    #[arg(long, env = "PGPLACE_JWT_AUDIENCE")]
+    pub jwt_audience: Option<String>,
+
+    /// A file holding the HS256 secret the provider signs JWTs with (at least 32 bytes;
+    /// a final newline is not part of it).
+    #[arg(long, env = "PGPLACE_JWT_HS256_SECRET_FILE")]
+    pub jwt_hs256_secret_file: Option<PathBuf>,
+
+    /// A JWKS file (the provider's `jwks_uri` document) with the public keys of RS256 and
+    /// ES256 JWTs, chosen by the token's `kid`. Read at start: restart to take new keys.
+    #[arg(long, env = "PGPLACE_JWT_JWKS_FILE")]
+    pub jwt_jwks_file: Option<PathBuf>,
+
+    /// The claim whose string becomes a JWT user's name when they first sign in (a taken
+    /// name gets the user's id after it).
+    #[arg(long, env = "PGPLACE_JWT_NAME_CLAIM", default_value = "name")]
+    pub jwt_name_claim: String,
 }
 
 impl Config {

@@ -395,6 +395,23 @@ pub async fn user_for_token(
     Ok(row.map(|row| (row.get(0), row.get(1))))
 }
 
+/// The user a site's identity provider calls `subject` (made on first sight with `name`).
+pub async fn user_for_subject(
+    client: &ClientWrapper,
+    issuer: &str,
+    subject: &str,
+    name: Option<&str>,
+) -> Result<(i64, String), tokio_postgres::Error> {
+    let sql = "SELECT user_id, user_name FROM place.user_for_subject($1, $2, $3)";
+    let row = client
+        .query_one(
+            &client.prepare_cached(sql).await?,
+            &[&issuer, &subject, &name],
+        )
+        .await?;
+    Ok((row.get(0), row.get(1)))
+}
+
 /// One placement's outcome from `place.place_many`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Outcome {

@@ -7,7 +7,8 @@
 //!   name may be, checked before any lookup), `metrics`, `limits`, `params` (params into
 //!   serde structs), `json`, `fragments` (answers made of shared buffers), `shared_log`
 //!   (events serialized once, read by many by cursor), `unknown`, `cors`, `check_queue`
-//!   (what a notification names, checked against the database), `lock`;
+//!   (what a notification names, checked against the database), `lock`, `jwt` (sign-in
+//!   from the site that embeds a board);
 //! - `mirror`: a board's copy and its log, fed by the listener; it hands each change to the
 //!   views made from it through `mirror::feed::Feed`;
 //! - `db`: the gateway's SQL, read into the mirror's shapes (the sessions' own is in
@@ -36,6 +37,7 @@ pub mod errors;
 pub mod fragments;
 pub mod http;
 pub mod json;
+pub mod jwt;
 pub mod limits;
 pub mod listener;
 pub mod lock;

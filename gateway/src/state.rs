@@ -42,6 +42,8 @@ pub struct App {
     /// so that hammering the route cannot take the pool's connections.
     pub database_checked: std::sync::Mutex<Option<(std::time::Instant, bool)>>,
     pub cors: Cors,
+    /// Sign-in from the embedding site (`--jwt-issuer`), when configured.
+    pub site_sign_in: Option<crate::jwt::SiteSignIn>,
     /// The `rpc.discover` document, made on first call.
     pub discovered: std::sync::OnceLock<bytes::Bytes>,
 }

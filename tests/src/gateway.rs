@@ -199,9 +199,16 @@ impl Http {
 
     /// The error code of a call that must fail.
     pub async fn error_code(&self, method: &str, params: Value) -> i64 {
+        self.err(method, params).await["code"]
+            .as_i64()
+            .expect("an error code")
+    }
+
+    /// The error object of a call that must fail.
+    pub async fn err(&self, method: &str, params: Value) -> Value {
         match self.call(method, params.clone()).await {
             Ok(result) => panic!("{method}({params}) should fail, returned {result}"),
-            Err(error) => error["code"].as_i64().expect("an error code"),
+            Err(error) => error,
         }
     }
 

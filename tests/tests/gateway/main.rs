@@ -20,4 +20,5 @@ mod presence;
 mod protocol;
 mod regions;
 mod retry_safe_placement;
+mod sign_in;
 mod stream;

@@ -1,7 +1,9 @@
-//! `session.authorize`: binds the session to the user whose token this is.
+//! `session.authorize`: binds the session to the user whose token this is: a pgplace token
+//! (`place.create_user`), or a JWT of the site that embeds the board (`jwt`).
 
 use crate::db;
 use crate::errors::{from_db, RpcError, NOT_AUTHORIZED};
+use crate::jwt;
 use crate::rpc::jsonrpc::Reply;
 use crate::rpc::method::{method, Method};
 use crate::rpc::session::{changed_here, EXAMPLE_SESSION};
@@ -14,7 +16,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 pub const METHOD: Method = method!(
-    "session.authorize", "Binds the session to the user whose token this is.",
+    "session.authorize",
+    "Binds the session to the user whose token this is (a pgplace token, or the embedding site's JWT).",
     AuthorizeParams => Authorized, authorize,
     errors: [UNKNOWN_SESSION, NOT_AUTHORIZED, RETRY, UNAVAILABLE],
     example: example,
@@ -23,7 +26,8 @@ pub const METHOD: Method = method!(
 #[derive(Deserialize, JsonSchema)]
 pub struct AuthorizeParams {
     pub session: String,
-    /// A user's token (`place.create_user`, `place.new_token`).
+    /// A user's token (`place.create_user`), or a JWT the embedding site's identity
+    /// provider signed (`--jwt-issuer`: its `sub` is the user, made on first sign-in).
     pub token: String,
 }
 
@@ -35,11 +39,32 @@ pub struct Authorized {
 
 pub async fn authorize(app: &App, p: AuthorizeParams) -> Result<Reply, RpcError> {
     let session = session_access::session(app, &p.session).await?;
+    // Checked before a connection is taken: a bad JWT costs no round trip.
+    let signed = match (&app.site_sign_in, jwt::looks_like_jwt(&p.token)) {
+        (Some(sign_in), true) => Some(sign_in.check(&p.token)?),
+        (None, true) => {
+            return Err(RpcError::new(
+                NOT_AUTHORIZED,
+                "the token is not valid (this gateway takes no sign-in JWTs: see --jwt-issuer)",
+            ))
+        }
+        (_, false) => None,
+    };
     let client = db::checkout(&app.pool).await?;
-    let (user_id, name) = db::user_for_token(&client, &p.token)
+    let (user_id, name) = match signed {
+        Some(signed) => db::user_for_subject(
+            &client,
+            &signed.issuer,
+            &signed.subject,
+            signed.name.as_deref(),
+        )
         .await
-        .map_err(|e| from_db(&e))?
-        .ok_or_else(|| RpcError::new(NOT_AUTHORIZED, "the token is not valid"))?;
+        .map_err(|e| from_db(&e))?,
+        None => db::user_for_token(&client, &p.token)
+            .await
+            .map_err(|e| from_db(&e))?
+            .ok_or_else(|| RpcError::new(NOT_AUTHORIZED, "the token is not valid"))?,
+    };
     let version = store::set_user(&client, &p.session, Some(user_id), app.gateway_id)
         .await
         .map_err(|e| from_db(&e))?;
