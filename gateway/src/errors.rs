@@ -54,7 +54,8 @@ pub const ALL_CODES: [i64; 16] = [
 /// The codes every method may answer.
 pub const STANDARD_CODES: [i64; 2] = [INVALID_PARAMS, INTERNAL_ERROR];
 
-/// What a code means, in a few words (`rpc.discover`'s error objects).
+/// What a code means, in a few words: `rpc.discover`'s error objects, and word for word the
+/// table in gateway/README.md (a unit test below holds the two together).
 pub fn meaning(code: i64) -> &'static str {
     match code {
         PARSE_ERROR => "Parse error: the body is not JSON",
@@ -62,17 +63,17 @@ pub fn meaning(code: i64) -> &'static str {
         METHOD_NOT_FOUND => "Method not found",
         INVALID_PARAMS => "Invalid params: the message says which and why",
         INTERNAL_ERROR => "Internal error",
-        UNKNOWN_SESSION => "Unknown session: create a new one (and resume with `since`)",
-        NOT_AUTHORIZED => "Not authorized: an invalid token, or a session without a user",
-        COOLDOWN => "Cooldown: data.retry_at says when the user may place again",
-        UNKNOWN_VIEW => "Unknown view or subscription",
-        UNKNOWN_BOARD => "Unknown board",
-        BOARD_NOT_OPEN => "The board is not open: no placements now",
-        TOO_MANY => "Too many: a limit of this gateway (sessions, subscriptions, regions, rate)",
-        RETRY => "Retry: the session or view changed through another gateway meanwhile",
-        UNAVAILABLE => "Unavailable: the database is not reachable now; retry",
-        FROZEN_TILE => "The tile is frozen",
-        TOO_FAST => "Too fast: data.retry_after_ms says when to try again",
+        UNKNOWN_SESSION => "unknown session (expired, destroyed, or never created): create a new one (and resume with `since`)",
+        NOT_AUTHORIZED => "not authorized (no user on the session, or a token that is not valid)",
+        COOLDOWN => "cooldown: the user placed too recently",
+        UNKNOWN_VIEW => "unknown view, or no such subscription key",
+        UNKNOWN_BOARD => "unknown board",
+        BOARD_NOT_OPEN => "the board is not open (paused, frozen or closed): no placements now",
+        TOO_MANY => "too many: sessions (on the gateway, or of one address), subscriptions on one session, distinct regions (of a board, or made by one address)",
+        RETRY => "retry: the board, the session or the view changed meanwhile (during the placement, or through another gateway)",
+        UNAVAILABLE => "the database is unavailable (retry)",
+        FROZEN_TILE => "the tile is frozen (it kept a colour for the board's `freeze_after`)",
+        TOO_FAST => "too fast: `session.set_presence` again within 50 ms, or a rate limit (`session.create` per address, `board.place` per session or address, the database budget of an address: gateway settings)",
         _ => "An error",
     }
 }
@@ -223,6 +224,14 @@ mod tests {
             assert!(
                 readme.contains(&written),
                 "gateway/README.md does not explain {code}"
+            );
+        }
+        // pgplace's own codes: the README's table says what rpc.discover says.
+        for code in ALL_CODES.into_iter().filter(|c| *c > -32100) {
+            let row = format!("| \u{2212}{} | {} |", -code, meaning(code));
+            assert!(
+                readme.contains(&row),
+                "gateway/README.md's table must describe {code} as `meaning` does: {row}"
             );
         }
     }

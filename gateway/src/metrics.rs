@@ -67,6 +67,9 @@ pub struct Metrics {
     pub http_requests: Family<RouteLabel, Counter>,
     pub rejected: Family<LimitLabel, Counter>,
     pub waited: Family<LimitLabel, Counter>,
+    /// Errors a method answered that its table entry does not declare (a bug: clients
+    /// generated from `rpc.discover` would not expect them).
+    pub undeclared_errors: Family<MethodLabel, Counter>,
     list_view_reads: Family<ViewLabel, Counter>,
     /// Legacy sessions taken over from another gateway: how long until its positions came
     /// (`handed`) or the wait gave up (`not_handed`: the views start with a reset).
@@ -136,6 +139,7 @@ impl Metrics {
             http_requests: Family::default(),
             rejected: Family::default(),
             waited: Family::default(),
+            undeclared_errors: Family::default(),
             list_view_reads: Family::default(),
             handovers: Family::new_with_constructor(latency_histogram as fn() -> Histogram),
         };
@@ -209,6 +213,11 @@ impl Metrics {
             "rejected_requests",
             "Requests refused by a limit",
             m.rejected.clone(),
+        );
+        registry.register(
+            "undeclared_errors",
+            "Errors a method answered that rpc.discover does not list for it (a bug)",
+            m.undeclared_errors.clone(),
         );
         registry.register(
             "limit_waits",

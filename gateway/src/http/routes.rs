@@ -428,6 +428,22 @@ async fn answer(app: &App, request: jsonrpc::Parsed, client: Option<IpAddr>) -> 
                 Ok(()) => table::call(app, &request.method, request.params.as_ref()).await,
                 Err(refused) => Err(refused),
             };
+            if let (Err(error), Some(method)) = (&outcome, method) {
+                if !method.may_answer(error.code) {
+                    metrics()
+                        .undeclared_errors
+                        .get_or_create(&MethodLabel {
+                            method: method.name,
+                        })
+                        .inc();
+                    tracing::error!(
+                        "{} answered {} ({}), which its table entry does not declare",
+                        method.name,
+                        error.code,
+                        error.message
+                    );
+                }
+            }
             if let (Ok(Reply::Value(Value::String(id))), Limit::SessionsMade) = (&outcome, limit) {
                 if let Some(session) = app.sessions.get(id) {
                     app.limits.created(client, session.clone());

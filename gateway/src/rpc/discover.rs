@@ -163,7 +163,7 @@ fn describe(method: &Method, name: &str, summary: &str, generator: &mut SchemaGe
         "paramStructure": "either",
         "params": params((method.params)(generator), names),
         "result": {"name": "result", "schema": (method.result)(generator)},
-        "errors": errors(method.errors),
+        "errors": errors(&method.declared_errors()),
         "examples": [{
             "name": format!("{} example", method.name),
             "params": example_params,

@@ -3,7 +3,7 @@
 //! schema; its handler; the errors it may answer; an example; the abuse limit it counts
 //! against and whether it is a long poll). The table itself is `rpc::table`.
 
-use crate::errors::RpcError;
+use crate::errors::{RpcError, STANDARD_CODES, TOO_FAST};
 use crate::rpc::jsonrpc::Reply;
 use crate::state::App;
 use schemars::{Schema, SchemaGenerator};
@@ -34,6 +34,26 @@ pub struct Method {
     /// A long poll: it moves the session's positions, so in a batch it is answered last,
     /// and as a notification (no id, no answer) it is not run at all.
     pub long_poll: bool,
+}
+
+impl Method {
+    /// Every code it may answer besides the standard ones (`rpc.discover`'s list): those
+    /// its entry names, and −32011 where its policy brings it: its abuse limit, and the
+    /// per-address database budget that every method but `rpc.*` counts against.
+    pub fn declared_errors(&self) -> Vec<i64> {
+        let mut codes = self.errors.to_vec();
+        if self.limit != Limit::None || !self.name.starts_with("rpc.") {
+            codes.push(TOO_FAST);
+        }
+        codes.sort_unstable_by(|a, b| b.cmp(a));
+        codes.dedup();
+        codes
+    }
+
+    /// Whether `code` is one it declares (or a standard one every method may answer).
+    pub fn may_answer(&self, code: i64) -> bool {
+        STANDARD_CODES.contains(&code) || self.declared_errors().contains(&code)
+    }
 }
 
 /// The abuse limit a method's calls count against, before the call runs.

@@ -191,4 +191,88 @@ mod tests {
         assert!(check_view_methods(&config(None, "nameless")).is_err());
         assert!(check_view_methods(&config(None, "a b=top")).is_err());
     }
+
+    /// pgplace's codes by the names handlers use for them.
+    fn named_codes() -> Vec<(&'static str, i64)> {
+        use crate::errors::*;
+        vec![
+            ("UNKNOWN_SESSION", UNKNOWN_SESSION),
+            ("NOT_AUTHORIZED", NOT_AUTHORIZED),
+            ("COOLDOWN", COOLDOWN),
+            ("UNKNOWN_VIEW", UNKNOWN_VIEW),
+            ("UNKNOWN_BOARD", UNKNOWN_BOARD),
+            ("BOARD_NOT_OPEN", BOARD_NOT_OPEN),
+            ("TOO_MANY", TOO_MANY),
+            ("RETRY", RETRY),
+            ("UNAVAILABLE", UNAVAILABLE),
+            ("FROZEN_TILE", FROZEN_TILE),
+            ("TOO_FAST", TOO_FAST),
+        ]
+    }
+
+    #[test]
+    fn every_code_a_method_file_names_is_declared_in_its_entry() {
+        let named = named_codes();
+        assert_eq!(
+            named.len() + crate::errors::STANDARD_CODES.len() + 3,
+            crate::errors::ALL_CODES.len()
+        );
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/rpc");
+        let mut seen = HashSet::new();
+        for room in ["session", "board"] {
+            for file in std::fs::read_dir(root.join(room)).unwrap() {
+                let path = file.unwrap().path();
+                let text = std::fs::read_to_string(&path).unwrap();
+                // The method the file declares: `method!(\n    "name", ...`.
+                let Some(name) = text
+                    .split("method!(")
+                    .nth(1)
+                    .and_then(|rest| rest.split('"').nth(1))
+                else {
+                    continue;
+                };
+                let method = find(name).unwrap_or_else(|| panic!("{name} is in the table"));
+                seen.insert(name.to_string());
+                for (constant, code) in &named {
+                    // Named in the file's code, not only in its `errors: [...]` list.
+                    let body = text.split("method!(").next().unwrap().to_string()
+                        + text.split("example:").nth(1).unwrap_or("");
+                    let used = body.match_indices(constant).any(|(at, _)| {
+                        let before = body[..at].chars().last().unwrap_or(' ');
+                        let after = body[at + constant.len()..].chars().next().unwrap_or(' ');
+                        !(before.is_alphanumeric() || before == '_')
+                            && !(after.is_alphanumeric() || after == '_')
+                    });
+                    assert!(
+                        !used || method.may_answer(*code),
+                        "{} answers {constant} ({code}) but its entry does not declare it",
+                        path.display()
+                    );
+                }
+            }
+        }
+        let methods: HashSet<String> = METHODS
+            .iter()
+            .filter(|m| !m.name.starts_with("rpc."))
+            .map(|m| m.name.to_string())
+            .collect();
+        assert_eq!(seen, methods, "every method's file was read");
+    }
+
+    #[test]
+    fn a_limited_method_declares_the_limit_s_code() {
+        for method in METHODS {
+            if method.limit != Limit::None {
+                assert!(
+                    method.may_answer(crate::errors::TOO_FAST),
+                    "{}",
+                    method.name
+                );
+            }
+        }
+        let place = find("board.place").unwrap();
+        assert!(place.declared_errors().contains(&crate::errors::TOO_FAST));
+        let discover = find("rpc.discover").unwrap();
+        assert!(!discover.may_answer(crate::errors::TOO_FAST));
+    }
 }

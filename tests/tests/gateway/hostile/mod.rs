@@ -376,6 +376,25 @@ async fn hostile_clients_get_the_right_error_and_the_control_subscriber_everythi
             .map(|()| String::new()),
     ));
 
+    // Every error answered through it all was one its method declares in rpc.discover (the
+    // gateway counts the others; the process's counter, so another test's finds count too).
+    let metrics = exchange(addr, &get("/metrics"), false).await;
+    results.push((
+        "only declared errors".to_string(),
+        metrics.and_then(|r| {
+            let text = String::from_utf8_lossy(&r.body).to_string();
+            let undeclared: Vec<&str> = text
+                .lines()
+                .filter(|l| l.starts_with("pgplace_undeclared_errors_total{"))
+                .collect();
+            if undeclared.is_empty() {
+                Ok(String::new())
+            } else {
+                Err(format!("errors rpc.discover does not list: {undeclared:?}"))
+            }
+        }),
+    ));
+
     let failures: Vec<&(String, Result<String, String>)> =
         results.iter().filter(|(_, o)| o.is_err()).collect();
     for (name, outcome) in &results {
