@@ -22,7 +22,8 @@ fn past(board_id: i64, at: TimestampWithTimeZone) -> (Board, i64, Past) {
     })
 }
 
-/// The rectangle inside the board as it was (the errors are `render_png`'s crop's).
+/// The rectangle inside the board as it was (the errors are `render_png`'s crop's, without
+/// a picture's size limits).
 fn region(past: &Past, x: i32, y: i32, width: Option<i32>, height: Option<i32>) -> Region {
     let options = RenderOptions {
         scale: 1,
@@ -32,7 +33,7 @@ fn region(past: &Past, x: i32, y: i32, width: Option<i32>, height: Option<i32>) 
         height: height.map(i64::from),
     };
     options
-        .resolve(past.width as u32, past.height as u32)
+        .crop(past.width as u32, past.height as u32)
         .unwrap_or_else(|e| fail(sqlstate(&e), e.to_string()))
 }
 

@@ -180,11 +180,10 @@ impl RenderOptions {
         if self.scale < 1 {
             return Err(RenderError::Scale { scale: self.scale });
         }
-        let (x, width) = span("x", "width", self.x, self.width, board_width)?;
-        let (y, height) = span("y", "height", self.y, self.height, board_height)?;
+        let region = self.crop(board_width, board_height)?;
         let (w, h) = (
-            u64::from(width).saturating_mul(self.scale as u64),
-            u64::from(height).saturating_mul(self.scale as u64),
+            u64::from(region.width).saturating_mul(self.scale as u64),
+            u64::from(region.height).saturating_mul(self.scale as u64),
         );
         if w > MAX_SIDE || h > MAX_SIDE || w * h > MAX_PIXELS {
             return Err(RenderError::TooLarge {
@@ -193,11 +192,22 @@ impl RenderOptions {
             });
         }
         Ok(Region {
+            scale: self.scale as u32,
+            ..region
+        })
+    }
+
+    /// The rectangle of tiles alone, checked against the board (no picture's limits: for
+    /// readers of tiles, `tiles_at`), at scale 1.
+    pub fn crop(&self, board_width: u32, board_height: u32) -> Result<Region, RenderError> {
+        let (x, width) = span("x", "width", self.x, self.width, board_width)?;
+        let (y, height) = span("y", "height", self.y, self.height, board_height)?;
+        Ok(Region {
             x,
             y,
             width,
             height,
-            scale: self.scale as u32,
+            scale: 1,
         })
     }
 }

@@ -12,6 +12,9 @@ pub(super) struct Arg {
     pub(super) risky: bool,
 }
 
+/// Functions that delete what they are given.
+const DELETING: [&str; 2] = ["delete_board", "erase_user"];
+
 pub(super) fn int(v: i64) -> Arg {
     Arg {
         sql: v.to_string(),
@@ -427,6 +430,12 @@ impl Generator {
     /// An argument chosen by the parameter's name (so that calls get past the first
     /// checks), else by its type.
     pub(super) fn arg(&mut self, function: &str, name: &str, ty: &str, len: usize) -> Arg {
+        // The calls that delete never get the fixture's boards and users, which the checks
+        // afterwards read (their deleting is tested in regress and isolation).
+        if DELETING.contains(&function) && matches!((name, ty), ("board_id" | "user_id", "bigint"))
+        {
+            return int(self.pick(&[0, -1, i64::MAX, i64::MIN, 999_999]));
+        }
         if self.sane {
             match (name, ty) {
                 ("board_id", "bigint") => return int(self.pick(&self.boards.clone())),
