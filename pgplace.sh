@@ -162,7 +162,9 @@ stop_gateway() {
 start_gateway() {
     stop_gateway
     say "starting the gateway on http://$GATEWAY_LISTEN/"
+    # Visitors play on the demo board as guests (PGPLACE_GUEST_BOARDS= for none).
     PGPLACE_DATABASE_URL=$GATEWAY_DB_URL PGPLACE_LISTEN=$GATEWAY_LISTEN \
+        PGPLACE_GUEST_BOARDS=${PGPLACE_GUEST_BOARDS-demo} \
         nohup "$ROOT/target/release/pgplace-gateway" >"$STATE/gateway.log" 2>&1 &
     echo $! >"$STATE/gateway.pid"
     for _ in $(seq 100); do
@@ -200,7 +202,7 @@ SQL
     cat <<EOF
 
 pgplace is running.
-  open:       http://$GATEWAY_LISTEN/
+  open:       http://$GATEWAY_LISTEN/  (Play as a guest on the demo board, or sign in with the demo token)
   JSON-RPC:   curl -d '{"jsonrpc":"2.0","method":"board.list","id":1}' http://$GATEWAY_LISTEN/jsonrpc
   gateway:    logged in as role $GATEWAY_ROLE (member of pgplace_player); log in $STATE/gateway.log
   database:   $DB_URL

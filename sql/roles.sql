@@ -11,7 +11,7 @@
 --                   and the helpers _current_bits, _newest_bits, _apply_tiles,
 --                   _ticked_changes and _check_log_read).
 --   pgplace_player  what pgplace_reader may, plus placing: place, place_many,
---                   user_for_token, user_for_subject and settled_seq (it holds off writers while it
+--                   user_for_token, user_for_subject, create_guest and settled_seq (it holds off writers while it
 --                   runs), the gateway's session_* functions, and tick (which
 --                   gives committed changes their positions). Meant for the
 --                   gateway (or another trusted client): place() takes the user id
@@ -92,7 +92,7 @@ SELECT :'pgplace_reader', unnest(ARRAY[
     '_current_bits', '_newest_bits', '_apply_tiles', '_ticked_changes', '_check_log_read']), false
 UNION ALL
 SELECT :'pgplace_player', unnest(ARRAY[
-    'place', 'place_many', 'user_for_token', 'user_for_subject', 'settled_seq', 'session_create', 'session_load',
+    'place', 'place_many', 'user_for_token', 'user_for_subject', 'create_guest', 'settled_seq', 'session_create', 'session_load',
     'session_set_user', 'session_subscribe', 'session_unsubscribe', 'session_destroy',
     'session_hold', 'session_move', 'session_hand_over', 'session_take_handover', 'session_states',
     'session_seen', 'session_expire', 'session_watchers', 'tick']), true

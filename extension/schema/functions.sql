@@ -17,6 +17,8 @@ COMMENT ON FUNCTION place.create_user(text) IS
     'A new user and their token (256 random bits, shown only this once; stored as SHA-256).';
 COMMENT ON FUNCTION place.user_for_token(text) IS
     'The user a token belongs to, or NULL.';
+COMMENT ON FUNCTION place.create_guest() IS
+    'A guest (users.guest): a user with a generated name (guest-...) and a token, shown this once. For the gateway, which bounds how many an address makes and where they place.';
 COMMENT ON FUNCTION place.user_for_subject(text, text, text) IS
     'The user a site''s identity provider calls subject (a JWT''s iss and sub, checked by the caller), made on first sight with the offered name (free, or with the user''s id after it).';
 COMMENT ON FUNCTION place.place(bigint, int, int, int, bigint, text) IS
@@ -158,6 +160,8 @@ ALTER FUNCTION place.create_board(text, int, int, int, interval, text[])
 ALTER FUNCTION place.create_user(text)
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION place.user_for_subject(text, text, text)
+    SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION place.create_guest()
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION place.set_cooldown(bigint, interval)
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;

@@ -105,7 +105,10 @@ CREATE SEQUENCE place.users_id_seq;
 CREATE TABLE place.users (
     id         bigint PRIMARY KEY DEFAULT nextval('place.users_id_seq'),
     name       text NOT NULL UNIQUE,
-    created_at timestamptz NOT NULL DEFAULT now()
+    created_at timestamptz NOT NULL DEFAULT now(),
+    -- Made by place.create_guest for a visitor of a board that takes guests (the gateway's
+    -- --guest-boards): the gateway lets them place on those boards only.
+    guest      boolean NOT NULL DEFAULT false
 );
 ALTER SEQUENCE place.users_id_seq OWNED BY place.users.id;
 COMMENT ON TABLE place.users IS 'People who place tiles; their tokens live hashed in place.user_tokens';

@@ -9,6 +9,8 @@
 --   ('moderation', 'erased'; library only).
 -- - Sign-in from the site that embeds a board: place.user_identities (a JWT's issuer and
 --   subject per user) and user_for_subject, which the gateway calls for a checked JWT.
+-- - Guests: users.guest, and create_guest, which the gateway calls for a visitor of a
+--   board that takes guests.
 -- - COMMENT ON SCHEMA place.
 
 COMMENT ON SCHEMA place IS
@@ -162,6 +164,23 @@ COMMENT ON FUNCTION place.user_for_subject(text, text, text) IS
 ALTER FUNCTION place.user_for_subject(text, text, text)
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 REVOKE EXECUTE ON FUNCTION place.user_for_subject(text, text, text) FROM PUBLIC;
+
+ALTER TABLE place.users ADD COLUMN guest boolean NOT NULL DEFAULT false;
+
+-- pgplace::users::create_guest
+CREATE  FUNCTION place."create_guest"() RETURNS TABLE (
+	"user_id" bigint,  /* i64 */
+	"user_name" TEXT,  /* String */
+	"token" TEXT  /* String */
+)
+STRICT VOLATILE PARALLEL UNSAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'create_guest_wrapper';
+COMMENT ON FUNCTION place.create_guest() IS
+    'A guest (users.guest): a user with a generated name (guest-...) and a token, shown this once. For the gateway, which bounds how many an address makes and where they place.';
+ALTER FUNCTION place.create_guest()
+    SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+REVOKE EXECUTE ON FUNCTION place.create_guest() FROM PUBLIC;
 
 -- As the install script does for every SECURITY DEFINER function: nobody but the owner
 -- until sql/roles.sql grants them.

@@ -74,6 +74,49 @@ fn create_user(
     TableIterator::once((id, token))
 }
 
+static INSERT_GUEST: Statement = Statement {
+    sql: "WITH u AS (INSERT INTO place.users (name, guest) VALUES ($1, true) \
+                     ON CONFLICT (name) DO NOTHING RETURNING id) \
+          INSERT INTO place.user_tokens (user_id, token_hash) \
+          SELECT id, sha256(convert_to($2, 'UTF8')) FROM u RETURNING user_id",
+    params: &[pg_sys::TEXTOID, pg_sys::TEXTOID],
+};
+
+/// A guest: a user with a generated name (`guest-` and hex digits) and a token, for a
+/// visitor who plays without an account. For the gateway, which bounds how many an
+/// address makes and lets them place only on the boards that take guests.
+#[pg_extern(volatile, parallel_unsafe)]
+fn create_guest() -> TableIterator<
+    'static,
+    (
+        name!(user_id, i64),
+        name!(user_name, String),
+        name!(token, String),
+    ),
+> {
+    let token = new_token();
+    let made = Spi::connect_mut(|client| {
+        // 24 random bits, then more while the name is taken (a name is never reused).
+        (3..=8).find_map(|bytes| {
+            let name = format!("guest-{}", &new_token()[..bytes * 2]);
+            run(
+                client,
+                &INSERT_GUEST,
+                &[name.as_str().into(), token.as_str().into()],
+            )
+            .next()
+            .map(|row| (column::<i64>(&row, 1), name))
+        })
+    });
+    let (id, name) = made.unwrap_or_else(|| {
+        fail(
+            PgSqlErrorCode::ERRCODE_UNIQUE_VIOLATION,
+            "no free guest name was found; try again".to_string(),
+        )
+    });
+    TableIterator::once((id, name, token))
+}
+
 static USER_FOR_TOKEN: Statement = Statement {
     sql: "SELECT user_id FROM place.user_tokens WHERE token_hash = sha256(convert_to($1, 'UTF8'))",
     params: &[pg_sys::TEXTOID],

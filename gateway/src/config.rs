@@ -208,6 +208,16 @@ pub struct Config {
     #[arg(long, env = "PGPLACE_CHANGE_TICK_MS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=10_000))]
     pub change_tick_ms: u64,
 
+    /// Boards a visitor may play on without an account (comma-separated names or ids, or
+    /// `*` for all): the page offers "Play as a guest", which makes a guest user
+    /// (`session.play_as_guest`), and guests place on these boards only. By default none.
+    #[arg(long, env = "PGPLACE_GUEST_BOARDS", default_value = "")]
+    pub guest_boards: String,
+
+    /// Guests one client address may make an hour (−32011 beyond).
+    #[arg(long, env = "PGPLACE_GUESTS_PER_ADDRESS_PER_HOUR", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=3600))]
+    pub guests_per_address_per_hour: u32,
+
     /// Sign-in from the site that embeds the board: the `iss` its identity provider puts
     /// in the JWTs that `session.authorize` then takes besides pgplace's tokens (with
     /// `--jwt-audience` and a key). By default none: only pgplace's tokens.
@@ -283,6 +293,12 @@ impl Config {
             .filter_map(|entry| entry.split_once('='))
             .find(|(m, _)| m.trim() == method)
             .map(|(_, view)| view.trim())
+    }
+
+    /// Whether board `id` named `name` takes guests (`--guest-boards`).
+    pub fn takes_guests(&self, id: i64, name: &str) -> bool {
+        list(&self.guest_boards)
+            .any(|entry| entry == "*" || entry == name || entry == id.to_string())
     }
 
     /// `cors_origins` read.

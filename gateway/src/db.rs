@@ -384,15 +384,29 @@ pub async fn tile_history(
 }
 
 /// The user whose token this is, as (id, name).
+/// The user a token belongs to: (id, name, guest).
 pub async fn user_for_token(
     client: &ClientWrapper,
     token: &str,
-) -> Result<Option<(i64, String)>, tokio_postgres::Error> {
-    let sql = "SELECT u.id, u.name FROM place.users u WHERE u.id = place.user_for_token($1)";
+) -> Result<Option<(i64, String, bool)>, tokio_postgres::Error> {
+    // users.guest by name from the row: a schema before 0.8.9 has no such column.
+    let sql = "SELECT u.id, u.name, coalesce((to_jsonb(u) ->> 'guest')::boolean, false) \
+               FROM place.users u WHERE u.id = place.user_for_token($1)";
     let row = client
         .query_opt(&client.prepare_cached(sql).await?, &[&token])
         .await?;
-    Ok(row.map(|row| (row.get(0), row.get(1))))
+    Ok(row.map(|row| (row.get(0), row.get(1), row.get(2))))
+}
+
+/// A new guest: (id, name, token).
+pub async fn create_guest(
+    client: &ClientWrapper,
+) -> Result<(i64, String, String), tokio_postgres::Error> {
+    let sql = "SELECT user_id, user_name, token FROM place.create_guest()";
+    let row = client
+        .query_one(&client.prepare_cached(sql).await?, &[])
+        .await?;
+    Ok((row.get(0), row.get(1), row.get(2)))
 }
 
 /// The user a site's identity provider calls `subject` (made on first sight with `name`).

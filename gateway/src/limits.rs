@@ -48,6 +48,8 @@ pub struct Limits {
     connections: Mutex<HashMap<LimitKey, usize>>,
     sessions: HeldBy,
     creates: DefaultKeyedRateLimiter<LimitKey>,
+    /// Guests made per address (`--guests-per-address-per-hour`).
+    guests: DefaultKeyedRateLimiter<LimitKey>,
     places_by_address: DefaultKeyedRateLimiter<LimitKey>,
     places_by_session: DefaultKeyedRateLimiter<Arc<str>>,
     database_by_address: DefaultKeyedRateLimiter<LimitKey>,
@@ -139,6 +141,14 @@ fn quota(rate: u32, burst: u32) -> Quota {
     let rate = NonZeroU32::new(rate.max(1)).expect("at least 1");
     let burst = NonZeroU32::new(burst.max(1)).expect("at least 1");
     Quota::per_second(rate).allow_burst(burst)
+}
+
+/// `n` an hour, all of them at once if need be.
+fn per_hour(n: u32) -> Quota {
+    let n = NonZeroU32::new(n.max(1)).expect("at least 1");
+    Quota::with_period(std::time::Duration::from_secs(3600) / n.get())
+        .expect("a period of at least a second")
+        .allow_burst(n)
 }
 
 /// -32011: too many `what`; the budget has room again after `wait`.
@@ -252,6 +262,7 @@ impl Limits {
                 config.session_create_rate,
                 config.session_create_burst,
             )),
+            guests: DefaultKeyedRateLimiter::keyed(per_hour(config.guests_per_address_per_hour)),
             places_by_address: DefaultKeyedRateLimiter::keyed(quota(
                 config.place_rate_per_address,
                 config.place_rate_per_address.saturating_mul(2),
@@ -522,9 +533,18 @@ impl Limits {
         })
     }
 
+    /// Refuses a guest (`session.play_as_guest`) past the address's hourly budget.
+    pub fn check_guest(&self, address: Option<IpAddr>) -> Result<(), RpcError> {
+        let Some(address) = address.map(limit_key) else {
+            return Ok(());
+        };
+        self.check_rate(&self.guests, &address, "guests_per_address", "guests made")
+    }
+
     /// Forgets addresses and sessions with nothing left to limit (every minute).
     pub fn forget_idle(&self) {
         self.creates.retain_recent();
+        self.guests.retain_recent();
         self.places_by_address.retain_recent();
         self.places_by_session.retain_recent();
         self.database_by_address.retain_recent();
@@ -532,6 +552,7 @@ impl Limits {
         lock(&self.database_connections).retain(|_, share| Arc::strong_count(share) > 1);
         self.database_by_address.shrink_to_fit();
         self.creates.shrink_to_fit();
+        self.guests.shrink_to_fit();
         self.places_by_address.shrink_to_fit();
         self.places_by_session.shrink_to_fit();
         self.sessions.forget_gone();

@@ -55,7 +55,9 @@ export class Gateway {
   /** Starts the binary (on a free port the first time, on the same port after) and waits until /readyz says ok. */
   async start() {
     // A small session buffer: a page that stops polling for a while gets a `reset`.
-    const args = ['--database-url', databaseUrl(), '--listen', `127.0.0.1:${this.port}`, '--session-buffer', String(this.sessionBuffer)];
+    const args = ['--database-url', databaseUrl(), '--listen', `127.0.0.1:${this.port}`, '--session-buffer', String(this.sessionBuffer),
+      // Visitors may play as guests on one board (page.test.js, guests).
+      '--guest-boards', 'duo'];
     const child = spawn(need('GATEWAY_BIN'), args, {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, RUST_LOG: process.env.RUST_LOG ?? 'info' },
@@ -171,7 +173,10 @@ export async function launchBrowser() {
 
 /** A page in a context of its own (its own localStorage), with console errors collected. */
 export async function openPage(browser, url, options = {}) {
-  const context = await browser.newContext({ viewport: { width: 1000, height: 700 }, ...options });
+  // A first visit shows the help over the board; the other tests' visitors have seen it.
+  const { firstVisit, ...contextOptions } = options;
+  const context = await browser.newContext({ viewport: { width: 1000, height: 700 }, ...contextOptions });
+  if (!firstVisit) await context.addInitScript(() => localStorage.setItem('pgplace.help-seen', '1'));
   const page = await context.newPage();
   page.errors = [];
   page.on('pageerror', (error) => page.errors.push(String(error)));

@@ -693,3 +693,45 @@ test('a view chosen while the page paces its next poll is followed at once, not 
   await waitBoard(page, LARGE);
   assertNoPageErrors();
 });
+
+test('a first-time visitor reads how to play, plays as a guest where guests are welcome, and nowhere else', async () => {
+  const DUO = fixture.boards.duo;
+  const page = await open('board=duo', { firstVisit: true });
+  await waitBoard(page, DUO);
+  // The help says what this is and how to play; closed, it stays closed on the next visit.
+  assert.ok(await page.locator('#help').isVisible(), 'the help shows on a first visit');
+  assert.match(await page.textContent('#help'), /shared board.*Play as a guest/s);
+  await screenshot(page, 'first-visit-help');
+  await page.click('#help-close');
+  assert.ok(await page.locator('#help').isHidden());
+  assert.equal(await page.evaluate(() => localStorage.getItem('pgplace.help-seen')), '1');
+  const icon = await page.evaluate(() => document.querySelector('link[rel="icon"]')?.href);
+  const served = await fetch(icon);
+  assert.equal(served.status, 200, `the favicon ${icon}`);
+  assert.match(served.headers.get('content-type'), /^image\/svg\+xml/);
+
+  // Play as a guest: a generated name, a token kept for the next visit, a tile placed.
+  await page.waitForSelector('#guest:not([hidden])');
+  await page.click('#guest');
+  await page.waitForFunction(() => /^guest-[0-9a-f]+$/.test(document.getElementById('user-name').textContent));
+  assert.ok(await page.locator('#guest').isHidden(), 'signed in, no guest button');
+  assert.match(await page.evaluate(() => localStorage.getItem('pgplace.token')), /^[0-9a-f]{64}$/);
+  const message = await placeThroughPage(page, 2, 3, 1);
+  assert.match(message, /Placed colour 1 at \(2, 3\)/);
+  const name = await page.textContent('#user-name');
+  const placedBy = await sql(`SELECT u.name FROM place.placements p JOIN place.users u ON u.id = p.user_id
+                               WHERE p.board_id = ${DUO} AND p.x = 2 AND p.y = 3 ORDER BY p.seq DESC LIMIT 1`);
+  assert.equal(placedBy.trim(), name);
+  await screenshot(page, 'guest-placed');
+
+  // On a board that takes no guests the page says so, and offers no guest button to others.
+  await page.selectOption('#boards', String(ART));
+  await waitBoard(page, ART);
+  await page.click('#palette [data-color="2"]');
+  await clickTile(page, 3, 3);
+  assert.match(await page.textContent('#message'), /Guests place only on the boards that take guests/);
+  const visitor = await open('board=art');
+  await waitBoard(visitor, ART);
+  assert.ok(await visitor.locator('#guest').isHidden(), 'no guest button where guests are not taken');
+  assertNoPageErrors();
+});

@@ -31,6 +31,7 @@ before(async () => {
     '--listen', '127.0.0.1:0',
     '--method-prefix', 'qik.',
     '--view-methods', 'stream.subscribe_public_live=public_live',
+    '--guest-boards', 'demo',
   ], { stdio: ['ignore', 'pipe', 'inherit'] });
   process.on('exit', () => gateway.kill('SIGKILL'));
   const port = await new Promise((resolve, reject) => {
@@ -95,7 +96,7 @@ test('every documented method answers its example as its result schema says', as
   const created = (await call('session.create', [])).result;
   const live = { session: created, key: null };
   const order = ['session.create', 'session.authorize', 'session.subscribe', 'session.get_events',
-    'session.set_presence', 'board.place', 'board.tile_history', 'board.list', 'board.get',
+    'session.set_presence', 'board.place', 'session.play_as_guest', 'board.tile_history', 'board.list', 'board.get',
     'session.unsubscribe', 'session.destroy', 'rpc.discover'];
   const own = dereferenced.methods.filter((m) => order.includes(m.name));
   assert.equal(own.length, order.length, 'each method of pgplace is documented');

@@ -68,7 +68,7 @@ export function describe(error) {
   switch (error.code) {
     case CODES.NETWORK: return 'Cannot reach the gateway; retrying.';
     case CODES.UNKNOWN_SESSION: return 'The session expired (the gateway may have restarted); reconnecting.';
-    case CODES.NOT_AUTHORIZED: return 'Not signed in, or the token is not valid: sign in with a token from place.create_user.';
+    case CODES.NOT_AUTHORIZED: return `Not signed in, or not allowed here: ${error.message}`;
     case CODES.COOLDOWN: return `Cooldown: you can place again at ${when(error.data?.retry_at)}.`;
     case CODES.UNKNOWN_VIEW: return `The gateway does not know this view: ${error.message}`;
     case CODES.UNKNOWN_BOARD: return `This board does not exist: ${error.message}`;
@@ -91,6 +91,8 @@ export function describe(error) {
 export const api = {
   createSession: () => call('session.create', []),
   authorize: (session, token) => call('session.authorize', { session, token }),
+  // A visitor without an account, on a board that takes guests: `{user_id, name, token}`.
+  playAsGuest: (session, board) => call('session.play_as_guest', { session, board }),
   // `since`: the seq of a board the page kept; answered `{seq, resumed: true}` when the
   // gateway continues from there, else with a fresh state.
   subscribe: (session, board, since) => call('session.subscribe', {

@@ -36,7 +36,9 @@ const els = {
   confirmPlace: $('confirm-place'), confirmCancel: $('confirm-cancel'), tooltip: $('tooltip'), paused: $('paused'),
   frozenCount: $('frozen-count'),
   watching: $('watching'),
+  guest: $('guest'), help: $('help'), helpOpen: $('help-open'), helpClose: $('help-close'),
 };
+const HELP_SEEN_KEY = 'pgplace.help-seen';
 const TOKEN_KEY = 'pgplace.token';
 
 const board = new BoardImage();
@@ -135,6 +137,7 @@ const live = new Live({
     els.signin.hidden = !!user;
     els.userName.textContent = user?.name ?? '';
     document.body.dataset.signedIn = user ? 'yes' : 'no';
+    showGuestButton();
   },
   authFailed(error) {
     token = null;
@@ -158,6 +161,7 @@ function showBoard() {
   if ([...els.boards.options].some((o) => o.value === String(s.id))) els.boards.value = String(s.id);
   document.title = `${s.name} · pgplace`;
   showFrozenCount();
+  showGuestButton();
   saveHash();
 }
 
@@ -195,9 +199,19 @@ function saveHash() {
 
 // ---- board chooser --------------------------------------------------------------------
 
+/** The ids of the boards a visitor may play on as a guest (`board.list`). */
+let guestBoards = new Set();
+
+/** "Play as a guest" where the board takes guests and nobody is signed in. */
+function showGuestButton() {
+  els.guest.hidden = !!live.user || !board.settings || !guestBoards.has(board.settings.id);
+}
+
 async function loadBoardList() {
   try {
     const boards = await api.listBoards();
+    guestBoards = new Set(boards.filter((b) => b.guests).map((b) => b.id));
+    showGuestButton();
     els.boards.replaceChildren(...boards.map((b) => {
       const option = new Option(`${b.name} (${b.width}×${b.height})`, String(b.id));
       option.dataset.name = b.name;
@@ -245,6 +259,28 @@ els.signin.addEventListener('submit', async (event) => {
   }
 });
 
+els.guest.addEventListener('click', async () => {
+  try {
+    const guest = await live.playAsGuest(board.settings.id);
+    // The token is the guest's account: kept, it signs them in on the next visit.
+    token = guest.token;
+    localStorage.setItem(TOKEN_KEY, token);
+    say(`Playing as ${guest.name}: pick a colour, tap a tile.`);
+  } catch (error) {
+    say(describe(error), 'error');
+  }
+});
+
+// ---- help -------------------------------------------------------------------------------
+
+function showHelp(open) {
+  els.help.hidden = !open;
+  if (!open) localStorage.setItem(HELP_SEEN_KEY, '1');
+}
+els.helpOpen.addEventListener('click', () => showHelp(els.help.hidden));
+els.helpClose.addEventListener('click', () => showHelp(false));
+showHelp(!localStorage.getItem(HELP_SEEN_KEY));
+
 els.signout.addEventListener('click', () => {
   token = null;
   localStorage.removeItem(TOKEN_KEY);
@@ -284,7 +320,14 @@ function pickColor(i) {
 
 /** Why a tap on `tile` cannot place now, or null. */
 function cannotPlace(tile) {
-  if (!token || !live.user) return 'Sign in with a token (from place.create_user) to place tiles.';
+  if (!token || !live.user) {
+    return guestBoards.has(board.settings.id)
+      ? 'Play as a guest, or sign in with a token, to place tiles.'
+      : 'Sign in with a token (from place.create_user) to place tiles.';
+  }
+  if (live.user.guest && !guestBoards.has(board.settings.id)) {
+    return 'Guests place only on the boards that take guests: sign in with a token to place here.';
+  }
   if (board.settings.state !== 'open') return `This board is ${board.settings.state}: no placements now.`;
   if (frozen.isFrozen(tile.x, tile.y)) return frozenMessage(tile.x, tile.y, board.settings.freeze_after);
   if (countdown.waiting) return `Cooldown: ${els.cooldown.textContent}.`;

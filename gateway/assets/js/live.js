@@ -175,6 +175,15 @@ export class Live {
     }
   }
 
+  /** Signs the session in as a new guest on `board` (one that takes guests); resolves
+   * with the guest `{user_id, name, token}`, whose token signs in again later. */
+  async playAsGuest(board) {
+    const guest = await api.playAsGuest(this.session, board);
+    this.user = { user_id: guest.user_id, name: guest.name, guest: true };
+    this.on.user(this.user);
+    return guest;
+  }
+
   async subscribe() {
     const board = this.board;
     // A region belongs to the board it was chosen on.

@@ -476,6 +476,7 @@ fn within_limits(
 ) -> Result<(), RpcError> {
     match limit {
         Limit::SessionsMade => app.limits.check_create(client),
+        Limit::GuestsMade => app.limits.check_guest(client),
         Limit::Placements => {
             let session = match &request.params {
                 Some(Value::Array(items)) => items.first(),

@@ -65,6 +65,8 @@ pub enum Limit {
     SessionsMade,
     /// Placements per session and per address (`--place-rate-per-*`).
     Placements,
+    /// Guests made per address (`--guests-per-address-per-hour`).
+    GuestsMade,
 }
 
 /// One table entry, declared in the method's own file (`rpc::session::*`, `rpc::board::*`):

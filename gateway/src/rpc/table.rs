@@ -16,6 +16,7 @@ use serde_json::Value;
 pub static METHODS: &[Method] = &[
     session::create::METHOD,
     session::authorize::METHOD,
+    session::play_as_guest::METHOD,
     session::subscribe::METHOD,
     session::get_events::METHOD,
     session::set_presence::METHOD,

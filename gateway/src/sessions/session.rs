@@ -25,6 +25,8 @@ use tokio::time::Instant;
 pub struct User {
     pub id: i64,
     pub name: String,
+    /// A guest (`place.users.guest`): places only on the boards that take guests.
+    pub guest: bool,
 }
 
 pub struct Session {

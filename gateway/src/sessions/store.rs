@@ -92,7 +92,11 @@ pub async fn load(
 ) -> Result<Option<Stored>, tokio_postgres::Error> {
     let statement = client
         .prepare_cached(
-            "SELECT public_id, version, user_id, user_name, views FROM place.session_load($1)",
+            // users.guest by name from the row: a schema before 0.8.9 has no such column.
+            "SELECT s.public_id, s.version, s.user_id, s.user_name, s.views, \
+                    coalesce((SELECT (to_jsonb(u) ->> 'guest')::boolean FROM place.users u \
+                              WHERE u.id = s.user_id), false) \
+             FROM place.session_load($1) s",
         )
         .await?;
     let Some(row) = client.query_opt(&statement, &[&id]).await? else {
@@ -102,7 +106,11 @@ pub async fn load(
         row.get::<_, Option<i64>>(2),
         row.get::<_, Option<String>>(3),
     ) {
-        (Some(id), Some(name)) => Some(User { id, name }),
+        (Some(id), Some(name)) => Some(User {
+            id,
+            name,
+            guest: row.get(5),
+        }),
         _ => None,
     };
     let views: Vec<Value> = serde_json::from_value(row.get(4)).unwrap_or_default();

@@ -111,3 +111,16 @@ SELECT expect_error(format('SELECT * FROM place.user_for_subject(%L, %L)', 'http
 -- Erased, the identity goes too: signing in again makes a new user.
 SELECT place.erase_user((SELECT user_id FROM place.user_for_subject('https://id.example', 'sub-1'))) AS given;
 SELECT count(*) AS identities_of_sub1 FROM place.user_identities WHERE subject = 'sub-1' AND issuer = 'https://id.example';
+
+-- Guests: a generated name, a token that signs in, marked guest; never the same name twice.
+SELECT user_id AS g1, user_name AS g1_name, token AS g1_token FROM place.create_guest() \gset
+SELECT user_id AS g2, user_name AS g2_name FROM place.create_guest() \gset
+SELECT :'g1_name' ~ '^guest-[0-9a-f]{6}$' AS generated, :'g1_name' <> :'g2_name' AS distinct_names,
+       place.user_for_token(:'g1_token') = :g1 AS signs_in,
+       (SELECT guest FROM place.users WHERE id = :g1) AS guest,
+       (SELECT guest FROM place.users WHERE id = :pv) AS others_are_not;
+-- A guest places, is banned and erased like any user.
+SELECT placed FROM place.place(:pb, 4, 3, 2, :g1);
+SELECT place.ban_user(:g1, NULL, 'vandal');
+SELECT regexp_replace(expect_error(format('SELECT * FROM place.place(%s, 4, 2, 2, %s)', :pb, :g1)), ' \d+', ' N', 'g') AS banned;
+SELECT place.erase_user(:g2) AS given;

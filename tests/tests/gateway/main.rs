@@ -8,6 +8,7 @@ mod cancel;
 mod forged_notifications;
 mod freezing;
 mod gone_clients;
+mod guests;
 mod hostile;
 mod http_stacks;
 mod knobs;

@@ -50,7 +50,10 @@ async fn the_qik_transcript_end_to_end() {
         NOT_AUTHORIZED
     );
     let who = http.ok("session.authorize", json!([session, token])).await;
-    assert_eq!(who, json!({"user_id": user, "name": "qik-0"}));
+    assert_eq!(
+        who,
+        json!({"user_id": user, "name": "qik-0", "guest": false})
+    );
 
     let reply = http
         .ok(

@@ -24,6 +24,8 @@ pub struct Listed {
     #[serde(flatten)]
     pub settings: Settings,
     pub seq: i64,
+    /// Whether a visitor may play as a guest (`session.play_as_guest`).
+    pub guests: bool,
 }
 
 /// Every board, by id.
@@ -34,7 +36,11 @@ pub async fn list(app: &App, _: NoParams) -> Result<Reply, RpcError> {
     let boards = db::list_boards(&client).await.map_err(|e| from_db(&e))?;
     let listed: Boards = boards
         .into_iter()
-        .map(|(settings, seq)| Listed { settings, seq })
+        .map(|(settings, seq)| Listed {
+            guests: app.config.takes_guests(settings.id, &settings.name),
+            settings,
+            seq,
+        })
         .collect();
     Reply::serialized(listed)
 }
@@ -44,6 +50,6 @@ pub fn example() -> (Value, Value) {
         json!({}),
         json!([{"id": 1, "name": "demo", "width": 1000, "height": 1000, "bits_per_tile": 4,
                 "palette": ["#ffffff", "#000000"], "cooldown": 300.0, "state": "open",
-                "freeze_after": null, "seq": 0}]),
+                "freeze_after": null, "seq": 0, "guests": false}]),
     )
 }

@@ -63,6 +63,15 @@ pub async fn place(app: &App, p: PlaceParams) -> Result<Reply, RpcError> {
     })?;
     let mirrored: Arc<Mirrored> = app.boards.get(&p.board).await?;
     let settings = mirrored.board.settings();
+    if user.guest && !app.config.takes_guests(settings.id, &settings.name) {
+        return Err(RpcError::new(
+            NOT_AUTHORIZED,
+            format!(
+                "board {} takes no guests: sign in with a token to place here",
+                settings.name
+            ),
+        ));
+    }
     // Checked here so that one caller's mistake cannot fail the group it would join.
     if settings.state != "open" {
         return Err(RpcError::new(

@@ -6,10 +6,9 @@ use crate::errors::{from_db, RpcError, NOT_AUTHORIZED};
 use crate::jwt;
 use crate::rpc::jsonrpc::Reply;
 use crate::rpc::method::{method, Method};
-use crate::rpc::session::{changed_here, EXAMPLE_SESSION};
+use crate::rpc::session::{sign_in, EXAMPLE_SESSION};
 use crate::rpc::session_access;
 use crate::sessions::session::User;
-use crate::sessions::store;
 use crate::state::App;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -35,6 +34,8 @@ pub struct AuthorizeParams {
 pub struct Authorized {
     pub user_id: i64,
     pub name: String,
+    /// A guest (`session.play_as_guest`): places only on the boards that take guests.
+    pub guest: bool,
 }
 
 pub async fn authorize(app: &App, p: AuthorizeParams) -> Result<Reply, RpcError> {
@@ -51,7 +52,7 @@ pub async fn authorize(app: &App, p: AuthorizeParams) -> Result<Reply, RpcError>
         (_, false) => None,
     };
     let client = db::checkout(&app.pool).await?;
-    let (user_id, name) = match signed {
+    let (user_id, name, guest) = match signed {
         Some(signed) => db::user_for_subject(
             &client,
             &signed.issuer,
@@ -59,27 +60,29 @@ pub async fn authorize(app: &App, p: AuthorizeParams) -> Result<Reply, RpcError>
             signed.name.as_deref(),
         )
         .await
+        .map(|(id, name)| (id, name, false))
         .map_err(|e| from_db(&e))?,
         None => db::user_for_token(&client, &p.token)
             .await
             .map_err(|e| from_db(&e))?
             .ok_or_else(|| RpcError::new(NOT_AUTHORIZED, "the token is not valid"))?,
     };
-    let version = store::set_user(&client, &p.session, Some(user_id), app.gateway_id)
-        .await
-        .map_err(|e| from_db(&e))?;
-    drop(client);
-    changed_here(app, &session, version)?;
-    session.set_user(User {
+    let user = User {
         id: user_id,
         name: name.clone(),
-    });
-    Reply::serialized(Authorized { user_id, name })
+        guest,
+    };
+    sign_in(app, &session, &p.session, client, user).await?;
+    Reply::serialized(Authorized {
+        user_id,
+        name,
+        guest,
+    })
 }
 
 pub fn example() -> (Value, Value) {
     (
         json!({"session": EXAMPLE_SESSION, "token": "demo-token"}),
-        json!({"user_id": 1, "name": "demo"}),
+        json!({"user_id": 1, "name": "demo", "guest": false}),
     )
 }

@@ -1,6 +1,6 @@
 //! The `session.*` methods, one file each: its params, its answer's schema, what it does,
 //! an example and its entry in the method table (`rpc::table`): `create.rs`,
-//! `authorize.rs`, `subscribe.rs` (and a list view's own subscribe method), `get_events.rs`,
+//! `authorize.rs`, `play_as_guest.rs`, `subscribe.rs` (and a list view's own subscribe method), `get_events.rs`,
 //! `set_presence.rs`, `unsubscribe.rs`, `destroy.rs`. What several share is here.
 
 use crate::errors::RpcError;
@@ -13,6 +13,7 @@ pub mod authorize;
 pub mod create;
 pub mod destroy;
 pub mod get_events;
+pub mod play_as_guest;
 pub mod set_presence;
 pub mod subscribe;
 pub mod unsubscribe;
@@ -27,6 +28,24 @@ pub struct SessionParams {
 #[derive(Serialize, JsonSchema)]
 #[serde(transparent)]
 pub struct Done(bool);
+
+/// Binds `user` to the session (`id`), in its row (on `client`, which it releases) and in
+/// this gateway's copy.
+async fn sign_in(
+    app: &App,
+    session: &Session,
+    id: &str,
+    client: crate::db::Checked,
+    user: crate::sessions::session::User,
+) -> Result<(), RpcError> {
+    let version = crate::sessions::store::set_user(&client, id, Some(user.id), app.gateway_id)
+        .await
+        .map_err(|e| crate::errors::from_db(&e))?;
+    drop(client);
+    changed_here(app, session, version)?;
+    session.set_user(user);
+    Ok(())
+}
 
 /// A change of the stored session made here gave it `version` (None: it is gone). When
 /// another gateway changed it too, this copy may lack that change: it is read again next

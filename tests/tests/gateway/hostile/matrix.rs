@@ -126,6 +126,11 @@ pub(super) fn matrix_cases(f: &Fixture) -> Vec<Case> {
             ],
         ),
         (
+            // This gateway takes no guests: a well-formed call is refused (−32002).
+            "session.play_as_guest",
+            vec![p("session", FRESH, Str, true), p("board", &b, Board, true)],
+        ),
+        (
             "session.subscribe",
             vec![
                 p("session", FRESH, Str, true),
