@@ -3,7 +3,8 @@
 // playwright-core, screenshots, and an independent decoder of the packed layout.
 
 import { spawn, execFileSync } from 'node:child_process';
-import { createWriteStream, mkdirSync, readFileSync } from 'node:fs';
+import { createHmac } from 'node:crypto';
+import { createWriteStream, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
@@ -27,6 +28,22 @@ export function databaseUrl() {
 }
 
 export const fixture = JSON.parse(readFileSync(join(resultsDir, 'fixture.json'), 'utf8'));
+
+// Sign-in from an embedding site: the gateway takes JWTs of this issuer, signed with this
+// HS256 secret, as a site's identity provider would sign them (`jwt`).
+export const JWT_ISSUER = 'https://id.example';
+const JWT_AUDIENCE = 'pgplace-browser';
+const JWT_SECRET = 'the browser tests\' identity provider secret, 32 bytes or more';
+const jwtSecretFile = join(resultsDir, 'jwt-secret');
+writeFileSync(jwtSecretFile, JWT_SECRET);
+
+/** A JWT for `sub` named `name`, expiring `expiresIn` seconds from now (negative: expired). */
+export function jwt(sub, name, expiresIn = 600) {
+  const part = (value) => Buffer.from(JSON.stringify(value)).toString('base64url');
+  const exp = Math.floor(Date.now() / 1000) + expiresIn;
+  const unsigned = `${part({ alg: 'HS256', typ: 'JWT' })}.${part({ iss: JWT_ISSUER, aud: JWT_AUDIENCE, sub, name, exp })}`;
+  return `${unsigned}.${createHmac('sha256', JWT_SECRET).update(unsigned).digest('base64url')}`;
+}
 
 /** Runs SQL in the tests' database; returns psql's unaligned output. */
 export function sql(text) {
@@ -56,8 +73,10 @@ export class Gateway {
   async start() {
     // A small session buffer: a page that stops polling for a while gets a `reset`.
     const args = ['--database-url', databaseUrl(), '--listen', `127.0.0.1:${this.port}`, '--session-buffer', String(this.sessionBuffer),
-      // Visitors may play as guests on one board (page.test.js, guests).
-      '--guest-boards', 'duo'];
+      // Visitors may play as guests on one board (page.test.js, guests), and sign in with a
+      // site's JWTs.
+      '--guest-boards', 'duo',
+      '--jwt-issuer', JWT_ISSUER, '--jwt-audience', JWT_AUDIENCE, '--jwt-hs256-secret-file', jwtSecretFile];
     const child = spawn(need('GATEWAY_BIN'), args, {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, RUST_LOG: process.env.RUST_LOG ?? 'info' },

@@ -8,7 +8,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  expectedRgba, fixture, Gateway, launchBrowser, openPage, screenshot, sleep, sql, tileAt,
+  expectedRgba, fixture, Gateway, jwt, launchBrowser, openPage, screenshot, sleep, sql, tileAt,
 } from './harness.js';
 
 const gateway = new Gateway();
@@ -253,7 +253,13 @@ test('sign in with a token, place a tile; a second page sees it within 1 s; the 
   assert.match(first, /^Next tile in 0:(30|2\d)$/);
   await alicePage.waitForFunction((first) => document.getElementById('cooldown').textContent !== first, first, { timeout: 3000 });
   await clickTile(alicePage, 6, 7);
-  assert.match(await alicePage.textContent('#message'), /Cooldown: Next tile in 0:\d\d/);
+  const said = await alicePage.textContent('#message');
+  assert.match(said, /Cooldown: Next tile in 0:\d\d/);
+  // The message counts down with the footer.
+  await alicePage.waitForFunction((said) => {
+    const now = document.getElementById('message').textContent;
+    return now !== said && /^Cooldown: Next tile in 0:\d\d\.$/.test(now);
+  }, said, { timeout: 3000 });
   assert.ok(await alicePage.locator('#confirm').isHidden());
   await screenshot(alicePage, 'placed-cooldown');
 
@@ -588,7 +594,7 @@ test('frozen tiles: marked, refused without asking the gateway, thawed by a mode
   assertNoPageErrors();
 });
 
-test('other people\'s cursors: a page shows where another points, by name, and never its own', async () => {
+test('other people\'s cursors: a page shows where another points, by name, never its own, and not once it closed', async () => {
   const hash = 'board=art&x=8.0&y=8.0&zoom=16';
   const pointer = await open(hash);
   await waitBoard(pointer, ART);
@@ -617,6 +623,12 @@ test('other people\'s cursors: a page shows where another points, by name, and n
   // Zoomed out, no cursor is drawn over the picture.
   await watcher.evaluate(() => { window.pgplace.view.set(8, 8, 1); });
   await watcher.waitForFunction(() => window.pgplace.cursors.drawn === 0);
+  // The pointing page closes: its cursor leaves the other page within 5 s (pagehide ends
+  // its session), not when the session would have expired (2 minutes).
+  await pointer.close();
+  const closedAt = Date.now();
+  await watcher.waitForFunction(() => !window.pgplace.cursors.others.some((c) => c.name === 'bob'), null, { timeout: 5000 });
+  console.log(`# a closed page's cursor went ${Date.now() - closedAt} ms after it closed`);
   assertNoPageErrors();
 });
 
@@ -710,6 +722,9 @@ test('a first-time visitor reads how to play, plays as a guest where guests are 
   assert.equal(served.status, 200, `the favicon ${icon}`);
   assert.match(served.headers.get('content-type'), /^image\/svg\+xml/);
 
+  // The palette names its colours.
+  assert.match(await page.getAttribute('#palette [data-color="1"]', 'title'), /^light grey \(1: #aaaaaa\)$/);
+
   // Play as a guest: a generated name, a token kept for the next visit, a tile placed.
   await page.waitForSelector('#guest:not([hidden])');
   await page.click('#guest');
@@ -733,5 +748,67 @@ test('a first-time visitor reads how to play, plays as a guest where guests are 
   const visitor = await open('board=art');
   await waitBoard(visitor, ART);
   assert.ok(await visitor.locator('#guest').isHidden(), 'no guest button where guests are not taken');
+  assertNoPageErrors();
+});
+
+test('another page embeds a board with the client module: every placement once, in order, a place signed in', async () => {
+  const MONO = fixture.boards.mono;
+  // A page of the gateway's origin that is not the board's page: only the module is used.
+  const context = await browser.newContext();
+  const blank = await context.newPage();
+  blank.errors = [];
+  blank.on('pageerror', (error) => blank.errors.push(String(error)));
+  pages.push(blank);
+  await blank.goto(`${gateway.url}/readyz`);
+  const start = await blank.evaluate(async (board) => {
+    const { Stream } = await import('/client/pgplace.js');
+    const stream = new Stream();
+    const [key, state] = await stream.subscribe('board', { board, compact: true });
+    window.embedded = { stream, key, seqs: [], states: 0 };
+    stream.listen((events) => {
+      for (const e of events) {
+        if (e.action === 'tiles') for (let s = e.seq[0]; s <= e.seq[1]; s++) window.embedded.seqs.push(s);
+      }
+    }, () => { window.embedded.states += 1; });
+    return state.seq;
+  }, MONO);
+  const painter = fixture.users.painter.id;
+  for (let i = 0; i < 5; i++) {
+    sql(`SELECT count(*) FROM place.place(${MONO}, ${i}, 0, 1, ${painter})`);
+  }
+  await blank.waitForFunction(() => window.embedded.seqs.length >= 5, null, { timeout: 10000 });
+  const seqs = await blank.evaluate(() => window.embedded.seqs);
+  assert.deepEqual(seqs, [1, 2, 3, 4, 5].map((n) => start + n), 'each placement once, in seq order');
+  // Signed in with a token, it places through the same module.
+  const placed = await blank.evaluate(async ([board, token]) => {
+    await window.embedded.stream.authorize(token);
+    return window.embedded.stream.place(board, 7, 7, 1);
+  }, [MONO, fixture.users.bob.token]);
+  assert.equal(placed.seq, start + 6);
+  await blank.waitForFunction((seq) => window.embedded.seqs.includes(seq), start + 6);
+  await blank.evaluate(() => window.embedded.stream.close());
+  assert.deepEqual(blank.errors, [], 'no script errors on the embedding page');
+});
+
+test('a player of an embedding site signs in with its JWT and places; an expired JWT is refused, saying so', async () => {
+  const WIDE = fixture.boards.wide;
+  const page = await open('board=wide');
+  await waitBoard(page, WIDE);
+  await page.fill('#token', jwt('site-player-1', 'Ada from the site'));
+  await page.click('#signin button');
+  await page.waitForFunction(() => document.getElementById('user-name').textContent === 'Ada from the site');
+  const message = await placeThroughPage(page, 4, 4, 9);
+  assert.match(message, /Placed colour 9 at \(4, 4\)/);
+  const placedBy = sql(`SELECT u.name FROM place.placements p JOIN place.users u ON u.id = p.user_id
+                        WHERE p.board_id = ${WIDE} ORDER BY p.seq DESC LIMIT 1`);
+  assert.equal(placedBy, 'Ada from the site');
+  // Signed out, an expired token is refused with its reason, and nobody is signed in.
+  await page.click('#signout');
+  await page.fill('#token', jwt('site-player-1', 'Ada from the site', -3600));
+  await page.click('#signin button');
+  await page.waitForFunction(() => /expired/.test(document.getElementById('message').textContent));
+  assert.ok(await page.locator('#user').isHidden(), 'not signed in');
+  assert.equal(await page.evaluate(() => localStorage.getItem('pgplace.token')), null, 'the refused token is not kept');
+  await screenshot(page, 'expired-jwt');
   assertNoPageErrors();
 });

@@ -33,16 +33,22 @@ export class RpcError extends Error {
 
 let nextId = 1;
 
-/** Calls `method`; resolves with its result or rejects with an RpcError. */
-export async function call(method, params, { signal } = {}) {
+// The gateway that served this module, also when a page of another site imports it
+// (client/pgplace.js): that site's origin must be in the gateway's --cors-origins.
+const ENDPOINT = new URL('/jsonrpc', import.meta.url);
+
+/** Calls `method`; resolves with its result or rejects with an RpcError. `keepalive`: the
+ * request outlives the page (sent while it closes). */
+export async function call(method, params, { signal, keepalive = false } = {}) {
   const id = nextId++;
   let response;
   try {
-    response = await fetch('/jsonrpc', {
+    response = await fetch(ENDPOINT, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ jsonrpc: '2.0', id, method, params }),
       signal,
+      keepalive,
       cache: 'no-store',
     });
   } catch (error) {
@@ -107,6 +113,10 @@ export const api = {
   // comes again; any gateway answers it).
   getEvents: (session, timeout, ack, signal) => call('session.get_events', { session, timeout, ack }, { signal }),
   destroy: (session) => call('session.destroy', { session }),
+  // From `pagehide`: the session ends at once, and with it the page's cursor and its place
+  // among the watchers. A fetch with keepalive, not sendBeacon: a beacon cannot send the
+  // JSON content type the gateway asks of a JSON-RPC request.
+  leave: (session) => call('session.destroy', { session }, { keepalive: true }).catch(() => {}),
   listBoards: () => call('board.list', []),
   place: (session, board, x, y, color) => call('board.place', { session, board, x, y, color }),
   tileHistory: (board, x, y, limit) => call('board.tile_history', { board, x, y, limit }),

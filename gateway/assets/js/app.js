@@ -3,12 +3,15 @@
 //
 // Layout (one job per module, no build step; served from the gateway binary, see
 // gateway/src/assets.rs):
+//   ../client/pgplace.js  the protocol for any page (another site embeds a board with it):
+//                   api.js and live.js, and Stream, a resumable stream of any views
 //   api.js          JSON-RPC calls, RpcError, a sentence for every error code
 //   packed.js       the packed tile layout (MSB first, like Redis BITFIELD) and palette packing
 //   board-image.js  one pixel per tile: putImageData of the whole board, batched live tiles
 //   view.js         zoom, pan, pinch, keys, taps, long presses; draws once per animation frame
 //   live.js         session, sign-in, subscription, get_events loop, backoff, re-subscribe
 //   cooldown.js     the countdown to next_allowed_at / retry_at
+//   colour-names.js "red", not "#e50000", for the default palettes' colours
 //   history.js      who placed a tile (board.tile_history), cached
 //   frozen.js       frozen tiles: which ones (kept in stream order) and their marks on the view
 //   cursors.js      other people's cursors on the view, and telling the gateway where ours is
@@ -16,14 +19,14 @@
 //   hash.js         board, position and zoom in the URL hash
 //   resume.js       the board kept across a reload, resumed with `since`
 
-import { api, CODES, describe, RpcError } from './api.js';
+import { api, CODES, describe, Live, RpcError } from '../client/pgplace.js';
 import { BoardImage } from './board-image.js';
+import { colourName } from './colour-names.js';
 import { Countdown, describeCooldown } from './cooldown.js';
 import { describeFreezeAfter, FrozenTiles, frozenMessage, MARK_MIN_ZOOM } from './frozen.js';
 import { Cursors } from './cursors.js';
 import { readHash, writeHash } from './hash.js';
 import { TileHistory } from './history.js';
-import { Live } from './live.js';
 import { keepBoard, takeKeptBoard } from './resume.js';
 import { View } from './view.js';
 
@@ -79,6 +82,8 @@ const live = new Live({
     // region's `frozen` events and placements keep them current.
     if (!state.region) frozen.load(state);
     if (another) cursors.clear();
+    // What was said of the board before (a refusal, a cooldown) is not about this one.
+    if (another && messageKind !== 'connection') say('');
     if (state.watching !== undefined) showWatching(state.watching);
     tileHistory.clear();
     if (another) {
@@ -302,9 +307,10 @@ function showPalette() {
     button.type = 'button';
     button.className = 'swatch';
     button.style.background = hex;
-    button.title = `${i}: ${hex}`;
+    const name = colourName(hex);
+    button.title = name === hex ? `${i}: ${hex}` : `${name} (${i}: ${hex})`;
     button.setAttribute('role', 'radio');
-    button.setAttribute('aria-label', `colour ${i} ${hex}`);
+    button.setAttribute('aria-label', name === hex ? `colour ${i} ${hex}` : `colour ${i} ${name} ${hex}`);
     button.setAttribute('aria-checked', String(i === color));
     button.dataset.color = i;
     button.addEventListener('click', () => pickColor(i));
@@ -348,7 +354,8 @@ view.onTap = (tile) => {
 
 function showConfirm() {
   const { x, y } = view.selected;
-  els.confirmText.textContent = `Place colour ${color} at (${x}, ${y})?`;
+  const name = colourName(board.settings.palette[color]);
+  els.confirmText.textContent = `Place ${name}, colour ${color} at (${x}, ${y})?`;
   els.confirmSwatch.style.background = board.settings.palette[color];
   els.confirm.hidden = false;
   els.confirmPlace.focus();
@@ -378,7 +385,13 @@ async function confirmPlacing() {
     countdown.set(result.next_allowed_at, board.settings.cooldown);
     say(`Placed colour ${chosen} at (${x}, ${y}).`);
   } catch (error) {
-    if (error instanceof RpcError && error.code === CODES.COOLDOWN) countdown.set(error.data?.retry_at, board.settings.cooldown);
+    if (error instanceof RpcError && error.code === CODES.COOLDOWN) {
+      countdown.set(error.data?.retry_at, board.settings.cooldown);
+      if (countdown.waiting) {
+        say(`Cooldown: ${els.cooldown.textContent}.`, 'error');
+        return;
+      }
+    }
     if (error instanceof RpcError && error.code === CODES.FROZEN && board.settings.id === boardId) {
       // The gateway knew before this page's stream said so: mark it now, so the next tap
       // on it is refused here.
@@ -399,6 +412,10 @@ addEventListener('keydown', (event) => {
 });
 countdown.onReady = () => {
   if (els.message.textContent.startsWith('Cooldown')) say('');
+};
+// A cooldown message counts down with the footer's.
+countdown.onTick = (text) => {
+  if (els.message.textContent.startsWith('Cooldown')) say(`Cooldown: ${text}.`, messageKind);
 };
 
 // ---- coordinates and who placed a tile ------------------------------------------------------
@@ -524,9 +541,12 @@ if (first === undefined) {
   live.show(first);
 }
 
-// Leaving (a reload, another page): keep the whole board shown, so that the next load
-// continues from its seq instead of fetching it again (resume.js).
+// Leaving (a reload, another page, closing): end the session, and keep the whole board
+// shown, so that the next load continues from its seq instead of fetching it again
+// (resume.js).
 window.addEventListener('pagehide', () => {
+  // Others stop seeing this page's cursor, and stop counting it, at once.
+  live.leave();
   if (!live.key || live.subscribedRegion || !board.settings || board.settings.region) return;
   board.flush();
   keepBoard(board.settings, live.seq, board.indexes, frozen.tiles);

@@ -9,6 +9,9 @@ export class Countdown {
     this.until = 0;
     this.timer = null;
     this.onReady = () => {};
+    // Each second while waiting, with the text shown ("Next tile in 0:29"): whatever else
+    // shows the cooldown counts down with it.
+    this.onTick = () => {};
   }
 
   /**
@@ -50,6 +53,7 @@ export class Countdown {
     }
     this.element.dataset.state = 'waiting';
     this.element.textContent = `Next tile in ${formatDuration(left / 1000)}`;
+    this.onTick(this.element.textContent);
     this.timer = setTimeout(() => this.tick(), Math.min(1000, left % 1000 || 1000));
   }
 }

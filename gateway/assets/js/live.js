@@ -175,6 +175,12 @@ export class Live {
     }
   }
 
+  /** The page is closing: ends the session now instead of leaving it to expire. (A page
+   * restored from the back-forward cache finds it gone and starts a new one.) */
+  leave() {
+    if (this.session) api.leave(this.session);
+  }
+
   /** Signs the session in as a new guest on `board` (one that takes guests); resolves
    * with the guest `{user_id, name, token}`, whose token signs in again later. */
   async playAsGuest(board) {

@@ -15,12 +15,23 @@ pub const FILES: &[(&str, &str, &[u8])] = &[
         SVG,
         include_bytes!("../../assets/favicon.svg"),
     ),
+    // The client for any page, at a path that stays (gateway/README.md, "The web page").
+    (
+        "/client/pgplace.js",
+        JS,
+        include_bytes!("../../assets/client/pgplace.js"),
+    ),
     ("/js/api.js", JS, include_bytes!("../../assets/js/api.js")),
     ("/js/app.js", JS, include_bytes!("../../assets/js/app.js")),
     (
         "/js/board-image.js",
         JS,
         include_bytes!("../../assets/js/board-image.js"),
+    ),
+    (
+        "/js/colour-names.js",
+        JS,
+        include_bytes!("../../assets/js/colour-names.js"),
     ),
     (
         "/js/cooldown.js",
@@ -77,9 +88,15 @@ mod tests {
     fn every_module_the_page_imports_is_served() {
         for (path, _, body) in FILES {
             let text = std::str::from_utf8(body).expect("assets are UTF-8");
-            for import in text.split("from './").skip(1) {
+            // `from './x.js'` beside it, `from '../js/x.js'`, or a path from the root.
+            for import in text.split("from '").skip(1) {
                 let name = import.split('\'').next().expect("a quoted path");
-                let served = format!("/js/{name}");
+                let dir = path.rsplit_once('/').map_or("", |(dir, _)| dir);
+                let served = match name.strip_prefix("./") {
+                    Some(file) => format!("{dir}/{file}"),
+                    None if name.starts_with('/') => name.to_string(),
+                    None => format!("/{}", name.trim_start_matches("../")),
+                };
                 assert!(
                     find(&served).is_some(),
                     "{path} imports {served}, which is not served"
