@@ -76,6 +76,8 @@ export class Gateway {
       // Visitors may play as guests on one board (page.test.js, guests), and sign in with a
       // site's JWTs.
       '--guest-boards', 'duo',
+      // Pages of any origin may use it (page.test.js embeds a board from another origin).
+      '--cors-origins', '*',
       '--jwt-issuer', JWT_ISSUER, '--jwt-audience', JWT_AUDIENCE, '--jwt-hs256-secret-file', jwtSecretFile];
     const child = spawn(need('GATEWAY_BIN'), args, {
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -7,6 +7,7 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
 import {
   expectedRgba, fixture, Gateway, jwt, launchBrowser, openPage, screenshot, sleep, sql, tileAt,
 } from './harness.js';
@@ -751,17 +752,24 @@ test('a first-time visitor reads how to play, plays as a guest where guests are 
   assertNoPageErrors();
 });
 
-test('another page embeds a board with the client module: every placement once, in order, a place signed in', async () => {
+test('another site embeds a board with the client module: every placement once, in order, a place signed in', async () => {
   const MONO = fixture.boards.mono;
-  // A page of the gateway's origin that is not the board's page: only the module is used.
+  // Another site: a blank page served here, on another port (another origin, without the
+  // gateway's CSP). It imports the module from the gateway, which calls the gateway (CORS:
+  // --cors-origins).
+  const site = createServer((req, res) => {
+    res.writeHead(200, { 'content-type': 'text/html' });
+    res.end('<!doctype html><title>a site</title><p>an embedding site');
+  });
+  await new Promise((resolve) => site.listen(0, '127.0.0.1', resolve));
   const context = await browser.newContext();
   const blank = await context.newPage();
   blank.errors = [];
   blank.on('pageerror', (error) => blank.errors.push(String(error)));
   pages.push(blank);
-  await blank.goto(`${gateway.url}/readyz`);
-  const start = await blank.evaluate(async (board) => {
-    const { Stream } = await import('/client/pgplace.js');
+  await blank.goto(`http://127.0.0.1:${site.address().port}/`);
+  const start = await blank.evaluate(async ([board, module]) => {
+    const { Stream } = await import(module);
     const stream = new Stream();
     const [key, state] = await stream.subscribe('board', { board, compact: true });
     window.embedded = { stream, key, seqs: [], states: 0 };
@@ -771,7 +779,7 @@ test('another page embeds a board with the client module: every placement once, 
       }
     }, () => { window.embedded.states += 1; });
     return state.seq;
-  }, MONO);
+  }, [MONO, `${gateway.url}/client/pgplace.js`]);
   const painter = fixture.users.painter.id;
   for (let i = 0; i < 5; i++) {
     sql(`SELECT count(*) FROM place.place(${MONO}, ${i}, 0, 1, ${painter})`);
@@ -787,6 +795,7 @@ test('another page embeds a board with the client module: every placement once, 
   assert.equal(placed.seq, start + 6);
   await blank.waitForFunction((seq) => window.embedded.seqs.includes(seq), start + 6);
   await blank.evaluate(() => window.embedded.stream.close());
+  site.close();
   assert.deepEqual(blank.errors, [], 'no script errors on the embedding page');
 });
 

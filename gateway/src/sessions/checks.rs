@@ -5,8 +5,9 @@
 //! and one task reads their rows, many at once, one read at a time: a copy is dropped when
 //! its row is gone, or, for `drop`, when the row says that another gateway holds the
 //! session or changed it since this copy. A poll waits for the checks of what was heard
-//! before it (`settled`): it must not answer from a copy a change elsewhere made stale. A copy that answered the session's legacy polls
-//! leaves its positions for the gateway that answers them next (`handover`).
+//! before it (`settled`): it must not answer from a copy a change elsewhere made stale. A
+//! copy that answered the session's legacy polls leaves its positions for the gateway that
+//! answers them next (`handover`).
 
 use crate::check_queue::{read_until_ok, CheckQueue};
 use crate::sessions::handover;
