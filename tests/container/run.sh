@@ -620,15 +620,24 @@ ha_tls_checks() {
     # over its socket, are not on the network).
     [[ $(node_sql ha-node-1 "SELECT count(*) > 0 AND bool_and(ssl) FROM pg_stat_ssl JOIN pg_stat_replication USING (pid)") == t ]] ||
         fail "the standby's replication connection is not TLS"
-    local monitor_tls=
-    for _ in $(seq 10); do
-        monitor_tls=$(podman exec "$(pick_container ha-monitor)" psql -X -tA -h /var/run/postgresql -d pg_auto_failover -c \
-            "SELECT count(*) >= 2 AND bool_and(ssl) FROM pg_stat_ssl JOIN pg_stat_activity USING (pid)
+    # A keeper connects to the monitor for its calls, not all the time: the connections are
+    # gathered over up to 30 s, until both keepers' addresses were seen (one sample at a
+    # time saw both only now and then).
+    local -A seen=()
+    local plaintext=0 addr ssl
+    for _ in $(seq 60); do
+        while IFS='|' read -r addr ssl; do
+            [[ -n $addr ]] || continue
+            seen[$addr]=1
+            [[ $ssl == t ]] || plaintext=1
+        done < <(podman exec "$(pick_container ha-monitor)" psql -X -tA -h /var/run/postgresql -d pg_auto_failover -c \
+            "SELECT host(client_addr), ssl FROM pg_stat_ssl JOIN pg_stat_activity USING (pid)
              WHERE usename = 'autoctl_node' AND client_addr IS NOT NULL")
-        [[ $monitor_tls == t ]] && break
-        sleep 1
+        ((${#seen[@]} >= 2)) && break
+        sleep 0.5
     done
-    [[ $monitor_tls == t ]] || fail "the keepers' connections to the monitor are not all TLS (or not both seen)"
+    ((plaintext == 0)) || fail "a keeper's connection to the monitor is not TLS"
+    ((${#seen[@]} >= 2)) || fail "the monitor saw connections from ${#seen[@]} keeper(s) in 30 s, not 2"
     echo "  replication ha-node-1 -> ha-node-2 and the keepers' monitor connections: TLS"
     # No plaintext: from ha-node-2, which has hostssl rules on ha-node-1 for both (the
     # gateway's user on the project's network, replication from its own address), with the
