@@ -38,11 +38,10 @@ pub struct Method {
 
 impl Method {
     /// Every code it may answer besides the standard ones (`rpc.discover`'s list): those
-    /// its entry names, and −32011 where its policy brings it: its abuse limit, and the
-    /// per-address database budget that every method but `rpc.*` counts against.
+    /// its entry names, and −32011 where its policy brings it.
     pub fn declared_errors(&self) -> Vec<i64> {
         let mut codes = self.errors.to_vec();
-        if self.limit != Limit::None || !self.name.starts_with("rpc.") {
+        if self.too_fast_by_policy() {
             codes.push(TOO_FAST);
         }
         codes.sort_unstable_by(|a, b| b.cmp(a));
@@ -50,9 +49,18 @@ impl Method {
         codes
     }
 
-    /// Whether `code` is one it declares (or a standard one every method may answer).
+    /// Whether `code` is one it declares (or a standard one every method may answer). On
+    /// every error answered: no list is made.
     pub fn may_answer(&self, code: i64) -> bool {
-        STANDARD_CODES.contains(&code) || self.declared_errors().contains(&code)
+        STANDARD_CODES.contains(&code)
+            || self.errors.contains(&code)
+            || (code == TOO_FAST && self.too_fast_by_policy())
+    }
+
+    /// −32011 comes with its abuse limit, and with the per-address database budget that
+    /// every method but `rpc.*` counts against.
+    fn too_fast_by_policy(&self) -> bool {
+        self.limit != Limit::None || !self.name.starts_with("rpc.")
     }
 }
 
