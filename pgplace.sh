@@ -231,6 +231,8 @@ cmd_test() {
     say "extension update paths (ALTER EXTENSION pgplace UPDATE)"
     PSQL="$PG_BIN/psql" PG_CONFIG="$PG_CONFIG" \
         PGPLACE_ADMIN_URL="$ADMIN_URL" bash "$ROOT/tests/upgrade/run.sh"
+    say "the README's SQL and sql/examples.sql, run as written"
+    PSQL="$PG_BIN/psql" PGPLACE_ADMIN_URL="$ADMIN_URL" bash "$ROOT/tests/examples/run.sh"
     say "client tests (real connections; gateway processes behind nginx)"
     # Clients the suite did not write: Python's urllib and http.client, Java's HttpURLConnection.
     command -v python3 >/dev/null || install_packages python3

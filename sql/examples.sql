@@ -23,9 +23,10 @@ FROM place.placements WHERE board_id = :board
 GROUP BY x, y ORDER BY placements DESC, people DESC, x, y LIMIT 10;
 
 -- The colours on the board now.
-SELECT t.color, b.palette[t.color + 1] AS rgb, count(*) AS tiles
+SELECT t.color, b.palette_names[t.color + 1] AS colour, b.palette[t.color + 1] AS rgb,
+       count(*) AS tiles
 FROM place.tiles(:board) t, place.boards b WHERE b.id = :board
-GROUP BY t.color, b.palette[t.color + 1] ORDER BY tiles DESC;
+GROUP BY t.color, colour, rgb ORDER BY tiles DESC;
 
 -- How the board looked ten minutes ago (to the minute): its seq then, how many placements
 -- came since, and whether it looks the same now.

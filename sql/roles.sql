@@ -19,7 +19,8 @@
 --                   gateway checks tokens before it calls place_many.
 --   pgplace_admin   what pgplace_reader may, plus the knobs: create_board, create_user,
 --                   set_cooldown, set_board_state, set_keyframe_every, build_keyframes,
---                   compact_history, resize_board, set_palette, set_freeze_after,
+--                   compact_history, resize_board, set_palette, set_palette_names,
+--                   set_freeze_after,
 --                   ban_user, unban_user, restore_region, revert_user, watch, unwatch,
 --                   kick, set_change_retention, create_view, drop_view (watching only
 --                   the tables the login owns), delete_board, erase_user.
@@ -99,7 +100,7 @@ SELECT :'pgplace_player', unnest(ARRAY[
 UNION ALL
 SELECT :'pgplace_admin', unnest(ARRAY[
     'create_board', 'create_user', 'set_cooldown', 'set_board_state', 'set_keyframe_every',
-    'build_keyframes', 'compact_history', 'resize_board', 'set_palette', 'ban_user',
+    'build_keyframes', 'compact_history', 'resize_board', 'set_palette', 'set_palette_names', 'ban_user',
     'unban_user', 'restore_region', 'revert_user', 'set_freeze_after', 'set_change_retention',
     'delete_board', 'erase_user']), true
 UNION ALL

@@ -40,7 +40,9 @@ COMMENT ON FUNCTION place.set_board_state(bigint, text) IS
 COMMENT ON FUNCTION place.resize_board(bigint, int, int) IS
     'Grows or shrinks a board, keeping its top-left part (new tiles: colour 0); the history stays, the resize belongs to the current seq. Listeners get a settings notification.';
 COMMENT ON FUNCTION place.set_palette(bigint, text[]) IS
-    'Replaces the palette (#rrggbb strings, at most 2^bits_per_tile); it must still name every colour on the board. Listeners get a settings notification.';
+    'Replaces the palette (#rrggbb strings, at most 2^bits_per_tile); it must still name every colour on the board. A colour that stays at its index keeps its name (set_palette_names). Listeners get a settings notification.';
+COMMENT ON FUNCTION place.set_palette_names(bigint, text[]) IS
+    'Names the palette''s colours: one name per colour (1 to 40 characters; NULL for a colour without one), or NULL to name none. Pages show them beside the swatches. set_palette keeps the name of a colour that stays at its index. Listeners get a settings notification.';
 COMMENT ON FUNCTION place._placement_payloads(bigint[], bigint[], int[], int[], int[], bigint[], timestamptz[]) IS
     'Internal: the NOTIFY payloads for rows inserted into place.placements (the library sends them since 0.8.4).';
 COMMENT ON FUNCTION place._apply_tiles(bytea, int, bigint[], int[]) IS
@@ -176,6 +178,8 @@ ALTER FUNCTION place.compact_history(bigint, timestamptz)
 ALTER FUNCTION place.resize_board(bigint, int, int)
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION place.set_palette(bigint, text[])
+    SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION place.set_palette_names(bigint, text[])
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION place.ban_user(bigint, timestamptz, text)
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;

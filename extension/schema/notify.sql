@@ -37,7 +37,9 @@ FOR EACH ROW EXECUTE FUNCTION place._notify_board_change();
 CREATE TRIGGER notify_board_settings
 AFTER UPDATE ON place.board_settings
 FOR EACH ROW
-WHEN ((OLD.name, OLD.width, OLD.height, OLD.bits_per_tile, OLD.palette, OLD.cooldown, OLD.state, OLD.freeze_after)
+WHEN ((OLD.name, OLD.width, OLD.height, OLD.bits_per_tile, OLD.palette, OLD.cooldown, OLD.state, OLD.freeze_after,
+       OLD.palette_names)
       IS DISTINCT FROM
-      (NEW.name, NEW.width, NEW.height, NEW.bits_per_tile, NEW.palette, NEW.cooldown, NEW.state, NEW.freeze_after))
+      (NEW.name, NEW.width, NEW.height, NEW.bits_per_tile, NEW.palette, NEW.cooldown, NEW.state, NEW.freeze_after,
+       NEW.palette_names))
 EXECUTE FUNCTION place._notify_board_change();

@@ -28,7 +28,11 @@ CREATE TABLE place.board_settings (
     -- A tile showing a non-zero colour unchanged for this long is frozen (NULL: never);
     -- place.set_freeze_after sets it.
     freeze_after  interval CHECK (freeze_after > interval '0'),
-    CHECK (width::bigint * height <= 16777216)
+    CHECK (width::bigint * height <= 16777216),
+    -- Each colour's name ('red'; NULL: a colour without one; the column NULL: none named),
+    -- since 0.8.10: place.set_palette_names; create_board names the default palettes'.
+    palette_names text[],
+    CONSTRAINT palette_names_fit CHECK (cardinality(palette_names) = cardinality(palette))
 );
 ALTER SEQUENCE place.boards_id_seq OWNED BY place.board_settings.id;
 COMMENT ON TABLE place.board_settings IS 'pgplace boards'' settings (read place.boards, which adds seq and last_placed_at)';
@@ -302,7 +306,8 @@ SELECT s.id, s.name, s.width, s.height, s.bits_per_tile, s.palette, s.cooldown, 
                  ORDER BY p.seq DESC LIMIT 1),
                 (SELECT k.taken_at FROM place.keyframes k
                  WHERE k.board_id = s.id AND k.seq = s.history_from AND s.history_from > 0))
-           AS last_placed_at
+           AS last_placed_at,
+       s.palette_names
 FROM place.board_settings s;
 COMMENT ON VIEW place.boards IS 'pgplace boards: size, tile width, palette, cooldown, state and seq (the number of accepted placements)';
 
@@ -319,9 +324,11 @@ CREATE FUNCTION place._insert_board() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
     INSERT INTO place.board_settings (id, name, width, height, bits_per_tile, palette, cooldown, state,
-                                      created_at, keyframe_every, history_from, freeze_after)
+                                      created_at, keyframe_every, history_from, freeze_after,
+                                      palette_names)
     VALUES (NEW.id, NEW.name, NEW.width, NEW.height, NEW.bits_per_tile, NEW.palette, NEW.cooldown,
-            NEW.state, NEW.created_at, NEW.keyframe_every, NEW.history_from, NEW.freeze_after);
+            NEW.state, NEW.created_at, NEW.keyframe_every, NEW.history_from, NEW.freeze_after,
+            NEW.palette_names);
     RETURN NEW;
 END
 $$;

@@ -6,6 +6,7 @@ use crate::spi::{run, Statement};
 use crate::storage::{changed_size, read_packed, Board};
 use pgplace_core::bits::TileWidth;
 use pgplace_core::palette::{default_palette, validate_palette};
+use pgplace_core::palette_names::default_palette_names;
 use pgrx::datum::Interval;
 use pgrx::prelude::*;
 use pgrx::{pg_sys, PgSqlErrorCode};
@@ -42,6 +43,21 @@ static INSERT_BOARD: Statement = Statement {
     ],
 };
 
+/// The same with the colours' names (schemas from 0.8.10: `palette_names`).
+static INSERT_NAMED_BOARD: Statement = Statement {
+    sql: "INSERT INTO place.boards (name, width, height, bits_per_tile, palette, cooldown, palette_names) \
+          VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id",
+    params: &[
+        pg_sys::TEXTOID,
+        pg_sys::INT4OID,
+        pg_sys::INT4OID,
+        pg_sys::INT4OID,
+        pg_sys::TEXTARRAYOID,
+        pg_sys::INTERVALOID,
+        pg_sys::TEXTARRAYOID,
+    ],
+};
+
 /// Creates an empty board (every tile is colour 0) and returns its id.
 #[pg_extern(volatile, parallel_unsafe)]
 fn create_board(
@@ -66,11 +82,14 @@ fn create_board(
     let tile = TileWidth::new(bits.into()).unwrap_or_else(|e| invalid(e.to_string()));
     let cooldown = required("cooldown", cooldown);
     cooldown_micros(cooldown);
-    let palette = match palette {
-        None => default_palette(tile),
-        Some(entries) => {
-            validate_palette(tile, &entries).unwrap_or_else(|e| invalid(e.to_string()))
-        }
+    // The default palettes come with their colours' names; a palette of one's own is named
+    // with set_palette_names.
+    let (palette, names) = match palette {
+        None => (default_palette(tile), Some(default_palette_names(tile))),
+        Some(entries) => (
+            validate_palette(tile, &entries).unwrap_or_else(|e| invalid(e.to_string())),
+            None,
+        ),
     };
     Spi::connect_mut(|client| {
         if let Some(existing) = run(client, &BOARD_NAMED, &[name.into()]).next() {
@@ -80,7 +99,7 @@ fn create_board(
                 format!("a board named '{name}' already exists (id {id})"),
             );
         }
-        let args = [
+        let mut args = vec![
             name.into(),
             width.into(),
             height.into(),
@@ -88,7 +107,13 @@ fn create_board(
             palette.into(),
             cooldown.into(),
         ];
-        let id = run(client, &INSERT_BOARD, &args)
+        let statement = if crate::catalog::palette_names_exist() {
+            args.push(names.into());
+            &INSERT_NAMED_BOARD
+        } else {
+            &INSERT_BOARD
+        };
+        let id = run(client, statement, &args)
             .next()
             .and_then(|row| row.get::<i64>(1).ok().flatten())
             .expect("INSERT ... RETURNING id returns the id");
@@ -143,13 +168,9 @@ fn set_board_state(board_id: Option<i64>, state: Option<&str>) {
     })
 }
 
-static SET_PALETTE: Statement = Statement {
-    sql: "UPDATE place.boards SET palette = $2 WHERE id = $1",
-    params: &[pg_sys::INT8OID, pg_sys::TEXTARRAYOID],
-};
-
 /// Replaces a board's palette ('#rrggbb' strings, at most 2^bits_per_tile): colours may
-/// change and be added; the palette must still name every colour on the board.
+/// change and be added; the palette must still name every colour on the board. A colour
+/// that stays at its index keeps its name.
 #[pg_extern(volatile, parallel_unsafe)]
 fn set_palette(board_id: Option<i64>, palette: Option<Vec<Option<String>>>) {
     let board_id = required("board_id", board_id);
@@ -171,7 +192,7 @@ fn set_palette(board_id: Option<i64>, palette: Option<Vec<Option<String>>>) {
                 palette.len()
             ));
         }
-        run(client, &SET_PALETTE, &[board_id.into(), palette.into()]);
+        crate::palette_names::write_palette(client, board_id, palette);
     })
 }
 

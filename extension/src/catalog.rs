@@ -44,3 +44,14 @@ pub fn cooldowns_from_history() -> bool {
         }
     })
 }
+
+/// Whether boards keep their colours' names (0.8.10 and later: [`crate::palette_names`]).
+pub fn palette_names_exist() -> bool {
+    place_relation(c"board_settings").is_some_and(|settings| {
+        // SAFETY: a catalog cache lookup by name, valid in any transaction.
+        unsafe {
+            pg_sys::get_attnum(settings, c"palette_names".as_ptr())
+                != pg_sys::InvalidAttrNumber as i16
+        }
+    })
+}

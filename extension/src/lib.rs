@@ -27,6 +27,7 @@
 //! - [`folds`]: the chunks as of a folded seq, the history after it applied by readers.
 //! - [`newest`]: the packed board read from the chunks' newest versions, without SQL.
 //! - [`bitfield`]: `bitfield_get` / `bitfield_set`, the packed layout for SQL users.
+//! - [`palette_names`]: the names of a board's colours, kept through palette changes.
 //! - [`boards`]: creating boards, their settings, reading the packed board and tiles.
 //! - [`users`]: users and their tokens.
 //! - [`notify`]: the payload builders the triggers call.
@@ -75,6 +76,7 @@ pub mod moderation;
 pub mod newest;
 pub mod notify;
 pub mod owner_reads;
+pub mod palette_names;
 pub mod past_tiles;
 pub mod placement_keys;
 pub mod placing;

@@ -723,8 +723,17 @@ test('a first-time visitor reads how to play, plays as a guest where guests are 
   assert.equal(served.status, 200, `the favicon ${icon}`);
   assert.match(served.headers.get('content-type'), /^image\/svg\+xml/);
 
-  // The palette names its colours.
-  assert.match(await page.getAttribute('#palette [data-color="1"]', 'title'), /^light grey \(1: #aaaaaa\)$/);
+  // The palette names its colours as the board does (a default palette's names), and
+  // follows a change of names at once; a colour without a name shows its code.
+  const title = (i) => page.getAttribute(`#palette [data-color="${i}"]`, 'title');
+  assert.match(await title(1), /^light grey \(1: #aaaaaa\)$/);
+  await sql(`SELECT place.set_palette_names(${DUO}, ARRAY['snow', NULL, 'ash', 'coal'])`);
+  await page.waitForFunction(() =>
+    document.querySelector('#palette [data-color="0"]')?.title === 'snow (0: #ffffff)');
+  assert.equal(await title(1), '1: #aaaaaa');
+  await sql(`SELECT place.set_palette_names(${DUO}, ARRAY['white', 'light grey', 'dark grey', 'black'])`);
+  await page.waitForFunction(() =>
+    document.querySelector('#palette [data-color="0"]')?.title === 'white (0: #ffffff)');
 
   // Play as a guest: a generated name, a token kept for the next visit, a tile placed.
   await page.waitForSelector('#guest:not([hidden])');

@@ -11,7 +11,6 @@
 //   view.js         zoom, pan, pinch, keys, taps, long presses; draws once per animation frame
 //   live.js         session, sign-in, subscription, get_events loop, backoff, re-subscribe
 //   cooldown.js     the countdown to next_allowed_at / retry_at
-//   colour-names.js "red", not "#e50000", for the default palettes' colours
 //   history.js      who placed a tile (board.tile_history), cached
 //   frozen.js       frozen tiles: which ones (kept in stream order) and their marks on the view
 //   cursors.js      other people's cursors on the view, and telling the gateway where ours is
@@ -21,7 +20,6 @@
 
 import { api, CODES, describe, Live, RpcError } from '../client/pgplace.js';
 import { BoardImage } from './board-image.js';
-import { colourName } from './colour-names.js';
 import { Countdown, describeCooldown } from './cooldown.js';
 import { describeFreezeAfter, FrozenTiles, frozenMessage, MARK_MIN_ZOOM } from './frozen.js';
 import { Cursors } from './cursors.js';
@@ -296,9 +294,14 @@ els.signout.addEventListener('click', () => {
 
 // ---- palette and placing ---------------------------------------------------------------
 
+/** A person's name for colour `i` of a board: its palette name ("red"), else its code. */
+function colourName(settings, i) {
+  return settings.palette_names?.[i] ?? settings.palette[i];
+}
+
 function showPalette() {
   const palette = board.settings.palette;
-  const key = palette.join();
+  const key = JSON.stringify([palette, board.settings.palette_names]);
   if (els.palette.dataset.key === key) return;
   els.palette.dataset.key = key;
   if (color !== null && color >= palette.length) color = null;
@@ -307,7 +310,7 @@ function showPalette() {
     button.type = 'button';
     button.className = 'swatch';
     button.style.background = hex;
-    const name = colourName(hex);
+    const name = colourName(board.settings, i);
     button.title = name === hex ? `${i}: ${hex}` : `${name} (${i}: ${hex})`;
     button.setAttribute('role', 'radio');
     button.setAttribute('aria-label', name === hex ? `colour ${i} ${hex}` : `colour ${i} ${name} ${hex}`);
@@ -354,7 +357,7 @@ view.onTap = (tile) => {
 
 function showConfirm() {
   const { x, y } = view.selected;
-  const name = colourName(board.settings.palette[color]);
+  const name = colourName(board.settings, color);
   els.confirmText.textContent = `Place ${name}, colour ${color} at (${x}, ${y})?`;
   els.confirmSwatch.style.background = board.settings.palette[color];
   els.confirm.hidden = false;

@@ -29,11 +29,6 @@ pub const FILES: &[(&str, &str, &[u8])] = &[
         include_bytes!("../../assets/js/board-image.js"),
     ),
     (
-        "/js/colour-names.js",
-        JS,
-        include_bytes!("../../assets/js/colour-names.js"),
-    ),
-    (
         "/js/cooldown.js",
         JS,
         include_bytes!("../../assets/js/cooldown.js"),

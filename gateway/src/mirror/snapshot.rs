@@ -13,6 +13,9 @@ pub struct Settings {
     pub height: i32,
     pub bits_per_tile: i32,
     pub palette: Vec<String>,
+    /// Each colour's name, None for a colour without one (pages show its code); the whole
+    /// None when the board names none (or its schema predates 0.8.10).
+    pub palette_names: Option<Vec<Option<String>>>,
     /// Seconds between two placements of one user.
     pub cooldown: f64,
     pub state: String,

@@ -42,6 +42,7 @@ fn board(log_capacity: u64) -> Arc<Board> {
         height: 2,
         bits_per_tile: 4,
         palette: (0..16).map(|i| format!("#0000{i:02x}")).collect(),
+        palette_names: None,
         cooldown: 0.0,
         state: "open".into(),
     };

@@ -103,6 +103,47 @@ async fn a_visitor_plays_as_a_guest_where_guests_are_welcome() {
         "{banned}"
     );
 
+    // And a guest's tiles are reverted as any user's: (1, 1) is colour 0 again, painted
+    // back by pgplace's moderation user, and a session watching the board hears it.
+    let watcher = http.ok("session.create", json!([])).await;
+    http.ok(
+        "session.subscribe",
+        json!([watcher, "board", {"board": open}]),
+    )
+    .await;
+    let reverted: i32 = sql
+        .query_one(
+            "SELECT place.revert_user($1, $2, '-infinity')",
+            &[&open, &guest["user_id"].as_i64().unwrap()],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(reverted, 1);
+    let (colour, by): (i32, String) = sql
+        .query_one(
+            "SELECT place.get_tile($1, 1, 1), (SELECT u.name FROM place.placements p \
+             JOIN place.users u ON u.id = p.user_id WHERE p.board_id = $1 ORDER BY p.seq DESC LIMIT 1)",
+            &[&open],
+        )
+        .await
+        .map(|row| (row.get(0), row.get(1)))
+        .unwrap();
+    assert_eq!((colour, by.as_str()), (0, "moderation"));
+    let events = http
+        .events_until(&watcher, 20, |e| e["action"] == "update")
+        .await;
+    let update = events.last().unwrap();
+    assert_eq!(
+        (
+            &update["old"]["color"],
+            &update["obj"]["color"],
+            &update["obj"]["seq"]
+        ),
+        (&json!(3), &json!(0), &json!(2)),
+        "{update}"
+    );
+
     // An address makes at most 3 guests an hour (a refused attempt counts): the fourth is
     // too fast, and another address still makes one.
     let address = "198.51.100.7";

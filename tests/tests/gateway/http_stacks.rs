@@ -8,6 +8,7 @@
 //! gateway, and moving between two gateways on every poll. Each of these clients opens a new connection for its
 //! next poll as soon as it has read an answer; before 0.8.6 the earlier connection, closed
 //! on both sides by then, looked reset, and every answer came again.
+//! A visitor's first steps (a guest, a tile, the session ended) go through each of them too.
 
 use pgplace_tests::curl::post_jsonrpc;
 use pgplace_tests::gateway::{start_gateway, Http};
@@ -353,4 +354,71 @@ async fn each_seq_once_behind_nginx() {
         "HTTP/1.0 behind nginx (docker/nginx-gateways.conf), two gateways",
         &run,
     );
+}
+
+/// A visitor's first steps — a session, a guest, a tile, the session ended (what the page's
+/// pagehide sends) — through each of these clients, every call alternating two gateways
+/// (the guest made on one places through the other).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guest_plays_through_every_http_stack() {
+    let url = fresh_database("gw_http_stacks_guests").await;
+    let sql = connect(&url).await;
+    let board = create_board(&sql, "guests welcome", (16, 16), 4, "0").await;
+    let tune = |c: &mut pgplace_gateway::Config| {
+        c.guest_boards = "*".into();
+        c.guests_per_address_per_hour = 100;
+    };
+    let gw = start_gateway(&url, tune).await;
+    let other = start_gateway(&url, tune).await;
+    let stacks = [
+        Stack::CurlOneShot,
+        Stack::PythonUrllib,
+        Stack::PythonHttpClient,
+        Stack::JavaKeepAlive,
+        Stack::JavaClose,
+        Stack::RawHttp10,
+    ];
+    for (x, stack) in stacks.into_iter().enumerate() {
+        let mut client = Client::of(stack);
+        let session = client
+            .call(gw.addr, &rpc("session.create", json!([])))
+            .await;
+        let guest = client
+            .call(
+                other.addr,
+                &rpc("session.play_as_guest", json!([session, board])),
+            )
+            .await;
+        let name = guest["name"].as_str().unwrap_or_default().to_string();
+        assert!(name.starts_with("guest-"), "{stack:?}: {guest}");
+        let placed = client
+            .call(
+                gw.addr,
+                &rpc("board.place", json!([session, board, x, 0, 3])),
+            )
+            .await;
+        let seq = placed["seq"].as_i64().expect("a seq");
+        let by: String = sql
+            .query_one(
+                "SELECT u.name FROM place.placements p JOIN place.users u ON u.id = p.user_id \
+                 WHERE p.board_id = $1 AND p.seq = $2 AND p.x = $3",
+                &[&board, &seq, &(x as i32)],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(by, name, "{stack:?}: the guest placed seq {seq}");
+        client
+            .call(other.addr, &rpc("session.destroy", json!([session])))
+            .await;
+        let gone: bool = sql
+            .query_one(
+                "SELECT NOT EXISTS (SELECT FROM place.sessions WHERE id_hash = place._session_hash($1))",
+                &[&session.as_str().unwrap()],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        assert!(gone, "{stack:?}: the session ended");
+    }
 }

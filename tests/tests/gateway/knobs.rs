@@ -36,6 +36,22 @@ async fn knobs_and_moderation_reach_a_live_session() {
         palette,
         &json!(["#000000", "#ff0000", "#00ff00", "#0000ff"])
     );
+    // Every colour changed, so none keeps its default name; names given are the next event.
+    assert_eq!(
+        events.last().unwrap()["obj"]["palette_names"],
+        json!([null, null, null, null])
+    );
+    sql.execute(
+        "SELECT place.set_palette_names($1, ARRAY['black', 'red', NULL, 'blue'])",
+        &[&board],
+    )
+    .await
+    .unwrap();
+    let events = until(&http, &session, |e| e["action"] == "settings").await;
+    assert_eq!(
+        events.last().unwrap()["obj"]["palette_names"],
+        json!(["black", "red", null, "blue"])
+    );
 
     // Frozen: the session hears it, and placing is refused with the board's state.
     sql.execute("SELECT place.set_board_state($1, 'frozen')", &[&board])

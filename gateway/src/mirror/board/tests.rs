@@ -35,6 +35,7 @@ fn settings(cooldown: f64) -> Settings {
             "#222222".into(),
             "#333333".into(),
         ],
+        palette_names: None,
         cooldown,
         state: "open".into(),
         freeze_after: None,

@@ -33,7 +33,8 @@ pub fn example() -> (Value, Value) {
     (
         json!({"board": "demo"}),
         json!({"id": 1, "name": "demo", "width": 2, "height": 1, "bits_per_tile": 4,
-               "palette": ["#ffffff", "#000000"], "cooldown": 300.0, "state": "open",
+               "palette": ["#ffffff", "#000000"], "palette_names": ["white", "black"],
+               "cooldown": 300.0, "state": "open",
                "freeze_after": null, "seq": 0, "bits": "AA==", "frozen": null,
                "watching": 0}),
     )

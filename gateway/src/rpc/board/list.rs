@@ -49,7 +49,8 @@ pub fn example() -> (Value, Value) {
     (
         json!({}),
         json!([{"id": 1, "name": "demo", "width": 1000, "height": 1000, "bits_per_tile": 4,
-                "palette": ["#ffffff", "#000000"], "cooldown": 300.0, "state": "open",
+                "palette": ["#ffffff", "#000000"], "palette_names": ["white", "black"],
+                "cooldown": 300.0, "state": "open",
                 "freeze_after": null, "seq": 0, "guests": false}]),
     )
 }

@@ -17,6 +17,7 @@ fn settings(width: i32, height: i32, bits_per_tile: i32) -> Arc<Settings> {
         height,
         bits_per_tile,
         palette: Vec::new(),
+        palette_names: None,
         cooldown: 0.0,
         state: "open".into(),
         freeze_after: None,
