@@ -4,6 +4,7 @@
 //! that was never placed, no placement skipped, no `deleted`, no session dropped; a change
 //! at a position no commit has costs a list view one read, not a read after every read, and
 //! a view said to be dropped or defined anew is not, for its sessions, unless it was.
+//! A flood of such session notes delays no poll beyond a read or two.
 
 use pgplace_tests::gateway::{start_gateway, Http};
 use pgplace_tests::{connect, create_board, create_users_with_tokens, fresh_database};
@@ -213,4 +214,105 @@ async fn forged_list_notifications_cost_a_read_and_change_nothing() {
 async fn poll(http: &Http, session: &Value, seconds: f64) -> Value {
     http.ok("session.get_events", json!([session, seconds]))
         .await
+}
+
+/// A flood of forged `gone` and `drop` notes naming live sessions: every poll waits for the
+/// notes heard before it to be checked (`SessionChecks::settled`), so a flood must cost
+/// polls a read or two, never an answer: the watcher gets each placement once, in order,
+/// every poll answered, and both sessions live on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_forged_session_notes_delays_no_poll() {
+    let url = fresh_database("gw_forged_flood").await;
+    let sql = connect(&url).await;
+    let forger = stranger(&sql, &url, "gw_forged_flood_stranger").await;
+    let board = create_board(&sql, "flooded", (16, 16), 4, "0").await;
+    let users = create_users_with_tokens(&sql, "flooded", 1).await;
+    let gw = start_gateway(&url, |_| {}).await;
+    let http = Http::new(gw.addr);
+    let (placer, _) = http
+        .signed_in_view(&users[0].1, json!({"board": board}))
+        .await;
+    let watcher = http.ok("session.create", json!([])).await;
+    http.ok(
+        "session.subscribe",
+        json!([watcher, "board", {"board": board}]),
+    )
+    .await;
+    let public_ids: Vec<i64> = sql
+        .query("SELECT public_id FROM place.sessions", &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    assert_eq!(public_ids.len(), 2);
+
+    // Transactions of 500 distinct notes each (NOTIFY folds identical ones), back to back,
+    // until the placements are all delivered.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flood = {
+        let stop = stop.clone();
+        let ids = public_ids.clone();
+        tokio::spawn(async move {
+            let mut sent = 0_u64;
+            let mut round = 0_i64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                forger
+                    .execute(
+                        "SELECT count(pg_notify('pgplace_sessions', CASE WHEN g % 2 = 0
+                             THEN format('drop %s %s', id, to_hex($2::bigint * 1000 + g))
+                             ELSE format('gone %s', id) END))
+                         FROM unnest($1::bigint[]) AS id, generate_series(1, 250) AS g",
+                        &[&ids, &round],
+                    )
+                    .await
+                    .expect("any login may notify");
+                sent += 2 * 250;
+                round += 1;
+            }
+            sent
+        })
+    };
+
+    let mut placed = Vec::new();
+    let mut delivered = Vec::new();
+    let mut slowest = Duration::ZERO;
+    for i in 0..20 {
+        let answer = http
+            .ok(
+                "board.place",
+                json!([placer, board, i % 16, i / 16, 1 + i % 15]),
+            )
+            .await;
+        placed.push(answer["seq"].as_i64().unwrap());
+        let started = std::time::Instant::now();
+        let events = tokio::time::timeout(Duration::from_secs(20), poll(&http, &watcher, 5.0))
+            .await
+            .expect("a poll is answered during the flood");
+        slowest = slowest.max(started.elapsed());
+        for event in events.as_array().unwrap() {
+            assert_eq!(event["action"], "update", "no reset, no deleted: {event}");
+            delivered.push(event["obj"]["seq"].as_i64().unwrap());
+        }
+    }
+    while delivered.len() < placed.len() {
+        let events = poll(&http, &watcher, 2.0).await;
+        let events = events.as_array().unwrap();
+        assert!(
+            !events.is_empty(),
+            "placed {placed:?}, delivered {delivered:?}"
+        );
+        delivered.extend(events.iter().map(|e| e["obj"]["seq"].as_i64().unwrap()));
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let sent = flood.await.unwrap();
+    println!("{sent} forged session notes; the slowest poll answered in {slowest:?}");
+    assert!(sent >= 1000, "the flood ran ({sent} notes)");
+    assert_eq!(delivered, placed, "each placement once, in order");
+    // Both sessions live on: the placer places, the watcher hears it.
+    let answer = http
+        .ok("board.place", json!([placer, board, 15, 15, 2]))
+        .await;
+    let events = poll(&http, &watcher, 5.0).await;
+    assert_eq!(events[0]["obj"]["seq"], answer["seq"], "{events}");
 }
