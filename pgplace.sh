@@ -101,8 +101,18 @@ install_old_schema() {
     cp "$script" "$("$PG_CONFIG" --sharedir)/extension/"
 }
 
+# The servers' ports lie in Linux's range of ephemeral ports (32768-60999): a test's
+# outgoing connection can hold one just when a server starts (the HA monitor once failed
+# to bind 54340 so). Reserved where this may write the setting (root); $1: ports, commas.
+reserve_ports() {
+    local setting=/proc/sys/net/ipv4/ip_local_reserved_ports current
+    current=$(cat "$setting" 2>/dev/null) || return 0
+    echo "${current:+$current,}$1" >"$setting" 2>/dev/null || true
+}
+
 start_cluster() {
     mkdir -p "$STATE" && chmod o+x "$STATE"
+    reserve_ports "$PGPORT"
     if [[ ! -f $DATA/PG_VERSION ]]; then
         say "creating the local cluster in $DATA (trust authentication, loopback only)"
         mkdir -p "$DATA" && chown postgres:postgres "$DATA"

@@ -80,6 +80,10 @@ install_packages() {
 }
 
 start_monitor() {
+    # Its ports reserved, as pgplace.sh's start_cluster reserves the local cluster's (why: there).
+    local setting=/proc/sys/net/ipv4/ip_local_reserved_ports ports current
+    ports="$MONITOR_PORT,$(IFS=,; echo "${NODE_PORTS[*]}")"
+    current=$(cat "$setting" 2>/dev/null) && echo "${current:+$current,}$ports" >"$setting" 2>/dev/null || true
     if [[ ! -f $HA/monitor/PG_VERSION ]]; then
         say "creating the pg_auto_failover monitor on port $MONITOR_PORT"
         autoctl create monitor --pgctl "$PG_BIN/pg_ctl" --pgdata "$HA/monitor" --pgport "$MONITOR_PORT" \
