@@ -125,6 +125,30 @@ pub async fn current(
     Ok(Some(session))
 }
 
+/// The user a placement through `session` acts for: the copy's, or the row's when the copy
+/// has none (signed in through another gateway a moment ago, before this gateway heard of
+/// it: a refusal is confirmed by the database first) or is handing the session's legacy
+/// polls over after such a change (it is forgotten once they are given). Not waited for:
+/// the changes this gateway has not heard of yet (a placement would wait for the listener
+/// as a poll does, a quarter of the placements a second).
+pub async fn user(
+    app: &App,
+    session: &Session,
+) -> Result<Option<crate::sessions::session::User>, RpcError> {
+    if let Some(user) = session
+        .user()
+        .filter(|_| !app.sessions.is_giving(session.public_id))
+    {
+        return Ok(Some(user));
+    }
+    let client = db::checkout(&app.pool).await?;
+    let stored = store::load(&client, &session.id)
+        .await
+        .map_err(|e| from_db(&e))?
+        .ok_or_else(RpcError::unknown_session)?;
+    Ok(stored.user)
+}
+
 /// The copy that may answer a legacy poll now (see the module's comment); None when the
 /// listener could not confirm within `wait` that this gateway still holds it (the LISTEN
 /// connection is down): the poll then answers `[]`, as if nothing came, and the next one

@@ -22,4 +22,5 @@ mod protocol;
 mod regions;
 mod retry_safe_placement;
 mod sign_in;
+mod signed_in_elsewhere;
 mod stream;

@@ -55,7 +55,7 @@ const MAX_KEY_BYTES: usize = 200;
 pub async fn place(app: &App, p: PlaceParams) -> Result<Reply, RpcError> {
     let session = session_access::session(app, &p.session).await?;
     let (x, y, color) = (p.x, p.y, p.color);
-    let user = session.user().ok_or_else(|| {
+    let user = session_access::user(app, &session).await?.ok_or_else(|| {
         RpcError::new(
             NOT_AUTHORIZED,
             "this session has no user: call session.authorize with a token first",
