@@ -109,11 +109,11 @@ fn pool_waiting(target: Target, size: u32, wait: Duration, create: Duration) -> 
         .expect("a pool with a runtime and timeouts builds")
 }
 
-/// freeze_after came with 0.2.0: read by name, a database still on 0.1.0 has none.
-const FREEZE_AFTER: &str =
-    "extract(epoch FROM (to_jsonb(b) ->> 'freeze_after')::interval)::float8 AS freeze_after";
-/// palette_names came with 0.8.10: likewise.
-const PALETTE_NAMES: &str = "to_jsonb(b) -> 'palette_names' AS palette_names";
+/// The settings a release added, read by name so that an older schema (null) still works:
+/// freeze_after came with 0.2.0, palette_names with 0.8.10.
+const BY_NAME: &str =
+    "extract(epoch FROM (to_jsonb(b) ->> 'freeze_after')::interval)::float8 AS freeze_after, \
+     to_jsonb(b) -> 'palette_names' AS palette_names";
 
 const SETTINGS: &str = "b.id, b.name, b.width, b.height, b.bits_per_tile, b.palette, \
      extract(epoch FROM b.cooldown)::float8 AS cooldown, b.state, b.seq";
@@ -173,7 +173,7 @@ pub async fn snapshot(
 ) -> Result<Option<Snapshot>, tokio_postgres::Error> {
     let sql = format!(
         "SELECT b.id, b.name, b.width, b.height, b.bits_per_tile, b.palette, \
-         extract(epoch FROM b.cooldown)::float8 AS cooldown, b.state, {FREEZE_AFTER}, {PALETTE_NAMES}, s.seq, s.bits \
+         extract(epoch FROM b.cooldown)::float8 AS cooldown, b.state, {BY_NAME}, s.seq, s.bits \
          FROM place.boards b CROSS JOIN LATERAL place.board_bits(b.id) s WHERE b.id = $1"
     );
     let Some(row) = client
@@ -259,9 +259,7 @@ pub async fn settings_and_seq(
     client: &ClientWrapper,
     id: i64,
 ) -> Result<Option<(Settings, i64)>, tokio_postgres::Error> {
-    let sql = format!(
-        "SELECT {SETTINGS}, {FREEZE_AFTER}, {PALETTE_NAMES} FROM place.boards b WHERE b.id = $1"
-    );
+    let sql = format!("SELECT {SETTINGS}, {BY_NAME} FROM place.boards b WHERE b.id = $1");
     let row = client
         .query_opt(&client.prepare_cached(&sql).await?, &[&id])
         .await?;
@@ -272,9 +270,7 @@ pub async fn settings_and_seq(
 pub async fn list_boards(
     client: &ClientWrapper,
 ) -> Result<Vec<(Settings, i64)>, tokio_postgres::Error> {
-    let sql = format!(
-        "SELECT {SETTINGS}, {FREEZE_AFTER}, {PALETTE_NAMES} FROM place.boards b ORDER BY b.id"
-    );
+    let sql = format!("SELECT {SETTINGS}, {BY_NAME} FROM place.boards b ORDER BY b.id");
     let rows = client
         .query(&client.prepare_cached(&sql).await?, &[])
         .await?;

@@ -32,6 +32,15 @@ enum Stack {
     RawHttp10,
 }
 
+const EVERY_STACK: [Stack; 6] = [
+    Stack::CurlOneShot,
+    Stack::PythonUrllib,
+    Stack::PythonHttpClient,
+    Stack::JavaKeepAlive,
+    Stack::JavaClose,
+    Stack::RawHttp10,
+];
+
 /// The placements of one client's rounds, and the seqs it was given.
 struct Run {
     placed: Vec<i64>,
@@ -294,15 +303,7 @@ async fn each_seq_once_for_every_http_stack() {
     let gw = start_gateway(&url, |_| {}).await;
     let other = start_gateway(&url, |_| {}).await;
     Http::new(gw.addr).ok("board.list", json!([])).await;
-    let stacks = [
-        Stack::CurlOneShot,
-        Stack::PythonUrllib,
-        Stack::PythonHttpClient,
-        Stack::JavaKeepAlive,
-        Stack::JavaClose,
-        Stack::RawHttp10,
-    ];
-    for (i, stack) in stacks.into_iter().enumerate() {
+    for (i, stack) in EVERY_STACK.into_iter().enumerate() {
         let one = drive(stack, &[gw.addr], &url, &format!("one {i}")).await;
         check(&format!("{stack:?}, one gateway"), &one);
         let two = drive(stack, &[gw.addr, other.addr], &url, &format!("two {i}")).await;
@@ -370,15 +371,7 @@ async fn a_guest_plays_through_every_http_stack() {
     };
     let gw = start_gateway(&url, tune).await;
     let other = start_gateway(&url, tune).await;
-    let stacks = [
-        Stack::CurlOneShot,
-        Stack::PythonUrllib,
-        Stack::PythonHttpClient,
-        Stack::JavaKeepAlive,
-        Stack::JavaClose,
-        Stack::RawHttp10,
-    ];
-    for (x, stack) in stacks.into_iter().enumerate() {
+    for (x, stack) in EVERY_STACK.into_iter().enumerate() {
         let mut client = Client::of(stack);
         let session = client
             .call(gw.addr, &rpc("session.create", json!([])))
