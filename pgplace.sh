@@ -32,7 +32,7 @@ COMMANDS=(
     "bench-peers|pgplace beside Redis, nginx and Nchan, in one run"
     "bench-page|the web page in headless Chromium: time to the first full board, frame times while panning under placements"
     "bench-ha|what a synchronous standby costs board.place, and how long failovers take"
-    "restart-cluster|restart the local cluster (what the fault tests do)"
+    "restart-cluster [immediate]|restart the local cluster (what the fault tests do; immediate: as after a crash, WAL not yet flushed is lost)"
     "help|this list"
 )
 
@@ -410,11 +410,18 @@ cmd_bench_page() {
         GATEWAY_BIN="$ROOT/target/release/pgplace-gateway" bash "$ROOT/tests/browser/bench.sh"
 }
 
-# The restart the fault tests inflict (PGPLACE_TEST_PG_RESTART). If the cluster does not come
-# back, says why (explain_cluster_failure), then starts it once more.
+# The restart the fault tests inflict (PGPLACE_TEST_PG_RESTART): fast (a clean shutdown), or
+# immediate (every server process quits at once, so what WAL was not yet written is lost,
+# and the start recovers as after a crash). If the cluster does not come back, says why
+# (explain_cluster_failure), then starts it once more.
 cmd_restart_cluster() {
+    local mode=${1:-fast}
+    case $mode in
+        fast | immediate) ;;
+        *) echo "usage: ./pgplace.sh restart-cluster [fast|immediate]" >&2; exit 2 ;;
+    esac
     choose_state_dir
-    as_postgres "$PG_BIN/pg_ctl" -D "$DATA" -l "$LOG" -w -m fast restart && return 0
+    as_postgres "$PG_BIN/pg_ctl" -D "$DATA" -l "$LOG" -w -m "$mode" restart && return 0
     explain_cluster_failure || true
     echo "starting it once more in 2 s" >&2
     sleep 2
@@ -481,7 +488,7 @@ case "${1:-}" in
     ha) shift; cmd_ha "$@" ;;
     bench-ha) cmd_bench_ha ;;
     stop) cmd_stop ;;
-    restart-cluster) cmd_restart_cluster ;;
+    restart-cluster) shift; cmd_restart_cluster "$@" ;;
     psql) shift; exec "$PG_BIN/psql" -d pgplace "$@" ;;
     status) cmd_status ;;
     help | -h | --help) choose_state_dir; cmd_help ;;

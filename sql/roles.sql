@@ -6,7 +6,7 @@
 --                   place.session_views), and the read functions (board_bits,
 --                   get_tile, bitfield_get/set, tile_history, user_history, tiles,
 --                   board_at, board_at_seq, tile_at, tiles_at, render_png, frozen_tiles,
---                   watched, views,
+--                   watched, views, await_durable,
 --                   changes_since, change_pos, change_feed, view_rows, views_touched,
 --                   and the helpers _current_bits, _newest_bits, _apply_tiles,
 --                   _ticked_changes and _check_log_read).
@@ -85,7 +85,7 @@ INSERT INTO pgplace_role_functions
 SELECT :'pgplace_reader', unnest(ARRAY[
     'board_bits', 'get_tile', 'bitfield_get', 'bitfield_set',
     'tile_history', 'user_history', 'tiles', 'board_at', 'board_at_seq', 'tile_at', 'tiles_at', 'render_png',
-    'frozen_tiles', 'watched', 'views', 'changes_since', 'change_pos', 'change_feed', 'view_rows', 'views_touched',
+    'frozen_tiles', 'watched', 'views', 'await_durable', 'changes_since', 'change_pos', 'change_feed', 'view_rows', 'views_touched',
     -- board_bits reads the board through _current_bits, which reads the chunks through
     -- _newest_bits and applies the history after their fold with _apply_tiles (as its
     -- caller: the checks are SELECT on the tables), changes_since and change_feed the log

@@ -63,6 +63,7 @@ pub mod capture;
 pub mod catalog;
 pub mod chunks;
 pub mod cooldowns;
+pub mod durability;
 pub mod erasing;
 pub mod expressions;
 pub mod filters;

@@ -1,8 +1,10 @@
 //! Every query the gateway sends (prepared once per pooled connection). Each is one statement in autocommit: the gateway never
 //! opens a transaction, so a request dropped at any point cannot leave a pooled
-//! connection inside one. How connections are made, TLS included, from a database URL:
+//! connection inside one. Every read of a board's seq or placements waits until what it
+//! read is durable before it returns (`durable`: placements are committed asynchronously). How connections are made, TLS included, from a database URL:
 //! `tls` (`Target::parse`).
 
+pub mod durable;
 pub mod tls;
 
 use crate::mirror::freezing::{Freezing, FrozenRow};
@@ -201,6 +203,7 @@ pub async fn snapshot(
         }
     };
     // The history up to seq never changes (but for compaction, which only shortens it).
+    // Read last: its wait for durability covers the reads above.
     let recent =
         placements_up_to(client, id, seq, crate::mirror::recent::MAX_RECENT as i64).await?;
     Ok(Some(Snapshot {
@@ -223,6 +226,7 @@ pub async fn settled_seq(
     let row = client
         .query_one(&client.prepare_cached(sql).await?, &[&id])
         .await?;
+    durable::wait(client).await?;
     Ok((row.get(0), row.get(1)))
 }
 
@@ -263,6 +267,7 @@ pub async fn settings_and_seq(
     let row = client
         .query_opt(&client.prepare_cached(&sql).await?, &[&id])
         .await?;
+    durable::wait(client).await?;
     Ok(row.map(|row| (settings(&row), row.get("seq"))))
 }
 
@@ -274,6 +279,7 @@ pub async fn list_boards(
     let rows = client
         .query(&client.prepare_cached(&sql).await?, &[])
         .await?;
+    durable::wait(client).await?;
     Ok(rows
         .iter()
         .map(|row| (settings(row), row.get("seq")))
@@ -307,6 +313,7 @@ pub async fn placements_between(
             &[&board, &after, &last, &limit],
         )
         .await?;
+    durable::wait(client).await?;
     Ok(rows.iter().map(|row| placement(board, row)).collect())
 }
 
@@ -337,6 +344,7 @@ pub async fn placements_up_to(
     let rows = client
         .query(&client.prepare_cached(sql).await?, &[&board, &seq, &limit])
         .await?;
+    durable::wait(client).await?;
     Ok(rows.iter().rev().map(|row| placement(board, row)).collect())
 }
 
@@ -371,6 +379,7 @@ pub async fn tile_history(
             &[&board, &x, &y, &limit],
         )
         .await?;
+    durable::wait(client).await?;
     Ok(rows
         .iter()
         .map(|row| {
@@ -449,19 +458,46 @@ pub struct PlaceItem {
     pub key: Option<String>,
 }
 
-// chrono has no infinity.
-const PLACE_MANY: &str = "SELECT ord, placed, seq, \
-    CASE WHEN next_allowed_at <> 'infinity' THEN next_allowed_at END \
-    FROM place.place_many($1, $2, $3, $4, $5) ORDER BY ord";
-const PLACE_MANY_KEYED: &str = "SELECT ord, placed, seq, \
-    CASE WHEN next_allowed_at <> 'infinity' THEN next_allowed_at END \
-    FROM place.place_many($1, $2, $3, $4, $5, $6) ORDER BY ord";
+/// place_many's call with `$args`; `$commit` joins the statement to set how its
+/// transaction commits (one statement: the gateway opens no transactions).
+macro_rules! place_many_sql {
+    ($args:literal, $commit:literal) => {
+        // chrono has no infinity.
+        concat!(
+            "SELECT ord, placed, seq, \
+             CASE WHEN next_allowed_at <> 'infinity' THEN next_allowed_at END \
+             FROM place.place_many(",
+            $args,
+            ")",
+            $commit,
+            " ORDER BY ord"
+        )
+    };
+}
+/// [committed durably, committed without waiting for the WAL flush or a standby
+/// (`durable`: the caller waits with `durable::wait` before it answers)].
+const PLACE_MANY: [&str; 2] = [
+    place_many_sql!("$1, $2, $3, $4, $5", ""),
+    place_many_sql!(
+        "$1, $2, $3, $4, $5",
+        ", set_config('synchronous_commit', 'off', true)"
+    ),
+];
+const PLACE_MANY_KEYED: [&str; 2] = [
+    place_many_sql!("$1, $2, $3, $4, $5, $6", ""),
+    place_many_sql!(
+        "$1, $2, $3, $4, $5, $6",
+        ", set_config('synchronous_commit', 'off', true)"
+    ),
+];
 
-/// Places a group in one transaction; outcomes in the order of `items`.
+/// Places a group in one transaction; outcomes in the order of `items`. `asynchronous`:
+/// committed before it is durable (then call `durable::wait` before showing the outcomes).
 pub async fn place_many(
     client: &ClientWrapper,
     board: i64,
     items: &[PlaceItem],
+    asynchronous: bool,
 ) -> Result<Vec<Outcome>, tokio_postgres::Error> {
     let users: Vec<i64> = items.iter().map(|i| i.user).collect();
     let xs: Vec<i32> = items.iter().map(|i| i.x).collect();
@@ -478,9 +514,9 @@ pub async fn place_many(
     let sql = match &keys {
         Some(keys) => {
             params.push(keys);
-            PLACE_MANY_KEYED
+            PLACE_MANY_KEYED[usize::from(asynchronous)]
         }
-        None => PLACE_MANY,
+        None => PLACE_MANY[usize::from(asynchronous)],
     };
     let rows = client
         .query(&client.prepare_cached(sql).await?, &params)
@@ -507,6 +543,7 @@ pub async fn board_at(
     let row = client
         .query_opt(&client.prepare_cached(sql).await?, &[&board, &at])
         .await?;
+    durable::wait(client).await?;
     Ok(row.as_ref().map(past))
 }
 
@@ -530,6 +567,7 @@ pub async fn board_at_seq(
     let row = client
         .query_opt(&client.prepare_cached(sql).await?, &[&board, &seq])
         .await?;
+    durable::wait(client).await?;
     Ok(row.as_ref().map(past))
 }
 

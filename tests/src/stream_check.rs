@@ -37,10 +37,19 @@ pub struct Scenario {
     pub database: &'static str,
     pub sessions: usize,
     pub placing: Duration,
+    /// A session may be reset: after a crash that lost the answer to a change of its own
+    /// that committed (its subscription, say), the gateway tells it to start over. A reset
+    /// is then checked like the rest: its state is the history's at its seq, which is not
+    /// before anything the session was shown.
+    pub may_reset: bool,
 }
 
+/// A placement its placer was told was made: its seq and the row it must have in the history.
+type Acked = (i64, Row);
+
 /// Runs placers and watching sessions, calls `disturb` in the middle, then checks every
-/// session. Returns how many placements were made.
+/// session, and that every acknowledged placement is in the history as it was made (a
+/// crash may take back only what nobody was told). Returns how many placements were made.
 pub async fn run<F, Fut>(scenario: Scenario, disturb: F) -> i64
 where
     F: FnOnce(String) -> Fut,
@@ -82,24 +91,39 @@ where
     let disturbance = tokio::spawn(disturb(url.clone()));
     tokio::time::sleep(scenario.placing).await;
     placing.store(false, Ordering::SeqCst);
-    let mut placed = 0;
+    let mut acked = Vec::new();
     while let Some(result) = placers.join_next().await {
-        placed += result.expect("a placer finished");
+        acked.extend(result.expect("a placer finished"));
     }
+    let placed = acked.len() as i64;
     disturbance.await.expect("the disturbance finished");
     // A new connection: the disturbance may have been a restart.
     let admin = connect(&url).await;
     let (final_seq, final_bits) = board_bits(&admin, board).await;
-    assert!(placed > 0 && final_seq >= placed, "placements were made");
+    // (That every acknowledged placement is in the history is checked below.)
+    assert!(placed > 0, "placements were made");
     wait_for_seq(&http, board, final_seq).await;
     // Sessions stop once they have seen everything (or after a generous deadline): how long
     // a loaded machine takes to answer their polls is not what is checked.
     target.store(final_seq, Ordering::SeqCst);
     let history = history(&admin, board).await;
+    for (seq, row) in &acked {
+        assert_eq!(
+            history.get(seq),
+            Some(row),
+            "acknowledged placement seq {seq} is not in the history as it was made"
+        );
+    }
     let mut checked = 0;
     while let Some(recorded) = watchers.join_next().await {
         let recorded = recorded.expect("a watcher finished");
-        check(&recorded, &history, final_seq, &final_bits);
+        check(
+            &recorded,
+            &history,
+            final_seq,
+            &final_bits,
+            scenario.may_reset,
+        );
         checked += 1;
     }
     assert_eq!(checked, scenario.sessions);
@@ -136,7 +160,13 @@ pub async fn history(client: &tokio_postgres::Client, board: i64) -> BTreeMap<i6
         .collect()
 }
 
-fn check(recorded: &Recorded, history: &BTreeMap<i64, Row>, final_seq: i64, final_bits: &[u8]) {
+fn check(
+    recorded: &Recorded,
+    history: &BTreeMap<i64, Row>,
+    final_seq: i64,
+    final_bits: &[u8],
+    may_reset: bool,
+) {
     let tile = TileWidth::new(BITS.into()).unwrap();
     let mut bits = recorded.initial_bits.clone();
     let mut next = recorded.initial_seq + 1;
@@ -181,6 +211,34 @@ fn check(recorded: &Recorded, history: &BTreeMap<i64, Row>, final_seq: i64, fina
                     .collect()
             }
             "settings" => continue,
+            "reset" if may_reset => {
+                let state = &event["obj"];
+                let seq = state["seq"].as_i64().unwrap();
+                assert!(
+                    seq >= next - 1,
+                    "{form} session was shown seq {} and then reset to seq {seq}: {event}",
+                    next - 1
+                );
+                for (seq, row) in history.range(next..=seq) {
+                    assert_eq!(*seq, next, "the history has no seq {next}");
+                    let n = i64::from(row.0) + i64::from(WIDTH) * i64::from(row.1);
+                    tile.set(&mut bits, n, row.2.into()).unwrap();
+                    next += 1;
+                }
+                assert_eq!(
+                    next - 1,
+                    seq,
+                    "the history ends before the reset's seq {seq}"
+                );
+                let reset_bits = base64::engine::general_purpose::STANDARD
+                    .decode(state["bits"].as_str().unwrap())
+                    .unwrap();
+                assert!(
+                    reset_bits == bits,
+                    "{form} session reset to seq {seq}: its bits are not the history's"
+                );
+                continue;
+            }
             other => panic!("{form} session got an unexpected {other:?} event: {event}"),
         };
         for (seq, row, old) in tiles {
@@ -288,9 +346,9 @@ async fn sql_placer(
     users: Vec<(i64, String)>,
     placing: Arc<AtomicBool>,
     seed: u64,
-) -> i64 {
+) -> Vec<Acked> {
     let mut rng = StdRng::seed_from_u64(seed);
-    let mut placed = 0;
+    let mut acked = Vec::new();
     while placing.load(Ordering::SeqCst) {
         let Ok((client, connection)) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await
         else {
@@ -306,18 +364,21 @@ async fn sql_placer(
             let colors: Vec<i32> = (0..n).map(|_| rng.random_range(0..16)).collect();
             match client
                 .query(
-                    "SELECT placed FROM place.place_many($1, $2, $3, $4, $5)",
+                    "SELECT ord, seq FROM place.place_many($1, $2, $3, $4, $5) WHERE placed",
                     &[&board, &ids, &xs, &ys, &colors],
                 )
                 .await
             {
-                Ok(rows) => placed += rows.iter().filter(|r| r.get::<_, bool>(0)).count() as i64,
+                Ok(rows) => acked.extend(rows.iter().map(|r| {
+                    let i = r.get::<_, i32>(0) as usize - 1;
+                    (r.get(1), (xs[i], ys[i], colors[i], ids[i]))
+                })),
                 Err(_) => break,
             }
             tokio::time::sleep(Duration::from_millis(rng.random_range(0..15))).await;
         }
     }
-    placed
+    acked
 }
 
 /// Places through `board.place`, one session per user, until told to stop.
@@ -327,28 +388,30 @@ async fn rpc_placer(
     users: Vec<(i64, String)>,
     placing: Arc<AtomicBool>,
     seed: u64,
-) -> i64 {
+) -> Vec<Acked> {
     let mut rng = StdRng::seed_from_u64(seed);
     let mut sessions = Vec::new();
-    for (_, token) in &users {
+    for (user, token) in &users {
         let session = http.ok("session.create", json!([])).await;
         http.ok("session.authorize", json!([session, token])).await;
-        sessions.push(session);
+        sessions.push((session, *user));
     }
-    let mut placed = 0;
+    let mut acked = Vec::new();
     while placing.load(Ordering::SeqCst) {
-        let session = &sessions[rng.random_range(0..sessions.len())];
-        let params = json!([
-            session,
-            board,
+        let (session, user) = &sessions[rng.random_range(0..sessions.len())];
+        let (x, y, color) = (
             rng.random_range(0..WIDTH),
             rng.random_range(0..HEIGHT),
-            rng.random_range(0..16)
-        ]);
-        match http.call("board.place", params).await {
+            rng.random_range(0..16),
+        );
+        match http
+            .call("board.place", json!([session, board, x, y, color]))
+            .await
+        {
             Ok(result) => {
                 assert_eq!(result["placed"], true);
-                placed += 1;
+                let seq = result["seq"].as_i64().expect("a placement's seq");
+                acked.push((seq, (x, y, color, *user)));
             }
             // While the database restarts, placing fails with "unavailable" or "retry".
             Err(error) => {
@@ -358,5 +421,5 @@ async fn rpc_placer(
             }
         }
     }
-    placed
+    acked
 }

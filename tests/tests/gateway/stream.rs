@@ -12,6 +12,7 @@ async fn every_session_gets_exactly_the_placements_after_its_snapshot() {
         database: "gw_stream",
         sessions: 60,
         placing: Duration::from_secs(4),
+        may_reset: false,
     };
     let placed = run(scenario, |_| async {}).await;
     assert!(placed > 100, "only {placed} placements were made");
@@ -23,6 +24,7 @@ async fn the_guarantee_holds_when_the_listen_connection_is_killed() {
         database: "gw_stream_kill",
         sessions: 50,
         placing: Duration::from_secs(5),
+        may_reset: false,
     };
     run(scenario, |url| async move {
         let admin = connect(&url).await;

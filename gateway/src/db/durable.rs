@@ -1,0 +1,39 @@
+//! Asynchronous commits, and the waits that make what they committed safe to show.
+//!
+//! With pgplace 0.8.11 (`place.await_durable`) the placer commits each group with
+//! `synchronous_commit` off, so that a board's seq lock is released before the WAL flush
+//! and the synchronous standby's answer, and other groups, of this gateway or another, take
+//! it meanwhile; then it waits here before it answers. Such a commit is visible before it
+//! is durable, so every read of a board's seq or placements waits here too before a client
+//! sees it: a crash or failover can then take back only seqs nobody was shown. A schema
+//! without the function keeps synchronous commits (and needs no wait).
+
+use deadpool_postgres::ClientWrapper;
+use std::sync::OnceLock;
+
+/// Whether the database has `place.await_durable` and this role may call it; learnt once
+/// per process (a gateway started before ALTER EXTENSION UPDATE commits synchronously
+/// until it restarts, which is safe).
+static SUPPORTED: OnceLock<bool> = OnceLock::new();
+
+pub async fn supported(client: &ClientWrapper) -> Result<bool, tokio_postgres::Error> {
+    if let Some(known) = SUPPORTED.get() {
+        return Ok(*known);
+    }
+    let sql = "SELECT coalesce(has_function_privilege(to_regprocedure('place.await_durable()'), \
+               'EXECUTE'), false)";
+    let row = client.query_one(sql, &[]).await?;
+    Ok(*SUPPORTED.get_or_init(|| row.get(0)))
+}
+
+/// Returns once every transaction committed before the call is durable (at once when the
+/// schema commits nothing asynchronously).
+pub async fn wait(client: &ClientWrapper) -> Result<(), tokio_postgres::Error> {
+    if supported(client).await? {
+        let sql = "SELECT place.await_durable()";
+        client
+            .query_one(&client.prepare_cached(sql).await?, &[])
+            .await?;
+    }
+    Ok(())
+}
