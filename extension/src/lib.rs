@@ -14,6 +14,7 @@
 //! The modules, each listed after every module it uses (a test holds this order against
 //! their imports, `tests/tests/database/layout.rs`):
 //! - [`input`]: NULL checks and the errors every function raises for bad arguments.
+//! - [`durability`]: `await_durable`, the wait after an asynchronous commit or a read.
 //! - [`catalog`]: which relations of schema `place` exist: the schema's version.
 //! - [`spi`]: statements planned once per backend.
 //! - [`stamps`]: a moment of the write path as SQL gets it ('infinity' for never).

@@ -2,7 +2,7 @@
 //! and the HTTP server (which hands requests to `http`, with the state in `state`).
 
 use crate::boards::Boards;
-use crate::config::Config;
+use crate::config::{Commit, Config};
 use crate::cors::Cors;
 use crate::db;
 use crate::http::routes;
@@ -10,6 +10,7 @@ use crate::limits::{ConnectionRefused, ConnectionSlot, Limits};
 use crate::listener::Listener;
 use crate::mirror::board::Board;
 use crate::mirror::cursors::TELL_CURSORS_EVERY;
+use crate::placer::Groups;
 use crate::sessions::handover::Handovers;
 use crate::sessions::legacy::ConnectionDeliveries;
 use crate::sessions::registry::Sessions;
@@ -120,7 +121,10 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     let boards = Arc::new(Boards::new(
         pool.clone(),
         config.session_buffer,
-        config.max_group as usize,
+        Groups {
+            max: config.max_group as usize,
+            asynchronous: config.commit == Commit::Asynchronous,
+        },
         catch_up_tx,
         unknown.clone(),
     ));

@@ -5,7 +5,7 @@ use crate::db;
 use crate::errors::{from_db, RpcError};
 use crate::mirror::board::Board;
 use crate::params::BoardRef;
-use crate::placer::Placer;
+use crate::placer::{Groups, Placer};
 use crate::unknown::{Name, Unknown};
 use deadpool_postgres::Pool;
 use std::collections::HashMap;
@@ -21,7 +21,7 @@ pub struct Mirrored {
 pub struct Boards {
     pool: Pool,
     log_capacity: u64,
-    max_group: usize,
+    groups: Groups,
     loaded: Mutex<HashMap<i64, Arc<OnceCell<Arc<Mirrored>>>>>,
     /// Boards whose stream must be checked against the database (just loaded ones).
     catch_up: mpsc::UnboundedSender<Arc<Board>>,
@@ -33,14 +33,14 @@ impl Boards {
     pub fn new(
         pool: Pool,
         log_capacity: u64,
-        max_group: usize,
+        groups: Groups,
         catch_up: mpsc::UnboundedSender<Arc<Board>>,
         unknown: Arc<Unknown>,
     ) -> Self {
         Boards {
             pool,
             log_capacity,
-            max_group,
+            groups,
             loaded: Mutex::new(HashMap::new()),
             catch_up,
             unknown,
@@ -137,7 +137,7 @@ impl Boards {
         };
         drop(client);
         let board = Arc::new(Board::new(snapshot, self.log_capacity));
-        let placer = Placer::spawn(board.clone(), self.pool.clone(), self.max_group);
+        let placer = Placer::spawn(board.clone(), self.pool.clone(), self.groups);
         Ok(Arc::new(Mirrored { board, placer }))
     }
 
@@ -220,7 +220,11 @@ mod tests {
             .parse()
             .unwrap();
         let (catch_up, _) = mpsc::unbounded_channel();
-        Boards::new(db::pool(&pg, 1), 16, 1, catch_up, unknown)
+        let groups = Groups {
+            max: 1,
+            asynchronous: false,
+        };
+        Boards::new(db::pool(&pg, 1), 16, groups, catch_up, unknown)
     }
 
     #[tokio::test]

@@ -83,6 +83,16 @@ pub struct Config {
     #[arg(long, env = "PGPLACE_MAX_GROUP", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=100_000))]
     pub max_group: u64,
 
+    /// How a group of placements commits. `asynchronous` (pgplace 0.8.11 or later): before
+    /// it is durable, then the gateway waits for durability before it answers, so the
+    /// board's seq lock is free during the WAL flush and the synchronous standby's answer.
+    /// Worth it where those take long next to the database's CPU time per group (a standby
+    /// on another machine, a slow disk); where the database's CPU is the limit it costs
+    /// (tests/bench/README.md, Asynchronous commits). Either way nothing is answered or
+    /// shown before it is durable.
+    #[arg(long, env = "PGPLACE_COMMIT", value_enum, default_value_t = Commit::Synchronous)]
+    pub commit: Commit,
+
     /// Largest request body accepted, in bytes.
     #[arg(long, env = "PGPLACE_MAX_BODY", default_value_t = 1 << 20)]
     pub max_body_bytes: usize,
@@ -318,6 +328,13 @@ impl Config {
         config.metrics_listen = None;
         config
     }
+}
+
+/// How a group of placements commits (`--commit`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Commit {
+    Synchronous,
+    Asynchronous,
 }
 
 /// The entries of a comma-separated list.

@@ -305,15 +305,23 @@ pub async fn placements_between(
     last: i64,
     limit: i64,
 ) -> Result<Vec<Placement>, tokio_postgres::Error> {
-    let sql = "SELECT seq, x, y, color, user_id, placed_at FROM place.placements \
-               WHERE board_id = $1 AND seq > $2 AND seq <= $3 ORDER BY seq LIMIT $4";
+    // The listener's read after each notification: where the schema has the wait, it is
+    // in the same statement, an InitPlan run once after the statement's snapshot is
+    // taken and before the rows are read (one statement per notification, not two).
+    let sql = if durable::supported(client).await? {
+        "SELECT seq, x, y, color, user_id, placed_at FROM place.placements \
+         WHERE board_id = $1 AND seq > $2 AND seq <= $3 \
+         AND (SELECT true FROM place.await_durable()) ORDER BY seq LIMIT $4"
+    } else {
+        "SELECT seq, x, y, color, user_id, placed_at FROM place.placements \
+         WHERE board_id = $1 AND seq > $2 AND seq <= $3 ORDER BY seq LIMIT $4"
+    };
     let rows = client
         .query(
             &client.prepare_cached(sql).await?,
             &[&board, &after, &last, &limit],
         )
         .await?;
-    durable::wait(client).await?;
     Ok(rows.iter().map(|row| placement(board, row)).collect())
 }
 
@@ -474,8 +482,8 @@ macro_rules! place_many_sql {
         )
     };
 }
-/// [committed durably, committed without waiting for the WAL flush or a standby
-/// (`durable`: the caller waits with `durable::wait` before it answers)].
+/// [committed durably, committed without waiting for the WAL flush or a standby (then
+/// `durable::wait`)].
 const PLACE_MANY: [&str; 2] = [
     place_many_sql!("$1, $2, $3, $4, $5", ""),
     place_many_sql!(
@@ -491,14 +499,19 @@ const PLACE_MANY_KEYED: [&str; 2] = [
     ),
 ];
 
-/// Places a group in one transaction; outcomes in the order of `items`. `asynchronous`:
-/// committed before it is durable (then call `durable::wait` before showing the outcomes).
+/// Places a group in one transaction; outcomes in the order of `items`, once the group is
+/// durable. `asynchronous`, where the schema allows (`durable`): the transaction commits
+/// before it is durable and this waits for durability in a statement of its own, so the
+/// board's seq lock is free during the WAL flush and the synchronous standby's answer, for
+/// other gateways' groups. An error after the commit (the wait's connection lost) leaves
+/// the group's fate unknown, as a connection lost during a synchronous commit does.
 pub async fn place_many(
     client: &ClientWrapper,
     board: i64,
     items: &[PlaceItem],
     asynchronous: bool,
 ) -> Result<Vec<Outcome>, tokio_postgres::Error> {
+    let asynchronous = asynchronous && durable::supported(client).await?;
     let users: Vec<i64> = items.iter().map(|i| i.user).collect();
     let xs: Vec<i32> = items.iter().map(|i| i.x).collect();
     let ys: Vec<i32> = items.iter().map(|i| i.y).collect();
@@ -521,6 +534,9 @@ pub async fn place_many(
     let rows = client
         .query(&client.prepare_cached(sql).await?, &params)
         .await?;
+    if asynchronous {
+        durable::wait(client).await?;
+    }
     Ok(rows
         .iter()
         .map(|row| Outcome {

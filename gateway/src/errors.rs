@@ -175,6 +175,10 @@ pub fn from_db(error: &tokio_postgres::Error) -> RpcError {
         code if code.starts_with("22") => RpcError::invalid_params(message),
         "40001" | "40P01" => RpcError::new(RETRY, format!("{message}; retry")),
         "57P01" | "57P02" | "57P03" | "08000" | "08003" | "08006" => RpcError::unavailable(),
+        // A statement cancelled (statement_timeout, a DBA), among them the wait for a
+        // synchronous standby after an asynchronous commit (place.await_durable): whether
+        // the group is durable is unknown, as when a connection is lost at commit.
+        "57014" => RpcError::unavailable(),
         // A function this gateway calls is missing: the database was not updated with it.
         "42883" => {
             tracing::error!(

@@ -1,11 +1,12 @@
 //! Group commit: every placement on a board, from any session, goes through one queue.
 //! While one group commits (one `place.place_many` call, one transaction), the next group
 //! fills; each caller gets its own outcome, and a failed transaction fails all of its
-//! callers with the error and applies nothing.
-//!
-//! A group commits asynchronously (`db::durable`): the board's seq lock is released
-//! before the WAL flush, so the next group, of this gateway or another, commits while this
-//! one waits for durability on a connection of its own; its callers are answered after.
+//! callers with the error and applies nothing. With `--commit asynchronous` a group
+//! commits before it is durable and is answered once it is (`db::place_many`): the board's
+//! seq lock is free for other gateways' groups during its flush. This gateway's next group
+//! still starts after that flush: started during it, groups got smaller, which cost more
+//! than it saved where the database's CPU is the limit (tests/bench/README.md,
+//! Asynchronous commits).
 
 use crate::db::{self, Outcome, PlaceItem};
 use crate::errors::{from_db, from_pool, RpcError, INVALID_PARAMS, NOT_AUTHORIZED, RETRY};
@@ -13,18 +14,20 @@ use crate::metrics::OutcomeLabel;
 use crate::mirror::board::Board;
 use deadpool_postgres::Pool;
 use std::sync::Arc;
-use tokio::sync::{mpsc, oneshot, Semaphore};
+use tokio::sync::{mpsc, oneshot};
 
-/// Groups that may wait for durability at once (each holds a pooled connection while it
-/// waits): enough that a group commits during every flush, few enough to leave the pool
-/// to everyone else.
-const WAITING_GROUPS: usize = 4;
-
-type Reply = oneshot::Sender<Result<Outcome, RpcError>>;
+/// How a board's placements are grouped and committed.
+#[derive(Clone, Copy)]
+pub struct Groups {
+    /// Most placements in one group (`--max-group`).
+    pub max: usize,
+    /// Committed before durable, answered once durable (`--commit asynchronous`).
+    pub asynchronous: bool,
+}
 
 struct Request {
     item: PlaceItem,
-    reply: Reply,
+    reply: oneshot::Sender<Result<Outcome, RpcError>>,
 }
 
 /// The sending end of a board's queue.
@@ -34,9 +37,9 @@ pub struct Placer {
 }
 
 impl Placer {
-    pub fn spawn(board: Arc<Board>, pool: Pool, max_group: usize) -> Self {
+    pub fn spawn(board: Arc<Board>, pool: Pool, groups: Groups) -> Self {
         let (queue, requests) = mpsc::unbounded_channel();
-        tokio::spawn(run(board.id, requests, pool, max_group));
+        tokio::spawn(run(board.id, requests, pool, groups));
         Placer { queue }
     }
 
@@ -54,56 +57,22 @@ async fn run(
     board: i64,
     mut requests: mpsc::UnboundedReceiver<Request>,
     pool: Pool,
-    max_group: usize,
+    groups: Groups,
 ) {
-    let waiting = Arc::new(Semaphore::new(WAITING_GROUPS));
-    let mut group = Vec::with_capacity(max_group);
-    while requests.recv_many(&mut group, max_group).await > 0 {
+    let mut group = Vec::with_capacity(groups.max);
+    while requests.recv_many(&mut group, groups.max).await > 0 {
         // Callers that gave up (their request was dropped) are not placed for.
         group.retain(|r| !r.reply.is_closed());
         if !group.is_empty() {
-            let Ok(permit) = waiting.clone().acquire_owned().await else {
-                return; // never closed
-            };
-            let committed = commit(board, &pool, std::mem::take(&mut group)).await;
-            let pool = pool.clone();
-            tokio::spawn(async move {
-                committed.answer_when_durable(&pool).await;
-                drop(permit);
-            });
+            commit(
+                board,
+                &pool,
+                groups.asynchronous,
+                std::mem::take(&mut group),
+            )
+            .await;
         }
         group.clear();
-    }
-}
-
-/// A group's outcomes, by the ranges of callers committed together, not yet told.
-struct Committed {
-    ranges: Vec<(Result<Vec<Outcome>, RpcError>, Vec<Reply>)>,
-    /// Some range was committed before it was durable.
-    asynchronous: bool,
-}
-
-impl Committed {
-    /// Answers every caller once what was committed is durable. If that cannot be known
-    /// (the connection lost), the callers whose placements were made get the error: their
-    /// placements may be lost, and a retry with the same key tells.
-    async fn answer_when_durable(self, pool: &Pool) {
-        let unknown = match self.asynchronous {
-            false => None,
-            true => match pool.get().await {
-                Ok(client) => db::durable::wait(&client).await.err().map(|e| from_db(&e)),
-                Err(e) => Some(from_pool(e)),
-            },
-        };
-        for (outcome, replies) in self.ranges {
-            let outcome = match (&unknown, outcome) {
-                (Some(error), Ok(outcomes)) if outcomes.iter().any(|o| o.placed) => {
-                    Err(error.clone())
-                }
-                (_, outcome) => outcome,
-            };
-            answer(outcome, replies.into_iter());
-        }
     }
 }
 
@@ -116,21 +85,17 @@ fn one_callers_fault(error: &RpcError) -> bool {
 /// Commits a group. When it fails through one caller's fault, its halves are committed
 /// separately, and so on down: the culprits fail alone, the others are placed, and a bad
 /// item costs about log2(group) extra transactions, not one per item.
-async fn commit(board: i64, pool: &Pool, group: Vec<Request>) -> Committed {
+async fn commit(board: i64, pool: &Pool, asynchronous: bool, group: Vec<Request>) {
     let (items, mut replies): (Vec<PlaceItem>, Vec<_>) =
         group.into_iter().map(|r| (r.item, Some(r.reply))).unzip();
-    let mut committed = Committed {
-        ranges: Vec::new(),
-        asynchronous: false,
-    };
     let mut ranges = Vec::new();
     ranges.push(0..items.len());
     while let Some(range) = ranges.pop() {
-        let mut outcome = place(board, pool, &items[range.clone()], &mut committed).await;
+        let mut outcome = place(board, pool, asynchronous, &items[range.clone()]).await;
         if matches!(&outcome, Err(error) if error.code == RETRY) {
             // The board changed under the group (a tile froze while it waited, a resize):
             // once more, so that what changed fails its own items, not everyone's.
-            outcome = place(board, pool, &items[range.clone()], &mut committed).await;
+            outcome = place(board, pool, asynchronous, &items[range.clone()]).await;
         }
         match outcome {
             Err(error) if one_callers_fault(&error) && range.len() > 1 => {
@@ -138,30 +103,23 @@ async fn commit(board: i64, pool: &Pool, group: Vec<Request>) -> Committed {
                 ranges.push(middle..range.end);
                 ranges.push(range.start..middle);
             }
-            outcome => {
-                let told = replies[range].iter_mut().filter_map(Option::take).collect();
-                committed.ranges.push((outcome, told));
-            }
+            outcome => answer(outcome, replies[range].iter_mut().filter_map(Option::take)),
         }
     }
-    committed
 }
 
 async fn place(
     board: i64,
     pool: &Pool,
+    asynchronous: bool,
     items: &[PlaceItem],
-    committed: &mut Committed,
 ) -> Result<Vec<Outcome>, RpcError> {
-    let client = pool.get().await.map_err(from_pool)?;
-    let asynchronous = db::durable::supported(&client)
-        .await
-        .map_err(|e| from_db(&e))?;
-    // Set before the call: a connection lost during it may have committed.
-    committed.asynchronous |= asynchronous;
-    let outcomes = db::place_many(&client, board, items, asynchronous)
-        .await
-        .map_err(|e| from_db(&e))?;
+    let outcomes = match pool.get().await {
+        Ok(client) => db::place_many(&client, board, items, asynchronous)
+            .await
+            .map_err(|e| from_db(&e)),
+        Err(e) => Err(from_pool(e)),
+    }?;
     if outcomes.len() == items.len() {
         Ok(outcomes)
     } else {
@@ -174,7 +132,10 @@ async fn place(
     }
 }
 
-fn answer(outcome: Result<Vec<Outcome>, RpcError>, replies: impl Iterator<Item = Reply>) {
+fn answer(
+    outcome: Result<Vec<Outcome>, RpcError>,
+    replies: impl Iterator<Item = oneshot::Sender<Result<Outcome, RpcError>>>,
+) {
     let metrics = crate::metrics::metrics();
     if let Ok(outcomes) = &outcome {
         metrics.placement_group_size.observe(outcomes.len() as f64);

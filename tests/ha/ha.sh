@@ -142,8 +142,10 @@ start_gateways() {
         port=${GATEWAY_PORTS[$i]}
         is_running "$HA/gateway$((i + 1)).pid" && continue
         say "starting gateway $((i + 1)) on http://127.0.0.1:$port/"
+        # The second commits its groups before they are durable (--commit asynchronous,
+        # waiting for the standby before it answers): a failover meets both kinds.
         PGPLACE_DATABASE_URL=$(primary_url "$GATEWAY_ROLE") PGPLACE_LISTEN=127.0.0.1:$port \
-            PGPLACE_TRUSTED_PROXIES=127.0.0.1 \
+            PGPLACE_TRUSTED_PROXIES=127.0.0.1 PGPLACE_COMMIT=$( ((i == 1)) && echo asynchronous || echo synchronous) \
             setsid nohup "$GATEWAY_BIN" >>"$HA/gateway$((i + 1)).log" 2>&1 </dev/null &
         echo $! >"$HA/gateway$((i + 1)).pid"
     done

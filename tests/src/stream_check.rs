@@ -10,6 +10,7 @@ use crate::gateway::{start_gateway, Http};
 use crate::{board_bits, connect, create_board, create_users_with_tokens, fresh_database};
 use base64::Engine;
 use pgplace_core::bits::TileWidth;
+use pgplace_gateway::config::Commit;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
@@ -42,6 +43,8 @@ pub struct Scenario {
     /// is then checked like the rest: its state is the history's at its seq, which is not
     /// before anything the session was shown.
     pub may_reset: bool,
+    /// The gateway commits groups asynchronously (`--commit asynchronous`).
+    pub asynchronous_commit: bool,
 }
 
 /// A placement its placer was told was made: its seq and the row it must have in the history.
@@ -59,7 +62,13 @@ where
     let admin = connect(&url).await;
     let board = create_board(&admin, "stream", (WIDTH, HEIGHT), BITS, "0").await;
     let users = create_users_with_tokens(&admin, "placer", 64).await;
-    let gateway = start_gateway(&url, |_| {}).await;
+    let asynchronous = scenario.asynchronous_commit;
+    let gateway = start_gateway(&url, |config| {
+        if asynchronous {
+            config.commit = Commit::Asynchronous;
+        }
+    })
+    .await;
     let http = Http::new(gateway.addr);
     let placing = Arc::new(AtomicBool::new(true));
 

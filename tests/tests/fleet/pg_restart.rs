@@ -25,6 +25,8 @@ async fn across_a_restart(database: &'static str, mode: &'static str) {
         // A crash can lose the answer to a session's own change that committed (its
         // subscription); the gateway then resets it (checked against the history).
         may_reset: mode == "immediate",
+        // The crash meets groups committed before they were durable.
+        asynchronous_commit: mode == "immediate",
     };
     run(scenario, move |_| async move {
         tokio::time::sleep(Duration::from_secs(2)).await;
