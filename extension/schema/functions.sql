@@ -93,7 +93,7 @@ COMMENT ON FUNCTION place.set_freeze_after(bigint, interval) IS
 COMMENT ON FUNCTION place.settled_seq(bigint) IS
     'Waits for the placements on the board that have taken their seqs to commit; returns the seq and the time: later placements checked their tiles after it (for announcing frozen tiles).';
 COMMENT ON FUNCTION place.await_durable() IS
-    'Waits until every transaction committed before the call is durable (flushed, and confirmed by the synchronous standbys synchronous_commit asks for). The gateway commits placements asynchronously and answers after this; a reader in SQL that must not show a placement a crash could take back calls it after reading.';
+    'Waits until every transaction committed before the call is durable (flushed, and confirmed by the synchronous standbys synchronous_commit asks for). A gateway with --commit asynchronous answers after this, and every gateway calls it after the reads it shows; a reader in SQL that must not show a placement a crash could take back calls it after reading.';
 COMMENT ON FUNCTION place.frozen_tiles(bigint, timestamptz) IS
     'The tiles of the board as it is now that are frozen at a time (default now; later: what will freeze if untouched), with the seq of their last change and when they freeze.';
 

@@ -1,12 +1,13 @@
 //! Asynchronous commits, and the waits that make what they committed safe to show.
 //!
-//! With pgplace 0.8.11 (`place.await_durable`) the placer commits each group with
-//! `synchronous_commit` off, so that a board's seq lock is released before the WAL flush
-//! and the synchronous standby's answer, and other groups, of this gateway or another, take
-//! it meanwhile; then it waits here before it answers. Such a commit is visible before it
-//! is durable, so every read of a board's seq or placements waits here too before a client
-//! sees it: a crash or failover can then take back only seqs nobody was shown. A schema
-//! without the function keeps synchronous commits (and needs no wait).
+//! With pgplace 0.8.11 (`place.await_durable`) and `--commit asynchronous` the placer
+//! commits each group with `synchronous_commit` off, so that a board's seq lock is
+//! released before the WAL flush and the synchronous standby's answer and other gateways'
+//! groups take it meanwhile; then it waits here before it answers. Such a commit (or a SQL
+//! session's with `synchronous_commit` off) is visible before it is durable, so every read
+//! of a board's seq or placements waits here too before a client sees it: a crash or
+//! failover can then take back only seqs nobody was shown. A schema without the function
+//! commits synchronously and reads without waiting.
 
 use deadpool_postgres::ClientWrapper;
 use std::sync::OnceLock;
