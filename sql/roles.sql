@@ -95,7 +95,7 @@ UNION ALL
 SELECT :'pgplace_player', unnest(ARRAY[
     'place', 'place_many', 'user_for_token', 'user_for_subject', 'create_guest', 'settled_seq', 'session_create', 'session_load',
     'session_set_user', 'session_subscribe', 'session_unsubscribe', 'session_destroy',
-    'session_hold', 'session_move', 'session_hand_over', 'session_take_handover', 'session_states',
+    'session_hold', 'session_move', 'session_hand_over', 'session_take_handover', 'session_states', 'session_users',
     'session_seen', 'session_expire', 'session_watchers', 'tick']), true
 UNION ALL
 SELECT :'pgplace_admin', unnest(ARRAY[

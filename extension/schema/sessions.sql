@@ -233,6 +233,27 @@ END;
 
 -- Version and holder of sessions (by public id; the missing ones are gone): what a gateway
 -- that was not listening checks its copies against.
+-- The users that sessions act for now, in order: a gateway's group of placements reads
+-- them in its own statement (place_many's user_ids), so a session signed out, switched to
+-- another user or destroyed through another gateway a moment ago never places as the old
+-- user through a copy that has not heard of it yet. A session without a user (or gone)
+-- fails the call with 42501, naming none of the others.
+CREATE FUNCTION place.session_users(ids text[]) RETURNS bigint[]
+STABLE LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    users bigint[];
+BEGIN
+    SELECT array_agg(s.user_id ORDER BY i.ord) INTO users
+    FROM unnest(ids) WITH ORDINALITY AS i(id, ord)
+    LEFT JOIN place.sessions s ON s.id_hash = place._session_hash(i.id);
+    IF array_position(users, NULL) IS NOT NULL THEN
+        RAISE EXCEPTION 'this session has no user (signed out or destroyed through another gateway)'
+            USING ERRCODE = '42501';
+    END IF;
+    RETURN users;
+END
+$$;
+
 CREATE FUNCTION place.session_states(public_ids bigint[])
 RETURNS TABLE (public_id bigint, version bigint, holder bigint)
 STABLE LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
@@ -314,6 +335,8 @@ COMMENT ON FUNCTION place.session_take_handover(text, bigint) IS
     'Takes (and clears) what the previous holder left for this gateway; NULL when nothing is there for it.';
 COMMENT ON FUNCTION place.session_states(bigint[]) IS
     'The version and holder of sessions, by public id (missing: gone).';
+COMMENT ON FUNCTION place.session_users(text[]) IS
+    'The users the sessions act for now, in order (place_many''s user_ids, read in the placement''s own statement); 42501 when one has none or is gone.';
 COMMENT ON FUNCTION place.session_destroy(text) IS
     'Removes a session and tells the gateways (channel pgplace_sessions). False when unknown.';
 COMMENT ON FUNCTION place.session_seen(bigint[]) IS

@@ -12,6 +12,7 @@ use crate::mirror::snapshot::{Past, Settings, Snapshot};
 use crate::params::BoardRef;
 use deadpool_postgres::{ClientWrapper, Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use pgplace_core::payload::Placement;
+use std::sync::OnceLock;
 use std::time::Duration;
 pub use tls::{with_causes, Target, Tls};
 use tokio_postgres::{NoTls, Row};
@@ -458,6 +459,10 @@ pub struct Outcome {
 }
 
 pub struct PlaceItem {
+    /// The session it is placed through (`place.session_users` reads its user in the
+    /// placement's statement, where the schema has it).
+    pub session: std::sync::Arc<str>,
+    /// The user the gateway's copy of the session names (the schemas before 0.8.11).
     pub user: i64,
     pub x: i32,
     pub y: i32,
@@ -498,6 +503,40 @@ const PLACE_MANY_KEYED: [&str; 2] = [
         ", set_config('synchronous_commit', 'off', true)"
     ),
 ];
+/// The same with each placement's user read from its session in the statement
+/// (`place.session_users`, 0.8.11).
+const PLACE_MANY_BY_SESSION: [&str; 2] = [
+    place_many_sql!("$1, place.session_users($2), $3, $4, $5", ""),
+    place_many_sql!(
+        "$1, place.session_users($2), $3, $4, $5",
+        ", set_config('synchronous_commit', 'off', true)"
+    ),
+];
+const PLACE_MANY_BY_SESSION_KEYED: [&str; 2] = [
+    place_many_sql!("$1, place.session_users($2), $3, $4, $5, $6", ""),
+    place_many_sql!(
+        "$1, place.session_users($2), $3, $4, $5, $6",
+        ", set_config('synchronous_commit', 'off', true)"
+    ),
+];
+
+/// Whether the database has `place.session_users` and this role may call it.
+static SESSION_USERS: OnceLock<bool> = OnceLock::new();
+
+/// Whether function `signature` exists and this role may call it; asked once per process
+/// and remembered in `known`.
+async fn callable(
+    client: &ClientWrapper,
+    known: &OnceLock<bool>,
+    signature: &str,
+) -> Result<bool, tokio_postgres::Error> {
+    if let Some(known) = known.get() {
+        return Ok(*known);
+    }
+    let sql = "SELECT coalesce(has_function_privilege(to_regprocedure($1), 'EXECUTE'), false)";
+    let row = client.query_one(sql, &[&signature]).await?;
+    Ok(*known.get_or_init(|| row.get(0)))
+}
 
 /// Places a group in one transaction; outcomes in the order of `items`, once the group is
 /// durable. `asynchronous`, where the schema allows (`durable`): the transaction commits
@@ -512,7 +551,9 @@ pub async fn place_many(
     asynchronous: bool,
 ) -> Result<Vec<Outcome>, tokio_postgres::Error> {
     let asynchronous = asynchronous && durable::supported(client).await?;
+    let by_session = callable(client, &SESSION_USERS, "place.session_users(text[])").await?;
     let users: Vec<i64> = items.iter().map(|i| i.user).collect();
+    let sessions: Vec<&str> = items.iter().map(|i| &*i.session).collect();
     let xs: Vec<i32> = items.iter().map(|i| i.x).collect();
     let ys: Vec<i32> = items.iter().map(|i| i.y).collect();
     let colors: Vec<i32> = items.iter().map(|i| i.color).collect();
@@ -522,15 +563,20 @@ pub async fn place_many(
         .iter()
         .any(|i| i.key.is_some())
         .then(|| items.iter().map(|i| i.key.as_deref()).collect());
-    let mut params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
-        vec![&board, &users, &xs, &ys, &colors];
-    let sql = match &keys {
-        Some(keys) => {
-            params.push(keys);
-            PLACE_MANY_KEYED[usize::from(asynchronous)]
-        }
-        None => PLACE_MANY[usize::from(asynchronous)],
+    let mut params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = match by_session {
+        true => vec![&board, &sessions, &xs, &ys, &colors],
+        false => vec![&board, &users, &xs, &ys, &colors],
     };
+    let statements = match (&keys, by_session) {
+        (Some(_), true) => PLACE_MANY_BY_SESSION_KEYED,
+        (Some(_), false) => PLACE_MANY_KEYED,
+        (None, true) => PLACE_MANY_BY_SESSION,
+        (None, false) => PLACE_MANY,
+    };
+    if let Some(keys) = &keys {
+        params.push(keys);
+    }
+    let sql = statements[usize::from(asynchronous)];
     let rows = client
         .query(&client.prepare_cached(sql).await?, &params)
         .await?;

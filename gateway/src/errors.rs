@@ -170,6 +170,11 @@ pub fn from_db(error: &tokio_postgres::Error) -> RpcError {
         // A banned user (place.ban_user); other 42501s are the gateway's own role lacking a
         // privilege (sql/roles.sql not run), which no client can fix.
         "42501" if message.contains("is banned") => RpcError::new(NOT_AUTHORIZED, message),
+        // place.session_users: the session was signed out or destroyed through another
+        // gateway before this one heard of it.
+        "42501" if message.contains("this session has no user") => {
+            RpcError::new(NOT_AUTHORIZED, message)
+        }
         // Class 22 (data exception): the caller's values (a NUL in a string, a number out
         // of range...).
         code if code.starts_with("22") => RpcError::invalid_params(message),

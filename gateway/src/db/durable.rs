@@ -12,19 +12,13 @@
 use deadpool_postgres::ClientWrapper;
 use std::sync::OnceLock;
 
-/// Whether the database has `place.await_durable` and this role may call it; learnt once
-/// per process (a gateway started before ALTER EXTENSION UPDATE commits synchronously
-/// until it restarts, which is safe).
+/// Whether the database has `place.await_durable` and this role may call it (a gateway
+/// started before ALTER EXTENSION UPDATE commits synchronously until it restarts, which is
+/// safe).
 static SUPPORTED: OnceLock<bool> = OnceLock::new();
 
 pub async fn supported(client: &ClientWrapper) -> Result<bool, tokio_postgres::Error> {
-    if let Some(known) = SUPPORTED.get() {
-        return Ok(*known);
-    }
-    let sql = "SELECT coalesce(has_function_privilege(to_regprocedure('place.await_durable()'), \
-               'EXECUTE'), false)";
-    let row = client.query_one(sql, &[]).await?;
-    Ok(*SUPPORTED.get_or_init(|| row.get(0)))
+    super::callable(client, &SUPPORTED, "place.await_durable()").await
 }
 
 /// Returns once every transaction committed before the call is durable (at once when the

@@ -1,7 +1,7 @@
 -- The gateway's sessions: stored hashed, subscriptions kept with them, destroyed and
 -- expired sessions removed (the gateways hear of it: tests/tests/gateway_scale_out.rs).
 SELECT place.create_board('sessions-board', 4, 4, 4, '0'::interval) AS board \gset
-SELECT place.create_user('session-user') AS user_token \gset
+SELECT user_id AS session_user, token AS user_token FROM place.create_user('session-user') \gset
 SELECT place.session_create('session-aaaaaaaaaaaaaaaa', 1) AS aaa \gset
 SELECT place.session_create('session-bbbbbbbbbbbbbbbb', 1) AS bbb \gset
 SELECT :bbb = :aaa + 1 AS public_ids_differ;
@@ -33,6 +33,12 @@ SELECT place.session_set_user('session-aaaaaaaaaaaaaaaa',
 SELECT public_id = :aaa AS same_session, user_name, jsonb_pretty(views) AS views
 FROM place.session_load('session-aaaaaaaaaaaaaaaa');
 SELECT count(*) AS unknown_rows FROM place.session_load('session-cccccccccccccccc');
+-- The users sessions act for, in order, as a group of placements reads them; a session
+-- without a user or unknown fails the whole call.
+SELECT place.session_users(ARRAY['session-aaaaaaaaaaaaaaaa', 'session-aaaaaaaaaaaaaaaa'])
+       = ARRAY[:session_user, :session_user]::bigint[] AS both_the_user;
+SELECT expect_error('SELECT place.session_users(ARRAY[''session-aaaaaaaaaaaaaaaa'', ''session-bbbbbbbbbbbbbbbb''])');
+SELECT expect_error('SELECT place.session_users(ARRAY[''session-cccccccccccccccc''])');
 -- Every change bumped the version; the holder is the gateway that made it until another
 -- takes the session's legacy polls.
 SELECT * FROM place.session_states(ARRAY[:aaa, :bbb, 999999]::bigint[]) ORDER BY public_id;

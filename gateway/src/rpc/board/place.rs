@@ -105,6 +105,7 @@ pub async fn place(app: &App, p: PlaceParams) -> Result<Reply, RpcError> {
     let outcome = mirrored
         .placer
         .place(PlaceItem {
+            session: session.id.clone(),
             user: user.id,
             x,
             y,
