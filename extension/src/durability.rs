@@ -2,10 +2,10 @@
 //!
 //! A gateway with `--commit asynchronous` commits its groups of placements before they are
 //! durable, so that a board's seq lock is not held across the WAL flush and the synchronous
-//! standby's answer; it waits for durability itself before it answers a caller. An asynchronous commit is visible to
-//! other transactions before it is durable, so every reader that shows a client what it
-//! read waits here first: otherwise a crash or a failover could take back a seq a client
-//! has seen and give it to another placement.
+//! standby's answer; it waits for durability itself before it answers a caller. An
+//! asynchronous commit is visible to other transactions before it is durable, so every
+//! reader that shows a client what it read waits here first: otherwise a crash or a
+//! failover could take back a seq a client has seen and give it to another placement.
 
 use pgrx::prelude::*;
 use pgrx::PgSqlErrorCode;

@@ -22,7 +22,7 @@ pub async fn supported(client: &ClientWrapper) -> Result<bool, tokio_postgres::E
 }
 
 /// Returns once every transaction committed before the call is durable (at once when the
-/// schema commits nothing asynchronously).
+/// schema has no `place.await_durable`: its gateways commit synchronously).
 pub async fn wait(client: &ClientWrapper) -> Result<(), tokio_postgres::Error> {
     if supported(client).await? {
         let sql = "SELECT place.await_durable()";
