@@ -231,8 +231,6 @@ BEGIN ATOMIC
     SELECT handover FROM taken;
 END;
 
--- Version and holder of sessions (by public id; the missing ones are gone): what a gateway
--- that was not listening checks its copies against.
 -- The users that sessions act for now, in order: a gateway's group of placements reads
 -- them in its own statement (place_many's user_ids), so a session signed out, switched to
 -- another user or destroyed through another gateway a moment ago never places as the old
@@ -254,6 +252,8 @@ BEGIN
 END
 $$;
 
+-- Version and holder of sessions (by public id; the missing ones are gone): what a gateway
+-- that was not listening checks its copies against.
 CREATE FUNCTION place.session_states(public_ids bigint[])
 RETURNS TABLE (public_id bigint, version bigint, holder bigint)
 STABLE LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp

@@ -1,8 +1,9 @@
 //! Every query the gateway sends (prepared once per pooled connection). Each is one statement in autocommit: the gateway never
 //! opens a transaction, so a request dropped at any point cannot leave a pooled
 //! connection inside one. Every read of a board's seq or placements waits until what it
-//! read is durable before it returns (`durable`: placements are committed asynchronously). How connections are made, TLS included, from a database URL:
-//! `tls` (`Target::parse`).
+//! read is durable before it returns (`durable`: a placement may have been committed
+//! asynchronously). How connections are made, TLS included, from a database URL: `tls`
+//! (`Target::parse`).
 
 pub mod durable;
 pub mod tls;
@@ -471,9 +472,16 @@ pub struct PlaceItem {
     pub key: Option<String>,
 }
 
-/// place_many's call with `$args`; `$commit` joins the statement to set how its
-/// transaction commits (one statement: the gateway opens no transactions).
+/// place_many's call with `$args`, as [committed durably, committed without waiting for
+/// the WAL flush or a standby (then `durable::wait`)]: set_config joins the statement (one
+/// statement: the gateway opens no transactions).
 macro_rules! place_many_sql {
+    ($args:literal) => {
+        [
+            place_many_sql!($args, ""),
+            place_many_sql!($args, ", set_config('synchronous_commit', 'off', true)"),
+        ]
+    };
     ($args:literal, $commit:literal) => {
         // chrono has no infinity.
         concat!(
@@ -487,38 +495,13 @@ macro_rules! place_many_sql {
         )
     };
 }
-/// [committed durably, committed without waiting for the WAL flush or a standby (then
-/// `durable::wait`)].
-const PLACE_MANY: [&str; 2] = [
-    place_many_sql!("$1, $2, $3, $4, $5", ""),
-    place_many_sql!(
-        "$1, $2, $3, $4, $5",
-        ", set_config('synchronous_commit', 'off', true)"
-    ),
-];
-const PLACE_MANY_KEYED: [&str; 2] = [
-    place_many_sql!("$1, $2, $3, $4, $5, $6", ""),
-    place_many_sql!(
-        "$1, $2, $3, $4, $5, $6",
-        ", set_config('synchronous_commit', 'off', true)"
-    ),
-];
+const PLACE_MANY: [&str; 2] = place_many_sql!("$1, $2, $3, $4, $5");
+const PLACE_MANY_KEYED: [&str; 2] = place_many_sql!("$1, $2, $3, $4, $5, $6");
 /// The same with each placement's user read from its session in the statement
 /// (`place.session_users`, 0.8.11).
-const PLACE_MANY_BY_SESSION: [&str; 2] = [
-    place_many_sql!("$1, place.session_users($2), $3, $4, $5", ""),
-    place_many_sql!(
-        "$1, place.session_users($2), $3, $4, $5",
-        ", set_config('synchronous_commit', 'off', true)"
-    ),
-];
-const PLACE_MANY_BY_SESSION_KEYED: [&str; 2] = [
-    place_many_sql!("$1, place.session_users($2), $3, $4, $5, $6", ""),
-    place_many_sql!(
-        "$1, place.session_users($2), $3, $4, $5, $6",
-        ", set_config('synchronous_commit', 'off', true)"
-    ),
-];
+const PLACE_MANY_BY_SESSION: [&str; 2] = place_many_sql!("$1, place.session_users($2), $3, $4, $5");
+const PLACE_MANY_BY_SESSION_KEYED: [&str; 2] =
+    place_many_sql!("$1, place.session_users($2), $3, $4, $5, $6");
 
 /// Whether the database has `place.session_users` and this role may call it.
 static SESSION_USERS: OnceLock<bool> = OnceLock::new();
