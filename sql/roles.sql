@@ -2,8 +2,8 @@
 --
 -- Three group roles (NOLOGIN; people and services log in as their own roles, members of one):
 --   pgplace_reader  reads boards and history: SELECT on every place.* table except
---                   place.user_tokens, place.user_identities and the gateway's sessions (place.sessions,
---                   place.session_views), and the read functions (board_bits,
+--                   place.user_tokens, place.user_identities, the gateway's sessions (place.sessions,
+--                   place.session_views) and its placers' tokens (place.placers), and the read functions (board_bits,
 --                   get_tile, bitfield_get/set, tile_history, user_history, tiles,
 --                   board_at, board_at_seq, tile_at, tiles_at, render_png, frozen_tiles,
 --                   watched, views, await_durable,
@@ -12,8 +12,9 @@
 --                   _ticked_changes and _check_log_read).
 --   pgplace_player  what pgplace_reader may, plus placing: place, place_many,
 --                   user_for_token, user_for_subject, create_guest and settled_seq (it holds off writers while it
---                   runs), the gateway's session_* functions, and tick (which
---                   gives committed changes their positions). Meant for the
+--                   runs), the gateway's session_* functions, tick (which
+--                   gives committed changes their positions), and claim_placer and
+--                   release_placer (a board's placer lease). Meant for the
 --                   gateway (or another trusted client): place() takes the user id
 --                   as an argument, so a player role can place for any user; the
 --                   gateway checks tokens before it calls place_many.
@@ -96,7 +97,7 @@ SELECT :'pgplace_player', unnest(ARRAY[
     'place', 'place_many', 'user_for_token', 'user_for_subject', 'create_guest', 'settled_seq', 'session_create', 'session_load',
     'session_set_user', 'session_subscribe', 'session_unsubscribe', 'session_destroy',
     'session_hold', 'session_move', 'session_hand_over', 'session_take_handover', 'session_states', 'session_users',
-    'session_seen', 'session_expire', 'session_watchers', 'tick']), true
+    'session_seen', 'session_expire', 'session_watchers', 'tick', 'claim_placer', 'release_placer']), true
 UNION ALL
 SELECT :'pgplace_admin', unnest(ARRAY[
     'create_board', 'create_user', 'set_cooldown', 'set_board_state', 'set_keyframe_every',
@@ -109,7 +110,7 @@ UNION ALL
 SELECT :'pgplace_admin', unnest(ARRAY['watch', 'unwatch', 'kick', 'create_view', 'drop_view']), false;
 -- Tables pgplace_reader may not read (the rest of schema place it may).
 CREATE TEMP TABLE pgplace_secret_tables (relname name) ON COMMIT DROP;
-INSERT INTO pgplace_secret_tables VALUES ('user_tokens'), ('user_identities'), ('sessions'), ('session_views');
+INSERT INTO pgplace_secret_tables VALUES ('user_tokens'), ('user_identities'), ('sessions'), ('session_views'), ('placers');
 
 -- The roles, when missing.
 SELECT format('CREATE ROLE %I NOLOGIN', r.rolname)

@@ -9,6 +9,7 @@
 //!   commit-ordered positions.
 //! - `../schema/views.sql`: named list views over watched tables (`create_view`, `view_rows`).
 //! - `../schema/sessions.sql`: the gateway's sessions and their subscriptions.
+//! - `../schema/placers.sql`: which gateway groups a board's placements (its lease).
 //! - `../schema/functions.sql`: `COMMENT ON` every function; settings of the hot ones.
 //!
 //! The modules, each listed after every module it uses (a test holds this order against
@@ -123,6 +124,11 @@ extension_sql_file!(
 extension_sql_file!(
     "../schema/sessions.sql",
     name = "sessions",
+    requires = ["schema"]
+);
+extension_sql_file!(
+    "../schema/placers.sql",
+    name = "placers",
     requires = ["schema"]
 );
 extension_sql_file!("../schema/functions.sql", name = "functions", finalize);

@@ -10,6 +10,7 @@ use crate::limits::{ConnectionRefused, ConnectionSlot, Limits};
 use crate::listener::Listener;
 use crate::mirror::board::Board;
 use crate::mirror::cursors::TELL_CURSORS_EVERY;
+use crate::placer::lease::Fleet;
 use crate::placer::Groups;
 use crate::sessions::handover::Handovers;
 use crate::sessions::legacy::ConnectionDeliveries;
@@ -118,12 +119,18 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     };
     let (catch_up_tx, catch_up_rx) = tokio::sync::mpsc::unbounded_channel();
     let unknown = Arc::new(Unknown::default());
+    let gateway_id = crate::sessions::ids::random_u64();
+    let fleet = config
+        .placer_url()
+        .map_err(StartError)?
+        .map(|url| Arc::new(Fleet::new(gateway_id, url)));
     let boards = Arc::new(Boards::new(
         pool.clone(),
         config.session_buffer,
         Groups {
             max: config.max_group as usize,
             asynchronous: config.commit == Commit::Asynchronous,
+            fleet: fleet.clone(),
         },
         catch_up_tx,
         unknown.clone(),
@@ -156,7 +163,6 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         .map(TcpListener::local_addr)
         .transpose()
         .map_err(|e| StartError(e.to_string()))?;
-    let gateway_id = crate::sessions::ids::random_u64();
     let (listener_sync, sync_requests) = tokio::sync::mpsc::unbounded_channel();
     let handovers = Arc::new(Handovers::default());
     let listener = Listener {
@@ -189,6 +195,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         handovers,
         listening,
         gateway_id,
+        fleet,
         listener_sync,
         closing: AtomicBool::new(false),
         limits: limits.clone(),

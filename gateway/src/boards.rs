@@ -137,7 +137,7 @@ impl Boards {
         };
         drop(client);
         let board = Arc::new(Board::new(snapshot, self.log_capacity));
-        let placer = Placer::spawn(board.clone(), self.pool.clone(), self.groups);
+        let placer = Placer::spawn(board.clone(), self.pool.clone(), self.groups.clone());
         Ok(Arc::new(Mirrored { board, placer }))
     }
 
@@ -223,6 +223,7 @@ mod tests {
         let groups = Groups {
             max: 1,
             asynchronous: false,
+            fleet: None,
         };
         Boards::new(db::pool(&pg, 1), 16, groups, catch_up, unknown)
     }

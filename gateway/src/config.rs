@@ -93,6 +93,13 @@ pub struct Config {
     #[arg(long, env = "PGPLACE_COMMIT", value_enum, default_value_t = Commit::Synchronous)]
     pub commit: Commit,
 
+    /// Where the other gateways reach this one (http://host:port), to send it the
+    /// placements of the boards whose placer lease it holds (pgplace 0.8.12 or later). Set
+    /// on every gateway of one database: each board's placements are then grouped by one
+    /// gateway, however many take them. Unset: this gateway places what it takes itself.
+    #[arg(long, env = "PGPLACE_PLACER_URL")]
+    pub placer_url: Option<String>,
+
     /// Largest request body accepted, in bytes.
     #[arg(long, env = "PGPLACE_MAX_BODY", default_value_t = 1 << 20)]
     pub max_body_bytes: usize,
@@ -257,6 +264,26 @@ pub struct Config {
 impl Config {
     pub fn session_idle(&self) -> Duration {
         Duration::from_secs(self.session_idle_secs)
+    }
+
+    /// `placer_url` checked: an http:// URL with a host and no path, or why not.
+    pub fn placer_url(&self) -> Result<Option<String>, String> {
+        let Some(url) = &self.placer_url else {
+            return Ok(None);
+        };
+        let uri: hyper::Uri = url
+            .parse()
+            .map_err(|e| format!("--placer-url {url:?} is not a URL: {e}"))?;
+        let plain = uri.scheme_str() == Some("http")
+            && uri.authority().is_some_and(|a| !a.host().is_empty())
+            && matches!(uri.path(), "" | "/")
+            && uri.query().is_none();
+        if !plain {
+            return Err(format!(
+                "--placer-url {url:?} must be http://host:port, where the other gateways reach this one"
+            ));
+        }
+        Ok(Some(url.trim_end_matches('/').to_string()))
     }
 
     /// `trusted_proxies` read: the error names the entry that is not an address or network.

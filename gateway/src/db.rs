@@ -3,9 +3,10 @@
 //! connection inside one. Every read of a board's seq or placements waits until what it
 //! read is durable before it returns (`durable`: a placement may have been committed
 //! asynchronously). How connections are made, TLS included, from a database URL: `tls`
-//! (`Target::parse`).
+//! (`Target::parse`). A board's placer lease: `placers`.
 
 pub mod durable;
+pub mod placers;
 pub mod tls;
 
 use crate::mirror::freezing::{Freezing, FrozenRow};

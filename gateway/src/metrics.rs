@@ -60,6 +60,7 @@ pub struct Metrics {
     pub events_delivered: Counter,
     pub placements: Family<OutcomeLabel, Counter>,
     pub placement_group_size: Histogram,
+    pub placements_forwarded: Counter,
     pub listen_reconnects: Counter,
     pub catch_up_seqs: Histogram,
     pub resets: Family<ReasonLabel, Counter>,
@@ -132,6 +133,7 @@ impl Metrics {
             events_delivered: Counter::default(),
             placements: Family::default(),
             placement_group_size: Histogram::new(exponential_buckets(1.0, 2.0, 14)),
+            placements_forwarded: Counter::default(),
             listen_reconnects: Counter::default(),
             catch_up_seqs: Histogram::new(exponential_buckets(1.0, 4.0, 12)),
             resets: Family::default(),
@@ -173,6 +175,11 @@ impl Metrics {
             "placement_group_size",
             "Placements committed in one place_many group",
             m.placement_group_size.clone(),
+        );
+        registry.register(
+            "placements_forwarded",
+            "Placements sent to the gateway that holds their board's placer lease (--placer-url)",
+            m.placements_forwarded.clone(),
         );
         registry.register(
             "listen_reconnects",

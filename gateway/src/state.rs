@@ -30,6 +30,8 @@ pub struct App {
     pub listening: Arc<AtomicBool>,
     /// Names this gateway process to the others (random at start).
     pub gateway_id: u64,
+    /// This gateway as a board's placer to the others (`--placer-url`).
+    pub fleet: Option<Arc<crate::placer::lease::Fleet>>,
     /// Asks the listener to confirm it heard every notification committed before now.
     pub listener_sync: mpsc::UnboundedSender<oneshot::Sender<()>>,
     /// Shutting down: every answer closes its connection (`Connection: close`).

@@ -35,15 +35,27 @@ pub struct GatewayProcess {
 impl GatewayProcess {
     /// Starts `name` (also its connections' application_name) on a free port.
     pub fn start(name: &str, database_url: &str, dir: &Path, extra_env: &[(&str, &str)]) -> Self {
+        let env: Vec<(String, String)> = extra_env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Self::start_on(name, free_port(), database_url, dir, &env)
+    }
+
+    /// `start`, on loopback port `port`.
+    pub fn start_on(
+        name: &str,
+        port: u16,
+        database_url: &str,
+        dir: &Path,
+        extra_env: &[(String, String)],
+    ) -> Self {
         let mut gateway = GatewayProcess {
-            addr: SocketAddr::from(([127, 0, 0, 1], free_port())),
+            addr: SocketAddr::from(([127, 0, 0, 1], port)),
             name: name.to_string(),
             database_url: database_url.to_string(),
             log: dir.join(format!("{name}.log")),
-            extra_env: extra_env
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
+            extra_env: extra_env.to_vec(),
             child: None,
         };
         gateway.spawn();
@@ -117,6 +129,16 @@ impl GatewayProcess {
         unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
         let status = child.wait().expect("the gateway's exit status");
         (status, started.elapsed())
+    }
+
+    /// Stopped (SIGSTOP) for `pause`, then let go on (SIGCONT): a process that hangs.
+    pub async fn pause(&self, pause: Duration) {
+        let pid = self.pid().expect("the gateway runs") as libc::pid_t;
+        // SAFETY: kill(2) on our own child's pid, which we have not waited for yet.
+        unsafe { libc::kill(pid, libc::SIGSTOP) };
+        tokio::time::sleep(pause).await;
+        // SAFETY: as above.
+        unsafe { libc::kill(pid, libc::SIGCONT) };
     }
 
     /// Starts again on the same port.

@@ -48,6 +48,12 @@ pub enum Fault {
     KillListen,
     RestartPostgres,
     ReloadNginx,
+    /// With one placer per board: the gateway that holds the board's lease, SIGKILLed and
+    /// started again.
+    KillPlacer,
+    /// With one placer per board: the lease holder stopped (SIGSTOP) for longer than its
+    /// lease, mid-group or not, then let go on (SIGCONT).
+    PausePlacer,
 }
 
 impl Fault {
@@ -64,6 +70,8 @@ impl Fault {
             Fault::KillListen => "gateway B's LISTEN backend terminated",
             Fault::RestartPostgres => "PostgreSQL restarted (fast)",
             Fault::ReloadNginx => "nginx reloaded",
+            Fault::KillPlacer => "the board's placer SIGKILLed and started again",
+            Fault::PausePlacer => "the board's placer stopped for 5 s",
         }
     }
 }
@@ -84,6 +92,9 @@ pub struct SoakConfig {
     pub out_dir: PathBuf,
     /// This many sessions keep every event, checked against the history at the end.
     pub content_sample: usize,
+    /// The gateways run with `--placer-url`: one groups the board's placements, the
+    /// other forwards its own to it.
+    pub one_placer: bool,
 }
 
 /// How a session got seqs it had already had.
@@ -573,6 +584,9 @@ pub struct Report {
     /// Each gateway's resets by reason and legacy hand-overs by outcome, from /metrics at
     /// the end (gateway A's since its restart): why a reset came.
     pub gateway_counts: Vec<String>,
+    /// Placements the gateways sent to the board's placer at another (from /metrics at the
+    /// end; a restarted gateway's since its restart).
+    pub forwarded: u64,
     pub elapsed: Duration,
 }
 
@@ -600,6 +614,7 @@ impl Report {
             self.sessions - self.acking_sessions
         );
         let _ = writeln!(out, "final seq                     {}", self.final_seq);
+        let _ = writeln!(out, "forwarded to a placer         {}", self.forwarded);
         let _ = writeln!(out, "events delivered              {}", self.delivered);
         let _ = writeln!(out, "lost (must be 0)              {}", self.lost);
         let _ = writeln!(out, "duplicated (must be 0)        {}", self.duplicated);
@@ -693,9 +708,21 @@ pub async fn run(config: SoakConfig) -> Report {
     let probe_user = crate::create_users(&admin, "probe", 1).await[0];
     let rpc_placers = ((config.rpc_rate / 10.0).ceil() as i32).max(1);
     let rpc_users = crate::create_users_with_tokens(&admin, "rpc-placer", rpc_placers).await;
-    let idle = [("PGPLACE_SESSION_IDLE", "300")];
-    let mut gateway_a = GatewayProcess::start("gw-a", &url, &config.out_dir, &idle);
-    let gateway_b = GatewayProcess::start("gw-b", &url, &config.out_dir, &idle);
+    let (port_a, port_b) = (crate::processes::free_port(), crate::processes::free_port());
+    let gateway_env = |port: u16| {
+        let mut env = vec![("PGPLACE_SESSION_IDLE".to_string(), "300".to_string())];
+        if config.one_placer {
+            env.push((
+                "PGPLACE_PLACER_URL".to_string(),
+                format!("http://127.0.0.1:{port}"),
+            ));
+        }
+        env
+    };
+    let mut gateway_a =
+        GatewayProcess::start_on("gw-a", port_a, &url, &config.out_dir, &gateway_env(port_a));
+    let mut gateway_b =
+        GatewayProcess::start_on("gw-b", port_b, &url, &config.out_dir, &gateway_env(port_b));
     gateway_a.wait_healthy().await;
     gateway_b.wait_healthy().await;
     let nginx = Nginx::start(
@@ -796,6 +823,34 @@ pub async fn run(config: SoakConfig) -> Report {
                 assert!(status.success(), "the restart command failed");
             }
             Fault::ReloadNginx => nginx.reload(),
+            Fault::KillPlacer | Fault::PausePlacer => {
+                let holder: String = admin_retrying(&url, move |c| async move {
+                    c.query_one(
+                        "SELECT address FROM place.placers WHERE board_id = $1",
+                        &[&board],
+                    )
+                    .await
+                    .map(|r| r.get(0))
+                })
+                .await;
+                let (placer, slot) = if holder == format!("http://{}", gateway_a.addr) {
+                    (&mut gateway_a, 0)
+                } else {
+                    assert_eq!(
+                        holder,
+                        format!("http://{}", gateway_b.addr),
+                        "a gateway holds the lease"
+                    );
+                    (&mut gateway_b, 1)
+                };
+                if *fault == Fault::KillPlacer {
+                    placer.restart();
+                    pids.lock().unwrap()[slot] = placer.pid();
+                    placer.wait_healthy().await;
+                } else {
+                    placer.pause(Duration::from_secs(5)).await;
+                }
+            }
         }
         if *fault == Fault::KillGateway {
             gateway_a.wait_healthy().await;
@@ -854,9 +909,13 @@ pub async fn run(config: SoakConfig) -> Report {
     let max = *rss_max.lock().unwrap();
     report.rss_max = vec![("gateway A".into(), max[0]), ("gateway B".into(), max[1])];
     for (name, gateway) in [("gateway A", &gateway_a), ("gateway B", &gateway_b)] {
-        report
-            .gateway_counts
-            .extend(gateway_counts(name, gateway.addr).await);
+        let counts = gateway_counts(name, gateway.addr).await;
+        report.forwarded += counts
+            .iter()
+            .filter_map(|l| l.strip_prefix(&format!("{name}: pgplace_placements_forwarded_total ")))
+            .filter_map(|n| n.trim().parse::<f64>().ok())
+            .sum::<f64>() as u64;
+        report.gateway_counts.extend(counts);
     }
     report.elapsed = started.elapsed();
     drop(nginx);
@@ -883,6 +942,7 @@ async fn gateway_counts(name: &str, addr: SocketAddr) -> Vec<String> {
         .lines()
         .filter(|l| {
             l.starts_with("pgplace_resets_total")
+                || l.starts_with("pgplace_placements_forwarded_total")
                 || l.contains("handover_seconds_count")
                 // How long the slowest hand-overs took.
                 || (l.contains("handover_seconds_bucket")

@@ -1,8 +1,10 @@
 //! HTTP: `routes.rs` (POST /jsonrpc, the board's bits, health, metrics, and the rest),
-//! `assets.rs` (the web page, embedded), `png.rs` (a board as a PNG) and `responses.rs`
-//! (the headers of every answer).
+//! `assets.rs` (the web page, embedded), `png.rs` (a board as a PNG), `forwarded.rs`
+//! (placements another gateway sends the board's placer) and `responses.rs` (the headers
+//! of every answer).
 
 pub mod assets;
+pub mod forwarded;
 pub mod png;
 pub mod responses;
 pub mod routes;

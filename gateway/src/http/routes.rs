@@ -1,13 +1,16 @@
 //! HTTP routes: POST /jsonrpc, GET /boards/{id}/bits, GET /healthz, /readyz, /metrics (the
-//! picture, /boards/{id}.png, is `png_route`).
+//! picture, /boards/{id}.png, is `png_route`; placements from other gateways,
+//! POST /placer/boards/{id}, are `forwarded`).
 
 use crate::errors::RpcError;
 use crate::fragments::Fragments;
 use crate::http::assets;
+use crate::http::forwarded;
 use crate::http::png;
 use crate::http::responses::{self, not_modified};
 use crate::metrics::{metrics, MethodLabel, RouteLabel};
 use crate::params::BoardRef;
+use crate::placer::wire;
 use crate::rpc::jsonrpc::Reply;
 use crate::rpc::jsonrpc::{self, Body};
 use crate::rpc::table::{self, Limit};
@@ -139,6 +142,12 @@ fn route(app: &Arc<App>, req: Request<Incoming>, path: &str, peer: IpAddr) -> An
         (_, path) if png::png_path(path).is_some() => {
             metered(&limits, client, async move { png::serve(&app, &req).await })
         }
+        // From another gateway (token-checked), not a client: not charged to an address.
+        (&Method::POST, path) if wire::board_of(path).is_some() => {
+            let board = wire::board_of(path).expect("checked");
+            later(forwarded::accept(app, req, board))
+        }
+        (_, path) if wire::board_of(path).is_some() => now(method_not_allowed("POST")),
         (&Method::GET | &Method::HEAD, path) if assets::find(path).is_some() => {
             now(asset(path, req.method()))
         }
@@ -235,7 +244,7 @@ fn asset(path: &str, method: &Method) -> Response<Fragments> {
     response
 }
 
-fn json_status(status: StatusCode, body: Value) -> Response<Fragments> {
+pub fn json_status(status: StatusCode, body: Value) -> Response<Fragments> {
     let mut response = Response::new(Fragments::from(serde_json::to_vec(&body).expect("JSON")));
     *response.status_mut() = status;
     response.headers_mut().insert(
@@ -563,6 +572,7 @@ fn route_label(path: &str) -> &'static str {
         path if bits_path(path).is_some() => "/boards/{id}/bits",
         path if png::png_path(path).is_some() => "/boards/{id}.png",
         path if assets::find(path).is_some() => "page",
+        path if wire::board_of(path).is_some() => "/placer/boards/{id}",
         _ => "other",
     }
 }

@@ -7,26 +7,45 @@
 //! still starts after that flush: started during it, groups got smaller, which cost more
 //! than it saved where the database's CPU is the limit (tests/bench/README.md,
 //! Asynchronous commits).
+//!
+//! With `--placer-url`, one gateway groups each board's placements (`lease.rs`: the
+//! board's lease in the database says which), and the others send it theirs
+//! (`forward.rs`, in the shape of `wire.rs`): each group commit costs the database about
+//! as much whatever its size, so two gateways' half-size groups cost it twice as much as
+//! one gateway's. The placements forwarded here are placed here, never sent on.
+
+pub mod forward;
+pub mod lease;
+pub mod wire;
 
 use crate::db::{self, Outcome, PlaceItem};
-use crate::errors::{from_db, from_pool, RpcError, INVALID_PARAMS, NOT_AUTHORIZED, RETRY};
+use crate::errors::{
+    from_db, from_pool, RpcError, INVALID_PARAMS, NOT_AUTHORIZED, RETRY, UNAVAILABLE,
+};
 use crate::metrics::OutcomeLabel;
 use crate::mirror::board::Board;
 use deadpool_postgres::Pool;
+use forward::Failure;
+use lease::{Fleet, Route};
 use std::sync::Arc;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, Semaphore};
 
 /// How a board's placements are grouped and committed.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub struct Groups {
     /// Most placements in one group (`--max-group`).
     pub max: usize,
     /// Committed before durable, answered once durable (`--commit asynchronous`).
     pub asynchronous: bool,
+    /// This gateway among the placers of a fleet (`--placer-url`), or None: it places
+    /// everything it takes itself.
+    pub fleet: Option<Arc<Fleet>>,
 }
 
 struct Request {
     item: PlaceItem,
+    /// Forwarded here by another gateway: placed here whoever holds the lease.
+    forwarded: bool,
     reply: oneshot::Sender<Result<Outcome, RpcError>>,
 }
 
@@ -39,40 +58,144 @@ pub struct Placer {
 impl Placer {
     pub fn spawn(board: Arc<Board>, pool: Pool, groups: Groups) -> Self {
         let (queue, requests) = mpsc::unbounded_channel();
-        tokio::spawn(run(board.id, requests, pool, groups));
+        let route = Arc::new(Route::default());
+        if let Some(fleet) = &groups.fleet {
+            tokio::spawn(lease::keep(
+                board.id,
+                pool.clone(),
+                fleet.clone(),
+                Arc::downgrade(&route),
+            ));
+        }
+        tokio::spawn(run(board.id, requests, pool, groups, route));
         Placer { queue }
     }
 
-    /// Places one tile; resolves when its group has committed (or failed).
+    /// Places one tile, through the board's placer; resolves when its group has committed
+    /// (or failed).
     pub async fn place(&self, item: PlaceItem) -> Result<Outcome, RpcError> {
+        self.queued(item, false).await
+    }
+
+    /// Places one tile that another gateway forwarded, in this gateway's own groups.
+    pub async fn place_here(&self, item: PlaceItem) -> Result<Outcome, RpcError> {
+        self.queued(item, true).await
+    }
+
+    async fn queued(&self, item: PlaceItem, forwarded: bool) -> Result<Outcome, RpcError> {
         let (reply, outcome) = oneshot::channel();
         self.queue
-            .send(Request { item, reply })
+            .send(Request {
+                item,
+                forwarded,
+                reply,
+            })
             .map_err(|_| RpcError::unavailable())?;
         outcome.await.map_err(|_| RpcError::internal())?
     }
 }
+
+/// How many groups one gateway may have on their way to a board's placer at once: a group
+/// is sent as soon as the one before it is under way (not answered), so that its
+/// placements join the placer's next group instead of waiting a round trip more.
+const FORWARDS_IN_FLIGHT: usize = 4;
 
 async fn run(
     board: i64,
     mut requests: mpsc::UnboundedReceiver<Request>,
     pool: Pool,
     groups: Groups,
+    route: Arc<Route>,
 ) {
     let mut group = Vec::with_capacity(groups.max);
+    let forwards = Arc::new(Semaphore::new(FORWARDS_IN_FLIGHT));
     while requests.recv_many(&mut group, groups.max).await > 0 {
         // Callers that gave up (their request was dropped) are not placed for.
         group.retain(|r| !r.reply.is_closed());
-        if !group.is_empty() {
-            commit(
-                board,
-                &pool,
-                groups.asynchronous,
-                std::mem::take(&mut group),
-            )
-            .await;
+        let mut here = std::mem::take(&mut group);
+        if let (Some(fleet), Some(remote)) = (&groups.fleet, route.remote()) {
+            let (forwarded, ours): (Vec<_>, Vec<_>) = here.into_iter().partition(|r| r.forwarded);
+            here = forwarded;
+            if !ours.is_empty() {
+                let permit = forwards
+                    .clone()
+                    .acquire_owned()
+                    .await
+                    .expect("never closed");
+                let sent = Sent {
+                    board,
+                    fleet: fleet.clone(),
+                    remote,
+                    route: route.clone(),
+                    pool: pool.clone(),
+                    asynchronous: groups.asynchronous,
+                };
+                tokio::spawn(async move {
+                    sent.forward(ours).await;
+                    drop(permit);
+                });
+            }
+        }
+        if !here.is_empty() {
+            commit(board, &pool, groups.asynchronous, here).await;
         }
         group.clear();
+    }
+}
+
+/// A group on its way to the board's placer at another gateway.
+struct Sent {
+    board: i64,
+    fleet: Arc<Fleet>,
+    remote: lease::Remote,
+    route: Arc<Route>,
+    pool: Pool,
+    asynchronous: bool,
+}
+
+impl Sent {
+    async fn forward(self, group: Vec<Request>) {
+        let board = self.board;
+        let (items, replies): (Vec<PlaceItem>, Vec<_>) =
+            group.into_iter().map(|r| (r.item, r.reply)).unzip();
+        match self.fleet.forwarder.send(&self.remote, board, &items).await {
+            Ok(outcomes) => {
+                crate::metrics::metrics()
+                    .placements_forwarded
+                    .inc_by(items.len() as u64);
+                for (reply, outcome) in replies.into_iter().zip(outcomes) {
+                    let _ = reply.send(outcome);
+                }
+            }
+            // Nothing of it was placed there: placed here instead, and so are the next
+            // groups until the lease says otherwise.
+            Err(Failure::NotSent(why)) => {
+                tracing::warn!("board {board}: {why}; placing here");
+                self.route.here();
+                let group = items
+                    .into_iter()
+                    .zip(replies)
+                    .map(|(item, reply)| Request {
+                        item,
+                        forwarded: false,
+                        reply,
+                    })
+                    .collect();
+                commit(board, &self.pool, self.asynchronous, group).await;
+            }
+            Err(Failure::Unanswered(why)) => {
+                tracing::warn!("board {board}: {why}");
+                self.route.here();
+                let error = RpcError::new(
+                    UNAVAILABLE,
+                    "the gateway that places on this board did not answer: the placement \
+                     may or may not have been made; retry with the same key",
+                );
+                for reply in replies {
+                    let _ = reply.send(Err(error.clone()));
+                }
+            }
+        }
     }
 }
 

@@ -139,8 +139,13 @@ impl Setup {
 
     /// A fresh gateway process for `scenario`, healthy.
     pub async fn gateway(&self, scenario: &str) -> Result<Gateway> {
+        self.gateway_with(scenario, &[]).await
+    }
+
+    /// `gateway`, with `extra` flags (`Gateway::start_with`).
+    pub async fn gateway_with(&self, scenario: &str, extra: &[&str]) -> Result<Gateway> {
         let log = GatewayLog::new(&self.args.log_dir, scenario)?;
-        Gateway::start(&self.args.gateway_bin, &self.db_url, log).await
+        Gateway::start_with(&self.args.gateway_bin, &self.db_url, log, extra).await
     }
 }
 

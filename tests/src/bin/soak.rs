@@ -52,6 +52,7 @@ async fn main() {
         pg_restart: Some(args.pg_restart),
         out_dir: std::env::temp_dir().join("pgplace-soak-long"),
         content_sample: 50,
+        one_placer: false,
     })
     .await;
     println!("{}", report.render());

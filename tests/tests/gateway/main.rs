@@ -16,6 +16,7 @@ mod legacy_names;
 mod limits;
 mod lists;
 mod lists_random;
+mod one_placer;
 mod png;
 mod presence;
 mod protocol;

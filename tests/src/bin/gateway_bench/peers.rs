@@ -2,7 +2,9 @@
 //! same machine, every peer started here on loopback.
 //!
 //! Durable placements: pgplace's `place_many` over SQL (2 connections, batches of 100);
-//! `board.place` through one gateway and through two behind nginx (64 keep-alive clients);
+//! `board.place` through one gateway, straight and behind nginx, and through two behind
+//! nginx, each placing itself and with one placer per board (`--placer-url`: the gateway
+//! that holds the board's lease groups every placement; 64 keep-alive clients);
 //! the design r/Place 2017 and One Million Checkboxes ran — Redis with one Lua script
 //! (cooldown `SET NX EX`, `BITFIELD SET u4`, `PUBLISH`), 64 connections — with
 //! `appendfsync always` (durable, like pgplace) and `everysec` (for reference). Redis keeps
@@ -45,8 +47,10 @@ pub async fn run(setup: &Setup) -> Result<Table> {
     std::fs::create_dir_all(&dir)?;
     let mut durable = Vec::new();
     durable.push(sql_place_many(setup).await?);
-    durable.push(through_gateways(setup, 1, &dir).await?);
-    durable.push(through_gateways(setup, 2, &dir).await?);
+    durable.push(through_gateways(setup, Fleet::Direct, &dir).await?);
+    durable.push(through_gateways(setup, Fleet::Proxied(1, Placing::Each), &dir).await?);
+    durable.push(through_gateways(setup, Fleet::Proxied(2, Placing::Each), &dir).await?);
+    durable.push(through_gateways(setup, Fleet::Proxied(2, Placing::OnePlacer), &dir).await?);
     for fsync in ["always", "everysec"] {
         durable.push(redis_lua(setup, fsync, &dir).await?);
     }
@@ -183,13 +187,44 @@ async fn sql_place_many(setup: &Setup) -> Result<Measured> {
     })
 }
 
-/// `board.place` from 64 clients, straight to one gateway or through nginx to two.
-async fn through_gateways(setup: &Setup, count: usize, dir: &std::path::Path) -> Result<Measured> {
+/// Which gateways the clients place through.
+#[derive(Clone, Copy)]
+enum Fleet {
+    /// One gateway, no proxy.
+    Direct,
+    /// This many gateways behind nginx.
+    Proxied(usize, Placing),
+}
+
+/// Who groups a board's placements.
+#[derive(Clone, Copy, PartialEq)]
+enum Placing {
+    /// Each gateway its own.
+    Each,
+    /// The gateway that holds the board's placer lease (`--placer-url`).
+    OnePlacer,
+}
+
+/// `board.place` from 64 clients, straight to one gateway or through nginx to some.
+async fn through_gateways(setup: &Setup, fleet: Fleet, dir: &std::path::Path) -> Result<Measured> {
+    let (count, placing) = match fleet {
+        Fleet::Direct => (1, Placing::Each),
+        Fleet::Proxied(count, placing) => (count, placing),
+    };
+    let extra: &[&str] = match placing {
+        Placing::Each => &[],
+        Placing::OnePlacer => &["--placer-url", "http://{listen}"],
+    };
     let mut gateways = Vec::new();
     for i in 0..count {
-        gateways.push(setup.gateway(&format!("{NAME}-{count}-{i}")).await?);
+        let name = match fleet {
+            Fleet::Direct => format!("{NAME}-direct"),
+            Fleet::Proxied(_, Placing::Each) => format!("{NAME}-{count}-{i}"),
+            Fleet::Proxied(_, Placing::OnePlacer) => format!("{NAME}-{count}-placer-{i}"),
+        };
+        gateways.push(setup.gateway_with(&name, extra).await?);
     }
-    let nginx = (count > 1).then(|| {
+    let nginx = matches!(fleet, Fleet::Proxied(..)).then(|| {
         let addrs: Vec<_> = gateways.iter().map(|g| g.addr).collect();
         Nginx::start(&addrs, dir, CLIENTS + 64)
     });
@@ -231,10 +266,17 @@ async fn through_gateways(setup: &Setup, count: usize, dir: &std::path::Path) ->
         gateway.stop().await;
     }
     Ok(Measured {
-        system: if count == 1 {
-            format!("pgplace board.place, 1 gateway ({CLIENTS} clients)")
-        } else {
-            format!("pgplace board.place, {count} gateways behind nginx ({CLIENTS} clients)")
+        system: match fleet {
+            Fleet::Direct => format!("pgplace board.place, 1 gateway ({CLIENTS} clients)"),
+            Fleet::Proxied(1, _) => {
+                format!("pgplace board.place, 1 gateway behind nginx ({CLIENTS} clients)")
+            }
+            Fleet::Proxied(count, Placing::Each) => format!(
+                "pgplace board.place, {count} gateways behind nginx, each placing ({CLIENTS} clients)"
+            ),
+            Fleet::Proxied(count, Placing::OnePlacer) => format!(
+                "pgplace board.place, {count} gateways behind nginx, one placer per board ({CLIENTS} clients)"
+            ),
         },
         per_second: rate(placed, elapsed),
         latencies: latencies.sorted().summary(),
@@ -538,6 +580,27 @@ fn report(durable: &[Measured], snapshot: &[Measured]) -> Table {
         ">= 1.0x",
         gateway >= redis_always && redis_always > 0.0,
     );
+    let behind_nginx = |needle: &str| {
+        durable
+            .iter()
+            .find(|m| m.system.contains(needle))
+            .map_or(0.0, |m| m.per_second)
+    };
+    let one = behind_nginx("1 gateway behind nginx");
+    for (placing, needle) in [
+        ("each placing", "each placing"),
+        ("one placer per board", "one placer"),
+    ] {
+        let two = behind_nginx(needle);
+        let ratio = if one > 0.0 { two / one } else { 0.0 };
+        table.target(
+            NAME,
+            &format!("2 gateways ({placing}) vs 1, both behind nginx"),
+            format!("{ratio:.2}x"),
+            ">= 0.9x",
+            ratio >= 0.9,
+        );
+    }
     for m in snapshot {
         table.info(
             NAME,

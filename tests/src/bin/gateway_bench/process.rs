@@ -43,7 +43,8 @@ impl Gateway {
         Self::start_with(bin, db_url, log, &[]).await
     }
 
-    /// `start`, with `extra` arguments (flags other than the ones `start` passes).
+    /// `start`, with `extra` arguments (flags other than the ones `start` passes; `{listen}`
+    /// in one stands for the address the gateway listens on).
     pub async fn start_with(
         bin: &Path,
         db_url: &str,
@@ -60,7 +61,11 @@ impl Gateway {
             // Room for every session of every scenario, and sessions that outlive a slow
             // setup phase.
             .args(["--max-sessions", "1000000", "--session-idle-secs", "3600"])
-            .args(extra)
+            .args(
+                extra
+                    .iter()
+                    .map(|a| a.replace("{listen}", &addr.to_string())),
+            )
             .env("RUST_LOG", "warn")
             .stdin(Stdio::null())
             .stdout(out.try_clone()?)

@@ -1,0 +1,63 @@
+-- One placer per board (0.8.12). Each group commit costs the database about as much CPU
+-- whatever its size, so a board's placements are cheapest in one stream of large groups:
+-- the gateway that holds a board's lease commits them, and the other gateways forward
+-- theirs to it at its address, with its token (gateway --placer-url). The lease decides
+-- only where placements are grouped: any gateway may still place, the board's seq lock
+-- orders whatever commits, and two gateways that both believe they hold it cost speed,
+-- never a gap or a duplicate. Rows are not dumped: a restored database starts without
+-- placers, and the gateways claim the leases again.
+--
+-- The token is what a placer accepts forwards by: only roles that may place (the
+-- functions below are the player's, sql/roles.sql) read it, and the readers may not
+-- SELECT the table.
+CREATE TABLE place.placers (
+    board_id bigint PRIMARY KEY REFERENCES place.board_settings (id) ON DELETE CASCADE,
+    gateway bigint NOT NULL,
+    address text NOT NULL,
+    token text NOT NULL,
+    expires_at timestamptz NOT NULL
+);
+
+-- Takes or renews the lease of board `board` for `lease_ms` milliseconds when it is free,
+-- expired or already this gateway's; answers who holds it now (this gateway or another).
+CREATE FUNCTION place.claim_placer(board bigint, claimant bigint, claimant_address text,
+                                   claimant_token text, lease_ms integer)
+RETURNS TABLE (gateway bigint, address text, token text)
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    IF board IS NULL OR claimant IS NULL OR claimant_address IS NULL OR claimant_token IS NULL
+       OR lease_ms IS NULL THEN
+        RAISE EXCEPTION 'claim_placer takes no NULL argument' USING ERRCODE = '22004';
+    END IF;
+    IF lease_ms NOT BETWEEN 100 AND 600000 THEN
+        RAISE EXCEPTION 'lease_ms must be between 100 and 600000 (it is %)', lease_ms
+            USING ERRCODE = '22023';
+    END IF;
+    IF length(claimant_address) NOT BETWEEN 1 AND 500 OR length(claimant_token) NOT BETWEEN 16 AND 200 THEN
+        RAISE EXCEPTION 'the address must be 1 to 500 characters and the token 16 to 200'
+            USING ERRCODE = '22023';
+    END IF;
+    IF NOT EXISTS (SELECT FROM place.board_settings b WHERE b.id = board) THEN
+        RAISE EXCEPTION 'board % does not exist', board USING ERRCODE = '42704';
+    END IF;
+    INSERT INTO place.placers AS p (board_id, gateway, address, token, expires_at)
+    VALUES (board, claimant, claimant_address, claimant_token,
+            clock_timestamp() + lease_ms * interval '1 millisecond')
+    ON CONFLICT (board_id) DO UPDATE
+        SET gateway = excluded.gateway, address = excluded.address, token = excluded.token,
+            expires_at = excluded.expires_at
+        WHERE p.gateway = excluded.gateway OR p.expires_at < clock_timestamp();
+    RETURN QUERY SELECT p.gateway, p.address, p.token FROM place.placers p WHERE p.board_id = board;
+END
+$$;
+
+-- Gives the lease of `board` up, if `claimant` holds it (a gateway that stops): the next
+-- claim by another gateway takes it at once instead of after the lease runs out.
+CREATE FUNCTION place.release_placer(board bigint, claimant bigint) RETURNS boolean
+LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+    WITH gone AS (DELETE FROM place.placers p
+                  WHERE p.board_id = release_placer.board AND p.gateway = release_placer.claimant
+                  RETURNING 1)
+    SELECT EXISTS (SELECT FROM gone);
+END;

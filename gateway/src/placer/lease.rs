@@ -1,0 +1,123 @@
+//! Whose placer a board's placements go through: this gateway keeps claiming the board's
+//! lease (`place.claim_placer`) while it serves the board, and routes its placements by
+//! the answer: to its own group commit when it holds the lease, else to the holder's
+//! address. A lease that cannot be read (the database away, a schema before 0.8.12) routes
+//! here: every gateway may place, and the database orders what commits.
+
+use super::forward::Forwarder;
+use crate::db;
+use deadpool_postgres::Pool;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+/// How long a claim holds the lease: a placer that stops renewing (killed, paused, cut
+/// off from the database) is replaced this long after its last renewal.
+pub const LEASE: Duration = Duration::from_secs(3);
+/// How often a gateway renews its lease, or asks again who holds it.
+pub const RENEW: Duration = Duration::from_secs(1);
+
+/// This gateway as a placer to the others (`--placer-url`).
+pub struct Fleet {
+    pub gateway: u64,
+    /// Where the other gateways reach this one.
+    pub url: String,
+    /// What this gateway accepts forwarded placements by (random, per process).
+    pub token: String,
+    pub forwarder: Forwarder,
+}
+
+impl Fleet {
+    pub fn new(gateway: u64, url: String) -> Self {
+        let mut bytes = [0u8; 24];
+        getrandom::fill(&mut bytes).expect("the system's random source");
+        let token = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        Fleet {
+            gateway,
+            url: url.trim_end_matches('/').to_string(),
+            token,
+            forwarder: Forwarder::default(),
+        }
+    }
+}
+
+/// The placer of another gateway.
+#[derive(Clone)]
+pub struct Remote {
+    pub address: Arc<str>,
+    pub token: Arc<str>,
+}
+
+/// Where a board's placements go now: `None` here.
+#[derive(Default)]
+pub struct Route(Mutex<Option<Remote>>);
+
+impl Route {
+    pub fn remote(&self) -> Option<Remote> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Until the next claim says otherwise, placements go here (the holder did not answer).
+    pub fn here(&self) {
+        self.set(None);
+    }
+
+    fn set(&self, remote: Option<Remote>) {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = remote;
+    }
+}
+
+/// Claims board `board`'s lease every [`RENEW`] for as long as its placer runs (while
+/// `route` lives), then gives the lease up.
+pub async fn keep(board: i64, pool: Pool, fleet: Arc<Fleet>, route: Weak<Route>) {
+    let mut failing = false;
+    let lease_ms = LEASE.as_millis() as i32;
+    while let Some(live) = route.upgrade() {
+        let claimed = match pool.get().await {
+            Ok(client) => db::placers::claim(
+                &client,
+                board,
+                fleet.gateway,
+                &fleet.url,
+                &fleet.token,
+                lease_ms,
+            )
+            .await
+            .map_err(|e| {
+                if e.code() == Some(&tokio_postgres::error::SqlState::UNDEFINED_FUNCTION) {
+                    format!(
+                        "{} (--placer-url needs pgplace 0.8.12: ALTER EXTENSION pgplace UPDATE, then restart the gateway)",
+                        db::with_causes(&e)
+                    )
+                } else {
+                    db::with_causes(&e)
+                }
+            }),
+            Err(e) => Err(e.to_string()),
+        };
+        match claimed {
+            Ok(Some(holder)) if holder.gateway != fleet.gateway => {
+                live.set(Some(Remote {
+                    address: Arc::from(holder.address),
+                    token: Arc::from(holder.token),
+                }));
+                failing = false;
+            }
+            Ok(_) => {
+                live.here();
+                failing = false;
+            }
+            Err(error) => {
+                live.here();
+                if !std::mem::replace(&mut failing, true) {
+                    tracing::warn!("board {board}'s placer lease: {error}; placing here");
+                }
+            }
+        }
+        drop(live);
+        tokio::time::sleep(RENEW).await;
+    }
+    // This gateway no longer serves the board: the next claim by another takes it at once.
+    if let Ok(client) = pool.get().await {
+        let _ = db::placers::release(&client, board, fleet.gateway).await;
+    }
+}

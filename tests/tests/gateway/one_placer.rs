@@ -1,0 +1,232 @@
+//! One placer per board (`--placer-url`): the gateway that holds a board's lease groups its
+//! placements, and another gateway sends it the ones it takes. Each answer is the one the
+//! database gave (seq, cooldown), and the route that takes them from other gateways
+//! refuses anyone without the placer's token before it reads a byte of the body.
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::{Request, StatusCode};
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use pgplace_tests::gateway::{start_gateway, Http};
+use pgplace_tests::processes::free_port;
+use pgplace_tests::{connect, create_board, create_users_with_tokens, fresh_database};
+use serde_json::json;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+const FORWARDED: &str = "pgplace_placements_forwarded_total";
+
+/// A gateway on a port of its own that other gateways reach at `http://` that port.
+async fn placer(url: &str) -> pgplace_gateway::Running {
+    let port = free_port();
+    start_gateway(url, |c| {
+        c.listen = SocketAddr::from(([127, 0, 0, 1], port));
+        c.placer_url = Some(format!("http://127.0.0.1:{port}"));
+    })
+    .await
+}
+
+/// The address and token of the gateway that holds `board`'s lease, once one does (a
+/// gateway claims it as it starts serving the board, beside its first placement).
+async fn holder(sql: &tokio_postgres::Client, board: i64) -> (String, String) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(row) = sql
+            .query_opt(
+                "SELECT address, token FROM place.placers WHERE board_id = $1",
+                &[&board],
+            )
+            .await
+            .unwrap()
+        {
+            return (row.get(0), row.get(1));
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no gateway claimed board {board}'s lease"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// POST /placer/boards/{board} to `addr` with `token` (if any): the status and the body.
+async fn post_group(
+    addr: SocketAddr,
+    board: i64,
+    token: Option<&str>,
+    body: &str,
+) -> (StatusCode, String) {
+    let client = Client::builder(TokioExecutor::new()).build_http();
+    let mut request = Request::post(format!("http://{addr}/placer/boards/{board}"))
+        .header("content-type", "application/json");
+    if let Some(token) = token {
+        request = request.header("x-pgplace-placer-token", token);
+    }
+    let response = client
+        .request(
+            request
+                .body(Full::new(Bytes::from(body.to_string())))
+                .unwrap(),
+        )
+        .await
+        .expect("an answer");
+    let status = response.status();
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    (status, String::from_utf8_lossy(&body).into_owned())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gateway_without_the_lease_places_through_the_one_that_holds_it() {
+    let url = fresh_database("gw_one_placer").await;
+    let sql = connect(&url).await;
+    let board = create_board(&sql, "grouped", (64, 64), 4, "0").await;
+    let slow = create_board(&sql, "slow", (64, 64), 4, "1 hour").await;
+    let users = create_users_with_tokens(&sql, "grouped", 8).await;
+    let (a, b) = (placer(&url).await, placer(&url).await);
+    let (on_a, on_b) = (Http::new(a.addr), Http::new(b.addr));
+    // A serves the boards first, so A holds their leases; B learns so at its first claim.
+    let session_a = on_a.ok("session.create", json!([])).await;
+    on_a.ok("session.authorize", json!([session_a, users[0].1]))
+        .await;
+    on_a.ok("board.place", json!([session_a, board, 0, 0, 1]))
+        .await;
+    on_a.ok("board.place", json!([session_a, slow, 0, 0, 1]))
+        .await;
+    for board in [board, slow] {
+        assert_eq!(holder(&sql, board).await.0, format!("http://{}", a.addr));
+    }
+
+    let mut sessions = Vec::new();
+    for (_, token) in &users {
+        let session = on_b.ok("session.create", json!([])).await;
+        on_b.ok("session.authorize", json!([session, token])).await;
+        sessions.push(session);
+    }
+    // Until B's first claim has answered, B places itself: wait for a forwarded placement.
+    let before = on_b.metric(FORWARDED).await.unwrap_or(0.0);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut round = 1;
+    while on_b.metric(FORWARDED).await.unwrap_or(0.0) == before {
+        assert!(
+            Instant::now() < deadline,
+            "B never forwarded a placement to A"
+        );
+        on_b.ok("board.place", json!([sessions[0], board, round, 0, 1]))
+            .await;
+        round += 1;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // Many at once through B: each answer is its own row of the history.
+    let mut placing = tokio::task::JoinSet::new();
+    for (i, s) in sessions.iter().cloned().enumerate() {
+        let on_b = on_b.clone();
+        placing.spawn(async move {
+            let (x, y, color) = (i as i32, 10 + round, (i % 15 + 1) as i32);
+            let answer = on_b.ok("board.place", json!([s, board, x, y, color])).await;
+            (i, x, y, color, answer["seq"].as_i64().expect("a seq"))
+        });
+    }
+    let placed = placing.join_all().await;
+    for (i, x, y, color, seq) in placed {
+        let row = sql
+            .query_one(
+                "SELECT x, y, color, user_id FROM place.placements WHERE board_id = $1 AND seq = $2",
+                &[&board, &seq],
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            (
+                row.get::<_, i32>(0),
+                row.get::<_, i32>(1),
+                row.get::<_, i32>(2),
+                row.get::<_, i64>(3)
+            ),
+            (x, y, color, users[i].0),
+            "seq {seq} is placement {i}'s"
+        );
+    }
+    let forwarded = on_b.metric(FORWARDED).await.unwrap_or(0.0) - before;
+    assert!(
+        forwarded >= users.len() as f64,
+        "B forwarded its placements ({forwarded})"
+    );
+
+    // A refusal comes back as the placer's database gave it: the cooldown, with its time.
+    let user = &users[1];
+    let session = on_b.ok("session.create", json!([])).await;
+    on_b.ok("session.authorize", json!([session, user.1])).await;
+    // B's first claim on the slow board answers A before anything is placed there.
+    on_b.ok("board.get", json!([slow])).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let forwarded_before = on_b.metric(FORWARDED).await.unwrap_or(0.0);
+    on_b.ok("board.place", json!([session, slow, 5, 5, 2]))
+        .await;
+    let refused = on_b
+        .err("board.place", json!([session, slow, 6, 5, 2]))
+        .await;
+    assert_eq!(refused["code"], -32003, "{refused}");
+    assert!(refused["data"]["retry_at"].is_string(), "{refused}");
+    assert_eq!(
+        on_b.metric(FORWARDED).await.unwrap_or(0.0) - forwarded_before,
+        2.0,
+        "both went through A"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_placer_route_takes_nothing_without_the_token() {
+    let url = fresh_database("gw_placer_route").await;
+    let sql = connect(&url).await;
+    let board = create_board(&sql, "guarded", (16, 16), 4, "0").await;
+    let users = create_users_with_tokens(&sql, "guarded", 1).await;
+    let a = placer(&url).await;
+    let on_a = Http::new(a.addr);
+    let session = on_a.ok("session.create", json!([])).await;
+    on_a.ok("session.authorize", json!([session, users[0].1]))
+        .await;
+    on_a.ok("board.place", json!([session, board, 0, 0, 1]))
+        .await;
+    let (_, token) = holder(&sql, board).await;
+    let group = json!({"items": [{"session": session, "user": users[0].0, "x": 1, "y": 1,
+                                  "color": 2, "key": null}]})
+    .to_string();
+    let seq = |sql: tokio_postgres::Client| async move {
+        sql.query_one("SELECT seq FROM place.boards WHERE id = $1", &[&board])
+            .await
+            .unwrap()
+            .get::<_, i64>(0)
+    };
+    let at_first = seq(connect(&url).await).await;
+    for bad in [None, Some("not-the-token"), Some(&token[1..])] {
+        let (status, body) = post_group(a.addr, board, bad, &group).await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{bad:?}: {body}");
+    }
+    assert_eq!(
+        seq(connect(&url).await).await,
+        at_first,
+        "nothing was placed"
+    );
+    // Garbage with the token is refused too, and places nothing.
+    let (status, body) = post_group(a.addr, board, Some(&token), "{\"items\": 3}").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(
+        seq(connect(&url).await).await,
+        at_first,
+        "nothing was placed"
+    );
+    // With it, the group is placed and answered in order.
+    let (status, body) = post_group(a.addr, board, Some(&token), &group).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let answer: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(answer["outcomes"][0]["done"]["placed"], true, "{body}");
+    assert_eq!(answer["outcomes"][0]["done"]["seq"], at_first + 1, "{body}");
+
+    // A gateway that is no placer has no such route.
+    let plain = start_gateway(&url, |_| {}).await;
+    let (status, body) = post_group(plain.addr, board, Some(&token), &group).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+    assert_eq!(seq(connect(&url).await).await, at_first + 1);
+}
