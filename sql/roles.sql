@@ -13,8 +13,8 @@
 --   pgplace_player  what pgplace_reader may, plus placing: place, place_many,
 --                   user_for_token, user_for_subject, create_guest and settled_seq (it holds off writers while it
 --                   runs), the gateway's session_* functions, tick (which
---                   gives committed changes their positions), and claim_placer and
---                   release_placer (a board's placer lease). Meant for the
+--                   gives committed changes their positions), claim_placer and
+--                   release_placer (a board's placer lease) and session_users_public. Meant for the
 --                   gateway (or another trusted client): place() takes the user id
 --                   as an argument, so a player role can place for any user; the
 --                   gateway checks tokens before it calls place_many.
@@ -97,7 +97,7 @@ SELECT :'pgplace_player', unnest(ARRAY[
     'place', 'place_many', 'user_for_token', 'user_for_subject', 'create_guest', 'settled_seq', 'session_create', 'session_load',
     'session_set_user', 'session_subscribe', 'session_unsubscribe', 'session_destroy',
     'session_hold', 'session_move', 'session_hand_over', 'session_take_handover', 'session_states', 'session_users',
-    'session_seen', 'session_expire', 'session_watchers', 'tick', 'claim_placer', 'release_placer']), true
+    'session_seen', 'session_expire', 'session_watchers', 'tick', 'claim_placer', 'release_placer', 'session_users_public']), true
 UNION ALL
 SELECT :'pgplace_admin', unnest(ARRAY[
     'create_board', 'create_user', 'set_cooldown', 'set_board_state', 'set_keyframe_every',

@@ -98,6 +98,8 @@ COMMENT ON FUNCTION place.claim_placer(bigint, bigint, text, text, integer) IS
     'Takes or renews a gateway''s lease on grouping a board''s placements (when free, expired or its own) for lease_ms; answers the gateway that holds it, its address and its token.';
 COMMENT ON FUNCTION place.release_placer(bigint, bigint) IS
     'Gives up a gateway''s lease on a board''s placements, if it holds it; answers whether it did.';
+COMMENT ON FUNCTION place.session_users_public(bigint[]) IS
+    'The users the sessions with these public ids act for now, in order (place_many''s user_ids, read in the placement''s own statement); 42501 when one has none or is gone.';
 COMMENT ON FUNCTION place.frozen_tiles(bigint, timestamptz) IS
     'The tiles of the board as it is now that are frozen at a time (default now; later: what will freeze if untouched), with the seq of their last change and when they freeze.';
 

@@ -61,3 +61,23 @@ BEGIN ATOMIC
                   RETURNING 1)
     SELECT EXISTS (SELECT FROM gone);
 END;
+
+-- The users that sessions act for now, by their public ids, in order: what a group's
+-- statement reads, as place.session_users does by their secret ids, so that a gateway
+-- forwarding placements to the board's placer sends no session's secret. A session
+-- without a user (or gone) fails the call with 42501, naming none of the others.
+CREATE FUNCTION place.session_users_public(public_ids bigint[]) RETURNS bigint[]
+STABLE LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    users bigint[];
+BEGIN
+    SELECT array_agg(s.user_id ORDER BY i.ord) INTO users
+    FROM unnest(public_ids) WITH ORDINALITY AS i(id, ord)
+    LEFT JOIN place.sessions s ON s.public_id = i.id;
+    IF array_position(users, NULL) IS NOT NULL THEN
+        RAISE EXCEPTION 'this session has no user (signed out or destroyed through another gateway)'
+            USING ERRCODE = '42501';
+    END IF;
+    RETURN users;
+END
+$$;

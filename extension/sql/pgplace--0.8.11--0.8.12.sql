@@ -53,10 +53,33 @@ BEGIN ATOMIC
                   RETURNING 1)
     SELECT EXISTS (SELECT FROM gone);
 END;
+
+-- The users that sessions act for now, by their public ids, in order: what a group's
+-- statement reads, as place.session_users does by their secret ids, so that a gateway
+-- forwarding placements to the board's placer sends no session's secret. A session
+-- without a user (or gone) fails the call with 42501, naming none of the others.
+CREATE FUNCTION place.session_users_public(public_ids bigint[]) RETURNS bigint[]
+STABLE LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    users bigint[];
+BEGIN
+    SELECT array_agg(s.user_id ORDER BY i.ord) INTO users
+    FROM unnest(public_ids) WITH ORDINALITY AS i(id, ord)
+    LEFT JOIN place.sessions s ON s.public_id = i.id;
+    IF array_position(users, NULL) IS NOT NULL THEN
+        RAISE EXCEPTION 'this session has no user (signed out or destroyed through another gateway)'
+            USING ERRCODE = '42501';
+    END IF;
+    RETURN users;
+END
+$$;
 COMMENT ON FUNCTION place.claim_placer(bigint, bigint, text, text, integer) IS
     'Takes or renews a gateway''s lease on grouping a board''s placements (when free, expired or its own) for lease_ms; answers the gateway that holds it, its address and its token.';
 COMMENT ON FUNCTION place.release_placer(bigint, bigint) IS
     'Gives up a gateway''s lease on a board''s placements, if it holds it; answers whether it did.';
+COMMENT ON FUNCTION place.session_users_public(bigint[]) IS
+    'The users the sessions with these public ids act for now, in order (place_many''s user_ids, read in the placement''s own statement); 42501 when one has none or is gone.';
 -- Run as the owner; not every role's (the player's: sql/roles.sql).
 REVOKE EXECUTE ON FUNCTION place.claim_placer(bigint, bigint, text, text, integer) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION place.release_placer(bigint, bigint) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION place.session_users_public(bigint[]) FROM PUBLIC;

@@ -129,6 +129,6 @@ extension_sql_file!(
 extension_sql_file!(
     "../schema/placers.sql",
     name = "placers",
-    requires = ["schema"]
+    requires = ["schema", "sessions"]
 );
 extension_sql_file!("../schema/functions.sql", name = "functions", finalize);

@@ -396,8 +396,14 @@ async fn refuse(mut stream: TcpStream, refused: ConnectionRefused) {
         .iter()
         .map(|(name, value)| format!("{name}: {value}\r\n"))
         .collect();
+    // Nothing of the request was read: a gateway forwarding placements may place them itself.
+    let placed = format!(
+        "{}: {}\r\n",
+        crate::placer::wire::PLACED_HEADER,
+        crate::placer::wire::NOT_PLACED
+    );
     let answer = format!(
-        "HTTP/1.1 {status}\r\ncontent-type: application/json\r\n{security}\
+        "HTTP/1.1 {status}\r\ncontent-type: application/json\r\n{security}{placed}\
          connection: close\r\ncontent-length: {}\r\n\r\n{body}",
         body.len()
     );

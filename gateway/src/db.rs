@@ -466,9 +466,12 @@ pub struct Outcome {
 }
 
 pub struct PlaceItem {
-    /// The session it is placed through (`place.session_users` reads its user in the
-    /// placement's statement, where the schema has it).
-    pub session: std::sync::Arc<str>,
+    /// The session it is placed through, by its public id (`place.session_users_public`
+    /// reads its user in the placement's statement, 0.8.12) and by its secret id where
+    /// this gateway has it (`place.session_users`, 0.8.11; a placement forwarded by
+    /// another gateway comes without it).
+    pub session_public: i64,
+    pub session: Option<std::sync::Arc<str>>,
     /// The user the gateway's copy of the session names (the schemas before 0.8.11).
     pub user: i64,
     pub x: i32,
@@ -504,13 +507,30 @@ macro_rules! place_many_sql {
 const PLACE_MANY: [&str; 2] = place_many_sql!("$1, $2, $3, $4, $5");
 const PLACE_MANY_KEYED: [&str; 2] = place_many_sql!("$1, $2, $3, $4, $5, $6");
 /// The same with each placement's user read from its session in the statement
-/// (`place.session_users`, 0.8.11).
+/// (`place.session_users`, 0.8.11), by the sessions' public ids since 0.8.12
+/// (`place.session_users_public`).
 const PLACE_MANY_BY_SESSION: [&str; 2] = place_many_sql!("$1, place.session_users($2), $3, $4, $5");
 const PLACE_MANY_BY_SESSION_KEYED: [&str; 2] =
     place_many_sql!("$1, place.session_users($2), $3, $4, $5, $6");
+const PLACE_MANY_BY_PUBLIC: [&str; 2] =
+    place_many_sql!("$1, place.session_users_public($2), $3, $4, $5");
+const PLACE_MANY_BY_PUBLIC_KEYED: [&str; 2] =
+    place_many_sql!("$1, place.session_users_public($2), $3, $4, $5, $6");
 
-/// Whether the database has `place.session_users` and this role may call it.
+/// Whether the database has `place.session_users` (`..._public`) and this role may call it.
 static SESSION_USERS: OnceLock<bool> = OnceLock::new();
+static SESSION_USERS_PUBLIC: OnceLock<bool> = OnceLock::new();
+
+/// How a group's statement names each placement's user.
+#[derive(Clone, Copy)]
+enum UsersBy {
+    /// The sessions' public ids (0.8.12).
+    PublicId,
+    /// The sessions' secret ids (0.8.11).
+    Id,
+    /// The users the gateway's copies name (before 0.8.11).
+    Copy,
+}
 
 /// Whether function `signature` exists and this role may call it; asked once per process
 /// and remembered in `known`.
@@ -540,9 +560,26 @@ pub async fn place_many(
     asynchronous: bool,
 ) -> Result<Vec<Outcome>, tokio_postgres::Error> {
     let asynchronous = asynchronous && durable::supported(client).await?;
-    let by_session = callable(client, &SESSION_USERS, "place.session_users(text[])").await?;
+    let by = if callable(
+        client,
+        &SESSION_USERS_PUBLIC,
+        "place.session_users_public(bigint[])",
+    )
+    .await?
+    {
+        UsersBy::PublicId
+    } else if callable(client, &SESSION_USERS, "place.session_users(text[])").await? {
+        UsersBy::Id
+    } else {
+        UsersBy::Copy
+    };
     let users: Vec<i64> = items.iter().map(|i| i.user).collect();
-    let sessions: Vec<&str> = items.iter().map(|i| &*i.session).collect();
+    let publics: Vec<i64> = items.iter().map(|i| i.session_public).collect();
+    // Only placements made here reach a schema before 0.8.12 (forwarding needs its lease).
+    let sessions: Vec<&str> = items
+        .iter()
+        .map(|i| i.session.as_deref().unwrap_or_default())
+        .collect();
     let xs: Vec<i32> = items.iter().map(|i| i.x).collect();
     let ys: Vec<i32> = items.iter().map(|i| i.y).collect();
     let colors: Vec<i32> = items.iter().map(|i| i.color).collect();
@@ -552,15 +589,18 @@ pub async fn place_many(
         .iter()
         .any(|i| i.key.is_some())
         .then(|| items.iter().map(|i| i.key.as_deref()).collect());
-    let mut params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = match by_session {
-        true => vec![&board, &sessions, &xs, &ys, &colors],
-        false => vec![&board, &users, &xs, &ys, &colors],
+    let mut params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = match by {
+        UsersBy::PublicId => vec![&board, &publics, &xs, &ys, &colors],
+        UsersBy::Id => vec![&board, &sessions, &xs, &ys, &colors],
+        UsersBy::Copy => vec![&board, &users, &xs, &ys, &colors],
     };
-    let statements = match (&keys, by_session) {
-        (Some(_), true) => PLACE_MANY_BY_SESSION_KEYED,
-        (Some(_), false) => PLACE_MANY_KEYED,
-        (None, true) => PLACE_MANY_BY_SESSION,
-        (None, false) => PLACE_MANY,
+    let statements = match (&keys, by) {
+        (Some(_), UsersBy::PublicId) => PLACE_MANY_BY_PUBLIC_KEYED,
+        (Some(_), UsersBy::Id) => PLACE_MANY_BY_SESSION_KEYED,
+        (Some(_), UsersBy::Copy) => PLACE_MANY_KEYED,
+        (None, UsersBy::PublicId) => PLACE_MANY_BY_PUBLIC,
+        (None, UsersBy::Id) => PLACE_MANY_BY_SESSION,
+        (None, UsersBy::Copy) => PLACE_MANY,
     };
     if let Some(keys) = &keys {
         params.push(keys);

@@ -20,14 +20,28 @@ use std::sync::Arc;
 use std::time::Duration;
 use subtle::ConstantTimeEq;
 
-/// The largest group body: `--max-group` placements with the longest keys and session ids.
+/// The largest group body: `--max-group` placements with the longest keys, every byte of
+/// them escaped (`\u00XX`, six bytes).
 fn body_limit(app: &App) -> usize {
     (app.config.max_group as usize)
-        .saturating_mul(512)
+        .saturating_mul(2048)
         .max(64 * 1024)
 }
 
 pub async fn accept(app: Arc<App>, req: Request<Incoming>, board: i64) -> Response<Fragments> {
+    let mut response = answer(app, req, board).await;
+    if response.status() != StatusCode::OK {
+        // Every refusal here comes before anything is placed: the sender may place the
+        // group itself.
+        response.headers_mut().insert(
+            wire::PLACED_HEADER,
+            HeaderValue::from_static(wire::NOT_PLACED),
+        );
+    }
+    response
+}
+
+async fn answer(app: Arc<App>, req: Request<Incoming>, board: i64) -> Response<Fragments> {
     let Some(fleet) = &app.fleet else {
         return json_status(
             StatusCode::NOT_FOUND,

@@ -40,7 +40,10 @@ impl Default for Forwarder {
         connector.set_connect_timeout(Some(CONNECT_WITHIN));
         Forwarder {
             client: Client::builder(TokioExecutor::new())
-                .pool_idle_timeout(Duration::from_secs(30))
+                // Well within the placer's --header-timeout-secs (30 s by default): a group
+                // written on a connection the placer is closing as idle would be lost in
+                // flight, its outcome unknown.
+                .pool_idle_timeout(Duration::from_secs(5))
                 .build(connector),
         }
     }
@@ -72,16 +75,20 @@ impl Forwarder {
                 }
             })?;
             let status = response.status();
+            let not_placed = response
+                .headers()
+                .get(wire::PLACED_HEADER)
+                .is_some_and(|v| v.as_bytes() == wire::NOT_PLACED.as_bytes());
             let bytes = response
                 .into_body()
                 .collect()
                 .await
                 .map_err(|e| Failure::Unanswered(format!("the placer's answer: {e}")))?
                 .to_bytes();
-            Ok((status, bytes))
+            Ok((status, not_placed, bytes))
         })
         .await;
-        let (status, bytes) = match answered {
+        let (status, not_placed, bytes) = match answered {
             Ok(answer) => answer?,
             Err(_) => {
                 return Err(Failure::Unanswered(format!(
@@ -92,13 +99,12 @@ impl Forwarder {
         };
         match status {
             StatusCode::OK => {}
-            // Refused before anything was placed: a token that changed hands, a gateway that
-            // is no placer (any more), a body it would not take, a gateway closing or full
-            // (`http/forwarded.rs` answers anything but 200 before it places).
-            status if status.is_client_error() || status == StatusCode::SERVICE_UNAVAILABLE => {
+            // Refused before anything was placed, and said so: a token that changed hands,
+            // a gateway that is no placer (any more), a body it would not take, a gateway
+            // closing or full.
+            status if not_placed => {
                 return Err(Failure::NotSent(format!("the placer answered {status}")))
             }
-            // A proxy between may say so after it handed the group on.
             status => return Err(Failure::Unanswered(format!("the placer answered {status}"))),
         }
         let answer: wire::Answer = serde_json::from_slice(&bytes)

@@ -1,14 +1,15 @@
-//! Whose placer a board's placements go through: this gateway keeps claiming the board's
-//! lease (`place.claim_placer`) while it serves the board, and routes its placements by
-//! the answer: to its own group commit when it holds the lease, else to the holder's
+//! Whose placer a board's placements go through: this gateway claims the board's lease
+//! (`place.claim_placer`) every second while placements on it come through here, gives it
+//! up after a minute without one, and routes its placements by the answer: to its own group commit when it holds the lease, else to the holder's
 //! address. A lease that cannot be read (the database away, a schema before 0.8.12) routes
 //! here: every gateway may place, and the database orders what commits.
 
 use super::forward::Forwarder;
 use crate::db;
 use deadpool_postgres::Pool;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// How long a claim holds the lease: a placer that stops renewing (killed, paused, cut
 /// off from the database) is replaced this long after its last renewal.
@@ -66,58 +67,116 @@ impl Route {
     }
 }
 
-/// Claims board `board`'s lease every [`RENEW`] for as long as its placer runs (while
-/// `route` lives), then gives the lease up.
-pub async fn keep(board: i64, pool: Pool, fleet: Arc<Fleet>, route: Weak<Route>) {
-    let mut failing = false;
-    let lease_ms = LEASE.as_millis() as i32;
-    while let Some(live) = route.upgrade() {
-        let claimed = match pool.get().await {
-            Ok(client) => db::placers::claim(
-                &client,
-                board,
-                fleet.gateway,
-                &fleet.url,
-                &fleet.token,
-                lease_ms,
-            )
-            .await
-            .map_err(|e| {
-                if e.code() == Some(&tokio_postgres::error::SqlState::UNDEFINED_FUNCTION) {
-                    format!(
-                        "{} (--placer-url needs pgplace 0.8.12: ALTER EXTENSION pgplace UPDATE, then restart the gateway)",
+/// How long a board may go without a placement through this gateway before it gives the
+/// board's lease up and stops claiming it (a board merely viewed here claims nothing).
+pub const IDLE: Duration = Duration::from_secs(60);
+
+/// Claims a board's lease while placements come through this gateway.
+pub struct Keeper {
+    board: i64,
+    pool: Pool,
+    fleet: Arc<Fleet>,
+    route: Weak<Route>,
+    started: Instant,
+    /// Milliseconds after `started` of the last placement.
+    last_placement: AtomicU64,
+    /// A task claims the lease now.
+    claiming: AtomicBool,
+}
+
+impl Keeper {
+    pub fn new(board: i64, pool: Pool, fleet: Arc<Fleet>, route: &Arc<Route>) -> Arc<Self> {
+        Arc::new(Keeper {
+            board,
+            pool,
+            fleet,
+            route: Arc::downgrade(route),
+            started: Instant::now(),
+            last_placement: AtomicU64::new(0),
+            claiming: AtomicBool::new(false),
+        })
+    }
+
+    /// A placement is on its way: the lease is claimed from now on, if it was not.
+    pub fn placing(self: &Arc<Self>) {
+        let now = self.started.elapsed().as_millis() as u64;
+        self.last_placement.store(now, Ordering::Relaxed);
+        if !self.claiming.swap(true, Ordering::AcqRel) {
+            tokio::spawn(self.clone().keep());
+        }
+    }
+
+    fn idle(&self) -> bool {
+        let last = Duration::from_millis(self.last_placement.load(Ordering::Relaxed));
+        self.started.elapsed().saturating_sub(last) > IDLE
+    }
+
+    /// Claims the lease every [`RENEW`] until the board has been idle here for [`IDLE`]
+    /// (or its placer ended), then gives it up.
+    async fn keep(self: Arc<Self>) {
+        let (board, fleet) = (self.board, &self.fleet);
+        let mut failing = false;
+        let lease_ms = LEASE.as_millis() as i32;
+        while let Some(live) = self.route.upgrade() {
+            let claimed = match self.pool.get().await {
+                Ok(client) => db::placers::claim(
+                    &client,
+                    board,
+                    fleet.gateway,
+                    &fleet.url,
+                    &fleet.token,
+                    lease_ms,
+                )
+                .await
+                .map_err(|e| {
+                    if e.code() == Some(&tokio_postgres::error::SqlState::UNDEFINED_FUNCTION) {
+                        format!(
+                            "{} (--placer-url needs pgplace 0.8.12: ALTER EXTENSION pgplace UPDATE, then restart the gateway)",
+                            db::with_causes(&e)
+                        )
+                    } else {
                         db::with_causes(&e)
-                    )
-                } else {
-                    db::with_causes(&e)
+                    }
+                }),
+                Err(e) => Err(e.to_string()),
+            };
+            match claimed {
+                Ok(Some(holder)) if holder.gateway != fleet.gateway => {
+                    live.set(Some(Remote {
+                        address: Arc::from(holder.address),
+                        token: Arc::from(holder.token),
+                    }));
+                    failing = false;
                 }
-            }),
-            Err(e) => Err(e.to_string()),
-        };
-        match claimed {
-            Ok(Some(holder)) if holder.gateway != fleet.gateway => {
-                live.set(Some(Remote {
-                    address: Arc::from(holder.address),
-                    token: Arc::from(holder.token),
-                }));
-                failing = false;
+                Ok(_) => {
+                    live.here();
+                    failing = false;
+                }
+                Err(error) => {
+                    live.here();
+                    if !std::mem::replace(&mut failing, true) {
+                        tracing::warn!("board {board}'s placer lease: {error}; placing here");
+                    }
+                }
             }
-            Ok(_) => {
-                live.here();
-                failing = false;
-            }
-            Err(error) => {
-                live.here();
-                if !std::mem::replace(&mut failing, true) {
-                    tracing::warn!("board {board}'s placer lease: {error}; placing here");
+            drop(live);
+            tokio::time::sleep(RENEW).await;
+            if self.idle() {
+                self.claiming.store(false, Ordering::Release);
+                // A placement that came meanwhile saw a claimer and started none: go on.
+                if self.idle() || self.claiming.swap(true, Ordering::AcqRel) {
+                    break;
                 }
             }
         }
-        drop(live);
-        tokio::time::sleep(RENEW).await;
-    }
-    // This gateway no longer serves the board: the next claim by another takes it at once.
-    if let Ok(client) = pool.get().await {
-        let _ = db::placers::release(&client, board, fleet.gateway).await;
+        if let Some(route) = self.route.upgrade() {
+            route.here();
+        }
+        // Unless a new claimer took over: the next claim by another gateway takes it at once.
+        if !self.claiming.load(Ordering::Acquire) {
+            if let Ok(client) = self.pool.get().await {
+                let _ = db::placers::release(&client, board, fleet.gateway).await;
+            }
+        }
     }
 }

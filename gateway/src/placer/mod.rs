@@ -53,22 +53,20 @@ struct Request {
 #[derive(Clone)]
 pub struct Placer {
     queue: mpsc::UnboundedSender<Request>,
+    /// With `--placer-url`: the board's lease, claimed while placements come.
+    lease: Option<Arc<lease::Keeper>>,
 }
 
 impl Placer {
     pub fn spawn(board: Arc<Board>, pool: Pool, groups: Groups) -> Self {
         let (queue, requests) = mpsc::unbounded_channel();
         let route = Arc::new(Route::default());
-        if let Some(fleet) = &groups.fleet {
-            tokio::spawn(lease::keep(
-                board.id,
-                pool.clone(),
-                fleet.clone(),
-                Arc::downgrade(&route),
-            ));
-        }
+        let lease = groups
+            .fleet
+            .as_ref()
+            .map(|fleet| lease::Keeper::new(board.id, pool.clone(), fleet.clone(), &route));
         tokio::spawn(run(board.id, requests, pool, groups, route));
-        Placer { queue }
+        Placer { queue, lease }
     }
 
     /// Places one tile, through the board's placer; resolves when its group has committed
@@ -83,6 +81,9 @@ impl Placer {
     }
 
     async fn queued(&self, item: PlaceItem, forwarded: bool) -> Result<Outcome, RpcError> {
+        if let Some(lease) = &self.lease {
+            lease.placing();
+        }
         let (reply, outcome) = oneshot::channel();
         self.queue
             .send(Request {
@@ -113,7 +114,7 @@ async fn run(
         // Callers that gave up (their request was dropped) are not placed for.
         group.retain(|r| !r.reply.is_closed());
         let mut here = std::mem::take(&mut group);
-        if let (Some(fleet), Some(remote)) = (&groups.fleet, route.remote()) {
+        if let (Some(fleet), Some(_)) = (&groups.fleet, route.remote()) {
             let (forwarded, ours): (Vec<_>, Vec<_>) = here.into_iter().partition(|r| r.forwarded);
             here = forwarded;
             if !ours.is_empty() {
@@ -122,18 +123,25 @@ async fn run(
                     .acquire_owned()
                     .await
                     .expect("never closed");
-                let sent = Sent {
-                    board,
-                    fleet: fleet.clone(),
-                    remote,
-                    route: route.clone(),
-                    pool: pool.clone(),
-                    asynchronous: groups.asynchronous,
-                };
-                tokio::spawn(async move {
-                    sent.forward(ours).await;
-                    drop(permit);
-                });
+                // The lease may have moved while the permit was awaited (a placer that
+                // stopped answering holds them all).
+                match route.remote() {
+                    Some(remote) => {
+                        let sent = Sent {
+                            board,
+                            fleet: fleet.clone(),
+                            remote,
+                            route: route.clone(),
+                            pool: pool.clone(),
+                            asynchronous: groups.asynchronous,
+                        };
+                        tokio::spawn(async move {
+                            sent.forward(ours).await;
+                            drop(permit);
+                        });
+                    }
+                    None => here.extend(ours),
+                }
             }
         }
         if !here.is_empty() {

@@ -1,14 +1,19 @@
 //! What one gateway sends the board's placer (`POST /placer/boards/{id}`, `forward.rs`) and
-//! what it answers (`accept.rs`): a group of placements and an outcome for each, in order.
+//! what it answers (`http/forwarded.rs`): a group of placements and an outcome for each, in order.
 
 use crate::db::{Outcome, PlaceItem};
 use crate::errors::RpcError;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use std::sync::Arc;
 
 /// The header that carries the placer's token (`place.placers.token`).
 pub const TOKEN_HEADER: &str = "x-pgplace-placer-token";
+
+/// A gateway's answer that placed nothing of what it was sent carries this header with
+/// value [`NOT_PLACED`]: only then may the sender place the group itself. Any other answer
+/// but 200 (a proxy's 502 or 504, say) may have come after the group was placed.
+pub const PLACED_HEADER: &str = "x-pgplace-placer";
+pub const NOT_PLACED: &str = "not-placed";
 
 /// The path a board's forwarded placements are posted to.
 pub fn path(board: i64) -> String {
@@ -25,9 +30,11 @@ pub struct Group {
     pub items: Vec<Item>,
 }
 
+/// A placement as the placer needs it: its session by public id (the id is a secret this
+/// gateway keeps), the user this gateway's copy names (schemas before 0.8.11 only), the tile.
 #[derive(Serialize, Deserialize)]
 pub struct Item {
-    pub session: String,
+    pub session: i64,
     pub user: i64,
     pub x: i32,
     pub y: i32,
@@ -38,7 +45,7 @@ pub struct Item {
 impl From<&PlaceItem> for Item {
     fn from(item: &PlaceItem) -> Self {
         Item {
-            session: item.session.to_string(),
+            session: item.session_public,
             user: item.user,
             x: item.x,
             y: item.y,
@@ -51,7 +58,8 @@ impl From<&PlaceItem> for Item {
 impl From<Item> for PlaceItem {
     fn from(item: Item) -> Self {
         PlaceItem {
-            session: Arc::from(item.session),
+            session_public: item.session,
+            session: None,
             user: item.user,
             x: item.x,
             y: item.y,

@@ -39,6 +39,12 @@ SELECT place.session_users(ARRAY['session-aaaaaaaaaaaaaaaa', 'session-aaaaaaaaaa
        = ARRAY[:session_user, :session_user]::bigint[] AS both_the_user;
 SELECT expect_error('SELECT place.session_users(ARRAY[''session-aaaaaaaaaaaaaaaa'', ''session-bbbbbbbbbbbbbbbb''])');
 SELECT expect_error('SELECT place.session_users(ARRAY[''session-cccccccccccccccc''])');
+-- The same by public ids (0.8.12: a gateway forwarding placements to a board's placer
+-- sends no session's secret).
+SELECT place.session_users_public(ARRAY[:aaa, :aaa]::bigint[])
+       = ARRAY[:session_user, :session_user]::bigint[] AS both_the_user_by_public_id;
+SELECT expect_error(format('SELECT place.session_users_public(ARRAY[%s, %s]::bigint[])', :aaa, :bbb));
+SELECT expect_error('SELECT place.session_users_public(ARRAY[999999]::bigint[])');
 -- Every change bumped the version; the holder is the gateway that made it until another
 -- takes the session's legacy polls.
 SELECT * FROM place.session_states(ARRAY[:aaa, :bbb, 999999]::bigint[]) ORDER BY public_id;

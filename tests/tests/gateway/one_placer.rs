@@ -72,6 +72,14 @@ async fn post_group(
         .await
         .expect("an answer");
     let status = response.status();
+    // Every refusal says it placed nothing (the sender may then place the group itself);
+    // an answer that placed says no such thing.
+    let not_placed = response
+        .headers()
+        .get("x-pgplace-placer")
+        .map(|v| v.as_bytes())
+        == Some(b"not-placed");
+    assert_eq!(not_placed, status != StatusCode::OK, "{status}");
     let body = response.into_body().collect().await.unwrap().to_bytes();
     (status, String::from_utf8_lossy(&body).into_owned())
 }
@@ -158,8 +166,10 @@ async fn a_gateway_without_the_lease_places_through_the_one_that_holds_it() {
     let user = &users[1];
     let session = on_b.ok("session.create", json!([])).await;
     on_b.ok("session.authorize", json!([session, user.1])).await;
-    // B's first claim on the slow board answers A before anything is placed there.
-    on_b.ok("board.get", json!([slow])).await;
+    // B claims a board's lease from its first placement there on (which B places itself,
+    // before the claim answers): another user's first, then a moment for the answer.
+    on_b.ok("board.place", json!([sessions[2], slow, 1, 1, 1]))
+        .await;
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let forwarded_before = on_b.metric(FORWARDED).await.unwrap_or(0.0);
     on_b.ok("board.place", json!([session, slow, 5, 5, 2]))
@@ -190,7 +200,16 @@ async fn the_placer_route_takes_nothing_without_the_token() {
     on_a.ok("board.place", json!([session, board, 0, 0, 1]))
         .await;
     let (_, token) = holder(&sql, board).await;
-    let group = json!({"items": [{"session": session, "user": users[0].0, "x": 1, "y": 1,
+    // Forwarded placements name their sessions by public id: the id is the client's secret.
+    let public: i64 = sql
+        .query_one(
+            "SELECT public_id FROM place.sessions WHERE id_hash = sha256(convert_to($1, 'UTF8'))",
+            &[&session.as_str().unwrap()],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    let group = json!({"items": [{"session": public, "user": users[0].0, "x": 1, "y": 1,
                                   "color": 2, "key": null}]})
     .to_string();
     let seq = |sql: tokio_postgres::Client| async move {

@@ -105,7 +105,8 @@ pub async fn place(app: &App, p: PlaceParams) -> Result<Reply, RpcError> {
     let outcome = mirrored
         .placer
         .place(PlaceItem {
-            session: session.id.clone(),
+            session_public: session.public_id,
+            session: Some(session.id.clone()),
             user: user.id,
             x,
             y,
