@@ -2,6 +2,7 @@
 -- --placer-url claims a lease on each board it places on; the gateways that do not hold it
 -- forward their placements to the one that does, so a board's placements are grouped in
 -- one stream of commits however many gateways take them. See extension/schema/placers.sql.
+-- And place._changed_since in PL/pgSQL (below: a tick no longer plans it on every call).
 CREATE TABLE place.placers (
     board_id bigint PRIMARY KEY REFERENCES place.board_settings (id) ON DELETE CASCADE,
     gateway bigint NOT NULL,
@@ -83,3 +84,22 @@ COMMENT ON FUNCTION place.session_users_public(bigint[]) IS
 REVOKE EXECUTE ON FUNCTION place.claim_placer(bigint, bigint, text, text, integer) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION place.release_placer(bigint, bigint) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION place.session_users_public(bigint[]) FROM PUBLIC;
+
+-- An idle tick planned place._changed_since, a SQL function, on every call: in PL/pgSQL a
+-- session plans it once (pgbench, place.tick() with nothing new: 0.173 -> 0.106 ms a call,
+-- SELECT 1 0.062).
+CREATE OR REPLACE FUNCTION place._changed_since(prev pg_snapshot) RETURNS boolean
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN EXISTS (SELECT FROM place.changes c
+                   WHERE c.xid >= pg_catalog.pg_snapshot_xmax(prev)
+                     -- The caller's own transaction's, not yet committed, wait for it.
+                     AND pg_catalog.pg_visible_in_snapshot(c.xid, pg_catalog.pg_current_snapshot()))
+        -- Of the in-progress list, only the transactions that have committed since are
+        -- looked up: one still open may have staged any number of changes, which would be
+        -- read (and found invisible) on every tick.
+        OR EXISTS (SELECT FROM place.changes c
+                   WHERE c.xid = ANY (ARRAY(SELECT x FROM pg_catalog.pg_snapshot_xip(prev) x
+                                            WHERE pg_catalog.pg_visible_in_snapshot(x, pg_catalog.pg_current_snapshot()))));
+END
+$$;
