@@ -120,10 +120,10 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     let (catch_up_tx, catch_up_rx) = tokio::sync::mpsc::unbounded_channel();
     let unknown = Arc::new(Unknown::default());
     let gateway_id = crate::sessions::ids::random_u64();
-    let fleet = config
-        .placer_url()
-        .map_err(StartError)?
-        .map(|url| Arc::new(Fleet::new(gateway_id, url)));
+    let fleet = config.placer_url().map_err(StartError)?.map(|url| {
+        let token = crate::sessions::ids::new_session_id();
+        Arc::new(Fleet::new(gateway_id, url, token))
+    });
     let boards = Arc::new(Boards::new(
         pool.clone(),
         config.session_buffer,

@@ -1,7 +1,7 @@
 //! Whose placer a board's placements go through: this gateway claims the board's lease
 //! (`place.claim_placer`) every second while placements on it come through here, gives it
-//! up after a minute without one, and routes its placements by the answer: to its own group commit when it holds the lease, else to the holder's
-//! address. A lease that cannot be read (the database away, a schema before 0.8.12) routes
+//! up after a minute without one, and routes its placements by the answer: to its own
+//! group commit when it holds the lease, else to the holder's address. A lease that cannot be read (the database away, a schema before 0.8.12) routes
 //! here: every gateway may place, and the database orders what commits.
 
 use super::forward::Forwarder;
@@ -28,13 +28,11 @@ pub struct Fleet {
 }
 
 impl Fleet {
-    pub fn new(gateway: u64, url: String) -> Self {
-        let mut bytes = [0u8; 24];
-        getrandom::fill(&mut bytes).expect("the system's random source");
-        let token = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    /// `url` as `Config::placer_url` checked it; `token` unguessable (a session id's kind).
+    pub fn new(gateway: u64, url: String, token: String) -> Self {
         Fleet {
             gateway,
-            url: url.trim_end_matches('/').to_string(),
+            url,
             token,
             forwarder: Forwarder::default(),
         }
