@@ -94,6 +94,8 @@ COMMENT ON FUNCTION place.settled_seq(bigint) IS
     'Waits for the placements on the board that have taken their seqs to commit; returns the seq and the time: later placements checked their tiles after it (for announcing frozen tiles).';
 COMMENT ON FUNCTION place.await_durable() IS
     'Waits until every transaction committed before the call is durable (flushed, and confirmed by the synchronous standbys synchronous_commit asks for). A gateway with --commit asynchronous answers after this, and every gateway calls it after the reads it shows; a reader in SQL that must not show a placement a crash could take back calls it after reading.';
+COMMENT ON FUNCTION place.await_durable(xid) IS
+    'Waits until the transaction with this xid (a row''s xmin) is durable, as await_durable() does for everything committed, and returns true: SELECT ... WHERE place.await_durable(xmin) shows only rows a crash or a failover cannot take back. It flushes only what an asynchronous commit among the writers needs: no WAL of transactions still in flight.';
 COMMENT ON FUNCTION place.claim_placer(bigint, bigint, text, text, integer) IS
     'Takes or renews a gateway''s lease on grouping a board''s placements (when free, expired or its own) for lease_ms; answers the gateway that holds it, its address and its token.';
 COMMENT ON FUNCTION place.release_placer(bigint, bigint) IS

@@ -9,6 +9,7 @@
 
 use pgrx::prelude::*;
 use pgrx::PgSqlErrorCode;
+use std::cell::Cell;
 
 /// Waits until every transaction that committed before the call is durable: its commit
 /// record flushed to this server's WAL and, when `synchronous_commit` asks for synchronous
@@ -31,10 +32,86 @@ fn await_durable() {
         // of what is inserted now. (Not GetXLogInsertRecPtr: at a page boundary that is
         // past the next page's header, which no flush reaches until a record is there.)
         let upto = pg_sys::GetXLogInsertEndRecPtr();
-        pg_sys::XLogFlush(upto);
+        wait_until(upto, upto);
+    }
+}
+
+thread_local! {
+    /// The writer `await_durable(xid)` last found durable, and the start of the statement
+    /// it was in: the rows a statement reads mostly share their writer (a gateway's group
+    /// is one transaction), and a later statement asks again (an xid is reused after
+    /// 2^32 transactions).
+    static LAST_DURABLE: Cell<(pg_sys::TimestampTz, pg_sys::TransactionId)> =
+        const { Cell::new((0, pg_sys::InvalidTransactionId)) };
+}
+
+/// Waits until the transaction that wrote a row (its `xmin`) is durable, as
+/// `await_durable()` does for everything committed, and answers true:
+/// `SELECT … FROM t WHERE … AND place.await_durable(xmin)` shows only durable rows.
+/// Where `await_durable()` flushes the WAL of every transaction in flight, this flushes
+/// only as far as an asynchronous commit among the rows' writers needs (the commit log
+/// keeps each one's commit record, as hint bits use it), and nothing when they committed
+/// synchronously: their commits were flushed before anyone could see them.
+#[pg_extern(name = "await_durable", strict, volatile, parallel_unsafe)]
+fn await_durable_writer(writer: pg_sys::TransactionId) -> bool {
+    // SAFETY: as await_durable(); the commit log is read under XactTruncationLock.
+    unsafe {
+        let statement = pg_sys::GetCurrentStatementStartTimestamp();
+        if pg_sys::RecoveryInProgress() || LAST_DURABLE.get() == (statement, writer) {
+            return true;
+        }
+        let commit = asynchronous_commit_end(writer);
+        // A synchronous commit was flushed before it became visible (so it ends before
+        // the flush pointer) but waited for the standbys only if its synchronous_commit
+        // asked to: a session's `local` is visible before they have it.
+        let on_standbys = commit.max(pg_sys::GetFlushRecPtr(std::ptr::null_mut()));
+        wait_until(commit, on_standbys);
+        LAST_DURABLE.set((statement, writer));
+    }
+    true
+}
+
+/// XactTruncationLock (PostgreSQL 15's storage/lwlocknames.h, which pgrx does not bind):
+/// the commit log is not truncated under a lookup while it is held, as in pg_xact_status.
+const XACT_TRUNCATION_LOCK: usize = 44;
+
+/// Where transaction `xid`'s commit record ends if it committed asynchronously and may not
+/// be flushed yet (an upper bound: the commit log keeps one position per 32 transactions);
+/// 0 when it committed synchronously, is not one of the commit log's (special, future, or
+/// truncated away: the truncation's WAL record, flushed before the files go, comes after
+/// the commits it forgets), or its page was written out (which flushes the WAL up to that
+/// position first).
+unsafe fn asynchronous_commit_end(xid: pg_sys::TransactionId) -> pg_sys::XLogRecPtr {
+    if !pg_sys::TransactionIdIsNormal(xid) {
+        return 0;
+    }
+    let next = pg_sys::ReadNextFullTransactionId();
+    let next = pg_sys::TransactionId::from_inner(next.value as u32);
+    if !pg_sys::TransactionIdPrecedes(xid, next) {
+        return 0;
+    }
+    let lock = &raw mut (*pg_sys::MainLWLockArray.add(XACT_TRUNCATION_LOCK)).lock;
+    pg_sys::LWLockAcquire(lock, pg_sys::LWLockMode::LW_SHARED);
+    let end = if pg_sys::TransactionIdPrecedes(xid, (*pg_sys::ShmemVariableCache).oldestClogXid) {
+        0
+    } else {
+        pg_sys::TransactionIdGetCommitLSN(xid)
+    };
+    pg_sys::LWLockRelease(lock);
+    end
+}
+
+/// Flushes this server's WAL to `flushed`, then waits for the synchronous standbys that
+/// this backend's `synchronous_commit` asks for to confirm `on_standbys`.
+unsafe fn wait_until(flushed: pg_sys::XLogRecPtr, on_standbys: pg_sys::XLogRecPtr) {
+    unsafe {
+        if flushed != 0 {
+            pg_sys::XLogFlush(flushed);
+        }
         let Some(mode) = standby_wait_mode() else {
             return;
         };
+        let upto = on_standbys;
         pg_sys::SyncRepWaitForLSN(upto, false);
         let control = pg_sys::WalSndCtl;
         let status = std::ptr::read_volatile(&raw const (*control).sync_standbys_status);

@@ -51,6 +51,11 @@ impl Running {
     pub async fn shutdown_gracefully(&self, within: Duration) {
         let deadline = tokio::time::Instant::now() + within;
         self.app.closing.store(true, Ordering::SeqCst);
+        if let Some(fleet) = &self.app.fleet {
+            // A database away does not hold the shutdown up: the leases then run out.
+            let _ =
+                tokio::time::timeout(Duration::from_secs(1), fleet.give_up(&self.app.pool)).await;
+        }
         self.app.sessions.drain();
         self.stop.cancel();
         self.connections.close();

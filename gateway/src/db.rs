@@ -315,7 +315,14 @@ pub async fn placements_between(
     // their values, the planner costs a short range below its generic plan, so the
     // prepared statement was planned again on every read (100 µs of the database's CPU
     // per notification and gateway, tests/bench/README.md); now it keeps one plan.
-    let sql = if durable::supported(client).await? {
+    // Since 0.8.13 it waits for the rows' writers alone: the wait for everything flushed the
+    // WAL of the group in flight too, which then needed a flush of its own (≈ 7 µs of the
+    // database's CPU per placement with two gateways, tests/bench/README.md).
+    let sql = if durable::writers_supported(client).await? {
+        "SELECT seq, x, y, color, user_id, placed_at FROM place.placements \
+         WHERE board_id = $1 AND seq > (SELECT $2::bigint) AND seq <= (SELECT $3::bigint) \
+         AND place.await_durable(xmin) ORDER BY seq LIMIT (SELECT $4::bigint)"
+    } else if durable::supported(client).await? {
         "SELECT seq, x, y, color, user_id, placed_at FROM place.placements \
          WHERE board_id = $1 AND seq > (SELECT $2::bigint) AND seq <= (SELECT $3::bigint) \
          AND (SELECT true FROM place.await_durable()) ORDER BY seq LIMIT (SELECT $4::bigint)"

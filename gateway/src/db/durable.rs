@@ -21,6 +21,14 @@ pub async fn supported(client: &ClientWrapper) -> Result<bool, tokio_postgres::E
     super::callable(client, &SUPPORTED, "place.await_durable()").await
 }
 
+/// Whether the database has `place.await_durable(xid)` (0.8.13), the wait for the writers
+/// of the rows read alone, which flushes no WAL of transactions still in flight.
+static WRITERS: OnceLock<bool> = OnceLock::new();
+
+pub async fn writers_supported(client: &ClientWrapper) -> Result<bool, tokio_postgres::Error> {
+    super::callable(client, &WRITERS, "place.await_durable(xid)").await
+}
+
 /// Returns once every transaction committed before the call is durable (at once when the
 /// schema has no `place.await_durable`: its gateways commit synchronously).
 pub async fn wait(client: &ClientWrapper) -> Result<(), tokio_postgres::Error> {

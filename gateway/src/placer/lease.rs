@@ -7,6 +7,7 @@
 use super::forward::Forwarder;
 use crate::db;
 use deadpool_postgres::Pool;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
@@ -25,6 +26,15 @@ pub struct Fleet {
     /// What this gateway accepts forwarded placements by (random, per process).
     pub token: String,
     pub forwarder: Forwarder,
+    /// The database cannot take claims (no `place.claim_placer`: a schema before 0.8.12, or
+    /// a role without it): every board places here until the gateway restarts, rather than
+    /// failing a claim a second per board, each one an error in the server's log.
+    unsupported: AtomicBool,
+    /// Shutting down: no more claims; the leases held were given up.
+    closing: AtomicBool,
+    /// The boards whose lease this gateway claims now (it may hold it or not), with how
+    /// many keepers claim it (one, and the next for a moment as one hands over).
+    claimed: Mutex<HashMap<i64, usize>>,
 }
 
 impl Fleet {
@@ -35,8 +45,60 @@ impl Fleet {
             url,
             token,
             forwarder: Forwarder::default(),
+            unsupported: AtomicBool::new(false),
+            closing: AtomicBool::new(false),
+            claimed: Mutex::default(),
         }
     }
+
+    /// Whether this gateway still claims leases (see `unsupported`, `closing`).
+    pub fn claims(&self) -> bool {
+        !self.unsupported.load(Ordering::Relaxed) && !self.closing.load(Ordering::Acquire)
+    }
+
+    fn claimed(&self) -> std::sync::MutexGuard<'_, HashMap<i64, usize>> {
+        self.claimed.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn closing(&self) -> bool {
+        self.closing.load(Ordering::Acquire)
+    }
+
+    /// Stops claiming and gives up every lease held (a graceful shutdown), so that the
+    /// next claim of another gateway takes each board at once, not after the lease runs
+    /// out. (A claim on its way now is given up by its keeper when it returns.) Forwards
+    /// still on their way are placed here or by their senders: the lease only ever decides
+    /// where placements are grouped.
+    pub async fn give_up(&self, pool: &Pool) {
+        self.closing.store(true, Ordering::Release);
+        let boards: Vec<i64> = self.claimed().keys().copied().collect();
+        if boards.is_empty() {
+            return;
+        }
+        match pool.get().await {
+            Ok(client) => {
+                for board in boards {
+                    if let Err(e) = db::placers::release(&client, board, self.gateway).await {
+                        tracing::warn!(
+                            "board {board}'s placer lease not given up: {}",
+                            db::with_causes(&e)
+                        );
+                    }
+                }
+            }
+            Err(e) => tracing::warn!("placer leases not given up: {e}"),
+        }
+    }
+}
+
+/// Whether a failed claim will fail the same way until the schema or the role's grants
+/// change, which a running gateway does not look for again.
+fn never_succeeds(error: &tokio_postgres::Error) -> bool {
+    use tokio_postgres::error::SqlState;
+    matches!(
+        error.code(),
+        Some(&SqlState::UNDEFINED_FUNCTION) | Some(&SqlState::INSUFFICIENT_PRIVILEGE)
+    )
 }
 
 /// The placer of another gateway.
@@ -99,7 +161,7 @@ impl Keeper {
     pub fn placing(self: &Arc<Self>) {
         let now = self.started.elapsed().as_millis() as u64;
         self.last_placement.store(now, Ordering::Relaxed);
-        if !self.claiming.swap(true, Ordering::AcqRel) {
+        if self.fleet.claims() && !self.claiming.swap(true, Ordering::AcqRel) {
             tokio::spawn(self.clone().keep());
         }
     }
@@ -115,7 +177,11 @@ impl Keeper {
         let (board, fleet) = (self.board, &self.fleet);
         let mut failing = false;
         let lease_ms = LEASE.as_millis() as i32;
+        *fleet.claimed().entry(board).or_default() += 1;
         while let Some(live) = self.route.upgrade() {
+            if !fleet.claims() {
+                break;
+            }
             let claimed = match self.pool.get().await {
                 Ok(client) => db::placers::claim(
                     &client,
@@ -127,9 +193,12 @@ impl Keeper {
                 )
                 .await
                 .map_err(|e| {
-                    if e.code() == Some(&tokio_postgres::error::SqlState::UNDEFINED_FUNCTION) {
+                    if never_succeeds(&e) {
+                        fleet.unsupported.store(true, Ordering::Relaxed);
                         format!(
-                            "{} (--placer-url needs pgplace 0.8.12: ALTER EXTENSION pgplace UPDATE, then restart the gateway)",
+                            "{} (--placer-url needs pgplace 0.8.12 and a role with the player's rights: \
+                             ALTER EXTENSION pgplace UPDATE or GRANT, then restart the gateway); \
+                             every board places here until then",
                             db::with_causes(&e)
                         )
                     } else {
@@ -155,9 +224,15 @@ impl Keeper {
                     if !std::mem::replace(&mut failing, true) {
                         tracing::warn!("board {board}'s placer lease: {error}; placing here");
                     }
+                    if !fleet.claims() {
+                        break;
+                    }
                 }
             }
             drop(live);
+            if fleet.closing() {
+                break;
+            }
             tokio::time::sleep(RENEW).await;
             if self.idle() {
                 self.claiming.store(false, Ordering::Release);
@@ -170,8 +245,18 @@ impl Keeper {
         if let Some(route) = self.route.upgrade() {
             route.here();
         }
+        {
+            let mut claimed = fleet.claimed();
+            if let Some(keepers) = claimed.get_mut(&board) {
+                *keepers -= 1;
+                if *keepers == 0 {
+                    claimed.remove(&board);
+                }
+            }
+        }
         // Unless a new claimer took over: the next claim by another gateway takes it at once.
-        if !self.claiming.load(Ordering::Acquire) {
+        let handed_on = self.claiming.load(Ordering::Acquire) && !fleet.closing();
+        if !handed_on && !fleet.unsupported.load(Ordering::Relaxed) {
             if let Ok(client) = self.pool.get().await {
                 let _ = db::placers::release(&client, board, fleet.gateway).await;
             }

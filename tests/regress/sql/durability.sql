@@ -18,3 +18,19 @@ COMMIT;
 -- Takes no arguments and writes nothing.
 SELECT provolatile, proisstrict, prosecdef, pronargs FROM pg_proc
 WHERE oid = 'place.await_durable()'::regprocedure;
+-- place.await_durable(xid), the wait for a row's writer (its xmin, 0.8.13): a placement
+-- committed asynchronously is flushed when it returns true; a special, future or unknown
+-- xid has nothing to wait for; NULL in, NULL out.
+-- (The placement's WAL ends before its commit record, which other sessions' WAL may follow
+-- before this one's next statement: the check is that it is flushed.)
+SELECT p.seq AS async_seq, pg_current_wal_insert_lsn() AS placed_up_to
+FROM place.place(:board, 2, 2, 3, :placer) p, set_config('synchronous_commit', 'off', true) \gset
+SELECT seq, place.await_durable(xmin) AS durable,
+       pg_current_wal_flush_lsn() >= :'placed_up_to'::pg_lsn AS flushed
+FROM place.placements WHERE board_id = :board AND seq = :async_seq;
+SELECT place.await_durable('0'::xid) AS invalid, place.await_durable('2'::xid) AS frozen,
+       place.await_durable('4000000000'::xid) AS far_away,
+       place.await_durable((txid_current() + 1000)::text::xid) AS future,
+       place.await_durable(NULL::xid) IS NULL AS strict;
+SELECT provolatile, proisstrict, prosecdef, pronargs FROM pg_proc
+WHERE oid = 'place.await_durable(xid)'::regprocedure;

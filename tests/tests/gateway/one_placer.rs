@@ -50,6 +50,40 @@ async fn holder(sql: &tokio_postgres::Client, board: i64) -> (String, String) {
     }
 }
 
+/// A fresh database with one board (no cooldown) and one user, a placer gateway on it, and
+/// a session of that user signed in there.
+struct OnePlayer {
+    url: String,
+    sql: tokio_postgres::Client,
+    board: i64,
+    user: (i64, String),
+    gateway: pgplace_gateway::Running,
+    http: Http,
+    session: serde_json::Value,
+}
+
+async fn one_player(database: &str, board_name: &str) -> OnePlayer {
+    let url = fresh_database(database).await;
+    let sql = connect(&url).await;
+    let board = create_board(&sql, board_name, (16, 16), 4, "0").await;
+    let user = create_users_with_tokens(&sql, board_name, 1)
+        .await
+        .remove(0);
+    let gateway = placer(&url).await;
+    let http = Http::new(gateway.addr);
+    let session = http.ok("session.create", json!([])).await;
+    http.ok("session.authorize", json!([session, user.1])).await;
+    OnePlayer {
+        url,
+        sql,
+        board,
+        user,
+        gateway,
+        http,
+        session,
+    }
+}
+
 /// POST /placer/boards/{board} to `addr` with `token` (if any): the status and the body.
 async fn post_group(
     addr: SocketAddr,
@@ -188,15 +222,15 @@ async fn a_gateway_without_the_lease_places_through_the_one_that_holds_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_placer_route_takes_nothing_without_the_token() {
-    let url = fresh_database("gw_placer_route").await;
-    let sql = connect(&url).await;
-    let board = create_board(&sql, "guarded", (16, 16), 4, "0").await;
-    let users = create_users_with_tokens(&sql, "guarded", 1).await;
-    let a = placer(&url).await;
-    let on_a = Http::new(a.addr);
-    let session = on_a.ok("session.create", json!([])).await;
-    on_a.ok("session.authorize", json!([session, users[0].1]))
-        .await;
+    let OnePlayer {
+        url,
+        sql,
+        board,
+        user,
+        gateway: a,
+        http: on_a,
+        session,
+    } = one_player("gw_placer_route", "guarded").await;
     on_a.ok("board.place", json!([session, board, 0, 0, 1]))
         .await;
     let (_, token) = holder(&sql, board).await;
@@ -209,7 +243,7 @@ async fn the_placer_route_takes_nothing_without_the_token() {
         .await
         .unwrap()
         .get(0);
-    let group = json!({"items": [{"session": public, "user": users[0].0, "x": 1, "y": 1,
+    let group = json!({"items": [{"session": public, "user": user.0, "x": 1, "y": 1,
                                   "color": 2, "key": null}]})
     .to_string();
     let seq = |sql: tokio_postgres::Client| async move {
@@ -248,4 +282,95 @@ async fn the_placer_route_takes_nothing_without_the_token() {
     let (status, body) = post_group(plain.addr, board, Some(&token), &group).await;
     assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
     assert_eq!(seq(connect(&url).await).await, at_first + 1);
+}
+
+/// A database that cannot take claims (a schema before 0.8.12 has no
+/// `place.claim_placer`; here a stand-in counts its calls and fails as a missing function
+/// does) leaves every placement to the gateway that takes it, and the gateway asks once:
+/// every failed claim would be an error in the server's log, a second per board.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_claim_placer_a_gateway_places_itself_and_asks_once() {
+    // The gateway claims nothing before its first placement on the board.
+    let OnePlayer {
+        sql,
+        board,
+        gateway: _running,
+        http: on_a,
+        session,
+        ..
+    } = one_player("gw_placer_unsupported", "unclaimed").await;
+    sql.batch_execute(
+        "ALTER EXTENSION pgplace DROP FUNCTION place.claim_placer(bigint, bigint, text, text, integer);
+         DROP FUNCTION place.claim_placer(bigint, bigint, text, text, integer);
+         CREATE SEQUENCE public.claims;
+         CREATE FUNCTION place.claim_placer(board bigint, claimant bigint, claimant_address text,
+                                            claimant_token text, lease_ms integer)
+         RETURNS TABLE (gateway bigint, address text, token text) LANGUAGE plpgsql AS $$
+         BEGIN
+             PERFORM nextval('public.claims');
+             RAISE EXCEPTION 'function place.claim_placer does not exist' USING ERRCODE = '42883';
+         END $$;",
+    )
+    .await
+    .unwrap();
+    let mut last = 0;
+    for x in 0..4 {
+        let answer = on_a
+            .ok("board.place", json!([session, board, x, 0, 1]))
+            .await;
+        let seq = answer["seq"].as_i64().expect("placed, with a seq");
+        assert!(seq > last, "{answer}");
+        last = seq;
+        tokio::time::sleep(Duration::from_millis(1200)).await;
+    }
+    let claims: i64 = sql
+        .query_one(
+            "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM public.claims",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(
+        claims, 1,
+        "one claim in 4.8 s of placements, not one a second"
+    );
+}
+
+/// A gateway that shuts down gracefully gives its leases up: the row goes (a lease that
+/// merely runs out stays until another gateway claims the board), so the next claim of
+/// another gateway takes the board at once instead of 3 s after the last renewal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gateway_shutting_down_gives_its_leases_up() {
+    let OnePlayer {
+        sql,
+        board,
+        gateway: a,
+        http: on_a,
+        session,
+        ..
+    } = one_player("gw_placer_give_up", "handed").await;
+    on_a.ok("board.place", json!([session, board, 0, 0, 1]))
+        .await;
+    assert_eq!(holder(&sql, board).await.0, format!("http://{}", a.addr));
+    a.shutdown_gracefully(Duration::from_secs(5)).await;
+    let deadline = Instant::now() + Duration::from_secs(2);
+    loop {
+        let leases: i64 = sql
+            .query_one(
+                "SELECT count(*) FROM place.placers WHERE board_id = $1",
+                &[&board],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        if leases == 0 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the lease is still there 2 s after the shutdown"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
