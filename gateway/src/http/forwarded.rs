@@ -6,12 +6,12 @@
 
 use crate::db::Outcome;
 use crate::fragments::Fragments;
+use crate::http::body::{self, BodyError};
 use crate::http::routes::json_status;
 use crate::params::BoardRef;
 use crate::placer::wire;
 use crate::state::App;
 use futures_util::future::join_all;
-use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 use hyper::header::{self, HeaderValue};
 use hyper::{Request, Response, StatusCode};
@@ -59,12 +59,9 @@ async fn answer(app: Arc<App>, req: Request<Incoming>, board: i64) -> Response<F
             json!({"error": "not this placer's token"}),
         );
     }
-    let read = tokio::time::timeout(
-        Duration::from_secs(app.config.body_timeout_secs),
-        Limited::new(req.into_body(), body_limit(&app)).collect(),
-    );
-    let group: wire::Group = match read.await {
-        Ok(Ok(body)) => match serde_json::from_slice(&body.to_bytes()) {
+    let within = Duration::from_secs(app.config.body_timeout_secs);
+    let group: wire::Group = match body::read(req.into_body(), body_limit(&app), within).await {
+        Ok(body) => match serde_json::from_slice(&body) {
             Ok(group) => group,
             Err(e) => {
                 return json_status(
@@ -73,16 +70,22 @@ async fn answer(app: Arc<App>, req: Request<Incoming>, board: i64) -> Response<F
                 )
             }
         },
-        Ok(Err(e)) => {
+        Err(BodyError::TooLarge(limit)) => {
+            return json_status(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                json!({"error": format!("a group is at most {limit} bytes")}),
+            )
+        }
+        Err(BodyError::Unreadable(e)) => {
             return json_status(
                 StatusCode::BAD_REQUEST,
                 json!({"error": format!("the body: {e}")}),
             )
         }
-        Err(_) => {
+        Err(BodyError::Late(seconds)) => {
             return json_status(
                 StatusCode::REQUEST_TIMEOUT,
-                json!({"error": "the body did not arrive in time"}),
+                json!({"error": format!("the body did not arrive within {seconds} s")}),
             )
         }
     };

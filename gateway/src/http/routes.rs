@@ -5,6 +5,7 @@
 use crate::errors::RpcError;
 use crate::fragments::Fragments;
 use crate::http::assets;
+use crate::http::body::{self, BodyError};
 use crate::http::forwarded;
 use crate::http::png;
 use crate::http::responses::{self, not_modified};
@@ -15,7 +16,6 @@ use crate::rpc::jsonrpc::Reply;
 use crate::rpc::jsonrpc::{self, Body};
 use crate::rpc::table::{self, Limit};
 use crate::state::App;
-use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 use hyper::header::{self, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
@@ -329,21 +329,10 @@ fn rpc(
             metrics().rejected("content_type");
             return response;
         }
-        let limit = app.config.max_body_bytes;
-        let body_timeout = Duration::from_secs(app.config.body_timeout_secs);
-        // Boxed, like the routes: its timer is freed once the body is in, not kept in the
-        // state of a request that then waits for events.
-        let read = Box::pin(tokio::time::timeout(
-            body_timeout,
-            Limited::new(incoming, limit).collect(),
-        ));
-        let failure = match read.await {
-            Ok(Ok(body)) => Ok(body.to_bytes()),
-            Ok(Err(error))
-                if error
-                    .downcast_ref::<http_body_util::LengthLimitError>()
-                    .is_some() =>
-            {
+        let within = Duration::from_secs(app.config.body_timeout_secs);
+        let failure = match body::read(incoming, app.config.max_body_bytes, within).await {
+            Ok(body) => Ok(body),
+            Err(BodyError::TooLarge(limit)) => {
                 metrics().rejected("body_size");
                 Err((
                     StatusCode::PAYLOAD_TOO_LARGE,
@@ -352,17 +341,16 @@ fn rpc(
                     )),
                 ))
             }
-            Ok(Err(error)) => Err((
+            Err(BodyError::Unreadable(error)) => Err((
                 StatusCode::BAD_REQUEST,
                 RpcError::parse(format!("the request body could not be read: {error}")),
             )),
-            Err(_) => {
+            Err(BodyError::Late(seconds)) => {
                 metrics().rejected("body_timeout");
                 Err((
                     StatusCode::REQUEST_TIMEOUT,
                     RpcError::invalid_request(format!(
-                        "the request body did not arrive within {} s",
-                        body_timeout.as_secs()
+                        "the request body did not arrive within {seconds} s"
                     )),
                 ))
             }

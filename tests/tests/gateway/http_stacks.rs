@@ -8,11 +8,13 @@
 //! gateway, and moving between two gateways on every poll. Each of these clients opens a new connection for its
 //! next poll as soon as it has read an answer; before 0.8.6 the earlier connection, closed
 //! on both sides by then, looked reset, and every answer came again.
-//! A visitor's first steps (a guest, a tile, the session ended) go through each of them too.
+//! A visitor's first steps (a guest, a tile through each of two gateways, the session
+//! ended) go through each of them too, and again with one placer per board (`--placer-url`:
+//! the gateway without the board's lease sends the tile on to the one that holds it).
 
 use pgplace_tests::curl::post_jsonrpc;
 use pgplace_tests::gateway::{start_gateway, Http};
-use pgplace_tests::processes::Nginx;
+use pgplace_tests::processes::{free_port, Nginx};
 use pgplace_tests::{connect, create_board, create_users, fresh_database};
 use serde_json::{json, Value};
 use std::net::SocketAddr;
@@ -362,15 +364,41 @@ async fn each_seq_once_behind_nginx() {
 /// (the guest made on one places through the other).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_guest_plays_through_every_http_stack() {
-    let url = fresh_database("gw_http_stacks_guests").await;
-    let sql = connect(&url).await;
-    let board = create_board(&sql, "guests welcome", (16, 16), 4, "0").await;
-    let tune = |c: &mut pgplace_gateway::Config| {
+    a_guest_plays("gw_http_stacks_guests", false).await;
+}
+
+/// The same with one placer per board (`--placer-url` on both gateways): the gateway that
+/// does not hold the board's lease sends its placements to the one that does, and each
+/// client still gets its own placement's answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guest_plays_through_every_http_stack_with_one_placer() {
+    a_guest_plays("gw_http_stacks_placer", true).await;
+}
+
+/// A gateway that lets guests play, as a placer to the others when `placer`.
+async fn guest_gateway(url: &str, placer: bool) -> pgplace_gateway::Running {
+    let port = free_port();
+    start_gateway(url, |c| {
         c.guest_boards = "*".into();
         c.guests_per_address_per_hour = 100;
-    };
-    let gw = start_gateway(&url, tune).await;
-    let other = start_gateway(&url, tune).await;
+        if placer {
+            c.listen = SocketAddr::from(([127, 0, 0, 1], port));
+            c.placer_url = Some(format!("http://127.0.0.1:{port}"));
+        }
+    })
+    .await
+}
+
+async fn a_guest_plays(database: &str, placers: bool) {
+    let url = fresh_database(database).await;
+    let sql = connect(&url).await;
+    let board = create_board(&sql, "guests welcome", (16, 16), 4, "0").await;
+    let gw = guest_gateway(&url, placers).await;
+    let other = guest_gateway(&url, placers).await;
+    let forwarded_before = Http::new(other.addr)
+        .metric("pgplace_placements_forwarded_total")
+        .await
+        .unwrap_or(0.0);
     for (x, stack) in EVERY_STACK.into_iter().enumerate() {
         let mut client = Client::of(stack);
         let session = client
@@ -384,23 +412,26 @@ async fn a_guest_plays_through_every_http_stack() {
             .await;
         let name = guest["name"].as_str().unwrap_or_default().to_string();
         assert!(name.starts_with("guest-"), "{stack:?}: {guest}");
-        let placed = client
-            .call(
-                gw.addr,
-                &rpc("board.place", json!([session, board, x, 0, 3])),
-            )
-            .await;
-        let seq = placed["seq"].as_i64().expect("a seq");
-        let by: String = sql
-            .query_one(
-                "SELECT u.name FROM place.placements p JOIN place.users u ON u.id = p.user_id \
-                 WHERE p.board_id = $1 AND p.seq = $2 AND p.x = $3",
-                &[&board, &seq, &(x as i32)],
-            )
-            .await
-            .unwrap()
-            .get(0);
-        assert_eq!(by, name, "{stack:?}: the guest placed seq {seq}");
+        // Through each gateway: with one placer, the one without the lease forwards.
+        for (y, through) in [gw.addr, other.addr].into_iter().enumerate() {
+            let placed = client
+                .call(
+                    through,
+                    &rpc("board.place", json!([session, board, x, y, 3])),
+                )
+                .await;
+            let seq = placed["seq"].as_i64().expect("a seq");
+            let by: String = sql
+                .query_one(
+                    "SELECT u.name FROM place.placements p JOIN place.users u ON u.id = p.user_id \
+                     WHERE p.board_id = $1 AND p.seq = $2 AND p.x = $3 AND p.y = $4",
+                    &[&board, &seq, &(x as i32), &(y as i32)],
+                )
+                .await
+                .unwrap()
+                .get(0);
+            assert_eq!(by, name, "{stack:?}: the guest placed seq {seq}");
+        }
         client
             .call(other.addr, &rpc("session.destroy", json!([session])))
             .await;
@@ -413,5 +444,13 @@ async fn a_guest_plays_through_every_http_stack() {
             .unwrap()
             .get(0);
         assert!(gone, "{stack:?}: the session ended");
+    }
+    if placers {
+        let forwarded = Http::new(other.addr)
+            .metric("pgplace_placements_forwarded_total")
+            .await
+            .unwrap_or(0.0)
+            - forwarded_before;
+        assert!(forwarded > 0.0, "the gateway without the lease forwarded");
     }
 }

@@ -655,6 +655,18 @@ impl Generator {
                 "pg_current_xact_id()",
                 "'-1'",
             ])),
+            // A row's writer (await_durable): special, far, the caller's own, one just
+            // before or after the next, a real row's.
+            (_, "xid") => risky(self.pick(&[
+                "'0'",
+                "'2'",
+                "'3'",
+                "'4294967295'",
+                "(txid_current() % 4294967296)::text::xid",
+                "((txid_current() + 1000) % 4294967296)::text::xid",
+                "((txid_current() - 1) % 4294967296)::text::xid",
+                "(SELECT xmin FROM place.placements ORDER BY seq DESC LIMIT 1)",
+            ])),
             (_, "pg_snapshot") => risky(self.pick(&[
                 "'3:3:'",
                 "'1:1:'",

@@ -475,6 +475,7 @@ async fn superuser_phase(url: &str, seed: u64, calls: usize) -> FirstPhase {
                 "regrole",
                 "oid",
                 "boolean",
+                "xid",
                 "xid8",
                 "pg_snapshot",
                 "timestamp with time zone[]",
