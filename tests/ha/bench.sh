@@ -4,6 +4,9 @@
 # and stopped (the primary alone), alternating over two rounds; then the time from a kill
 # of the primary to the first acknowledged placement after it, over PGPLACE_HA_FAILOVERS
 # failovers (default 5), as tests/tests/fleet/ha_failover.rs measures it.
+# GATEWAY_BIN picks the gateway build the phases place through (default the release build;
+# `ha up`'s own gateways keep running from that file, so to compare builds set this rather
+# than copying over it).
 set -euo pipefail
 
 : "${ROOT:?}" "${PG_BIN:?}" "${STATE:?}"
@@ -55,7 +58,7 @@ for round in 1 2; do
         mode "$m"
         say "round $round: $m (primary on port $(primary), synchronous_standby_names '$(q "$(primary)" "SHOW synchronous_standby_names")')"
         PGPLACE_ADMIN_URL="postgresql://postgres@127.0.0.1:$(primary)/postgres" PG_BIN="$PG_BIN" \
-            GATEWAY_BIN="$ROOT/target/release/pgplace-gateway" \
+            GATEWAY_BIN="${GATEWAY_BIN:-$ROOT/target/release/pgplace-gateway}" \
             bash "$ROOT/tests/bench/gateway.sh" --only place --seconds "$SECONDS_PER_PHASE" >"$HA/bench-$m-$round.log" 2>&1
         rate[$m,$round]=$(grep -m1 'placements/s' "$HA/bench-$m-$round.log" | awk -F'|' '{ print $4 }' | awk '{ print $1 }')
         echo "  ${rate[$m,$round]} placements/s"
