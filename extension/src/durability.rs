@@ -101,9 +101,9 @@ unsafe fn asynchronous_commit_end(xid: pg_sys::TransactionId) -> pg_sys::XLogRec
     end
 }
 
-/// Flushes this server's WAL to `flushed`, then waits for the synchronous standbys that
-/// this backend's `synchronous_commit` asks for to confirm `on_standbys`.
-unsafe fn wait_until(flushed: pg_sys::XLogRecPtr, on_standbys: pg_sys::XLogRecPtr) {
+/// Flushes this server's WAL to `flushed` (0: nothing to flush), then waits for the
+/// synchronous standbys that this backend's `synchronous_commit` asks for to confirm `upto`.
+unsafe fn wait_until(flushed: pg_sys::XLogRecPtr, upto: pg_sys::XLogRecPtr) {
     unsafe {
         if flushed != 0 {
             pg_sys::XLogFlush(flushed);
@@ -111,7 +111,6 @@ unsafe fn wait_until(flushed: pg_sys::XLogRecPtr, on_standbys: pg_sys::XLogRecPt
         let Some(mode) = standby_wait_mode() else {
             return;
         };
-        let upto = on_standbys;
         pg_sys::SyncRepWaitForLSN(upto, false);
         let control = pg_sys::WalSndCtl;
         let status = std::ptr::read_volatile(&raw const (*control).sync_standbys_status);

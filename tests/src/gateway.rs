@@ -24,6 +24,18 @@ pub async fn start_gateway(url: &str, tune: impl FnOnce(&mut Config)) -> Running
     running
 }
 
+/// A gateway on a port of its own that other gateways reach at `http://` that port, as a
+/// board's placer (`--placer-url`), tuned further by `tune`.
+pub async fn start_placer(url: &str, tune: impl FnOnce(&mut Config)) -> Running {
+    let port = crate::processes::free_port();
+    start_gateway(url, |c| {
+        c.listen = SocketAddr::from(([127, 0, 0, 1], port));
+        c.placer_url = Some(format!("http://127.0.0.1:{port}"));
+        tune(c);
+    })
+    .await
+}
+
 /// Waits (up to 20 s) until /readyz says ok.
 pub async fn wait_healthy(addr: SocketAddr) {
     let http = Http::new(addr);

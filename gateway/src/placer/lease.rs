@@ -1,8 +1,9 @@
 //! Whose placer a board's placements go through: this gateway claims the board's lease
 //! (`place.claim_placer`) every second while placements on it come through here, gives it
 //! up after a minute without one, and routes its placements by the answer: to its own
-//! group commit when it holds the lease, else to the holder's address. A lease that cannot be read (the database away, a schema before 0.8.12) routes
-//! here: every gateway may place, and the database orders what commits.
+//! group commit when it holds the lease, else to the holder's address. A lease that cannot
+//! be read (the database away, a schema before 0.8.12) routes here: every gateway may
+//! place, and the database orders what commits.
 
 use super::forward::Forwarder;
 use crate::db;
@@ -64,9 +65,9 @@ impl Fleet {
         self.closing.load(Ordering::Acquire)
     }
 
-    /// Stops claiming and gives up every lease held (a graceful shutdown), so that the
-    /// next claim of another gateway takes each board at once, not after the lease runs
-    /// out. (A claim on its way now is given up by its keeper when it returns.) Forwards
+    /// Stops claiming and gives up every lease held (a graceful shutdown), so that
+    /// another gateway's next claim (within a second) takes each board, not one after the
+    /// lease runs out. (A claim on its way now is given up by its keeper when it returns.) Forwards
     /// still on their way are placed here or by their senders: the lease only ever decides
     /// where placements are grouped.
     pub async fn give_up(&self, pool: &Pool) {

@@ -13,8 +13,8 @@
 //! the gateway without the board's lease sends the tile on to the one that holds it).
 
 use pgplace_tests::curl::post_jsonrpc;
-use pgplace_tests::gateway::{start_gateway, Http};
-use pgplace_tests::processes::{free_port, Nginx};
+use pgplace_tests::gateway::{start_gateway, start_placer, Http};
+use pgplace_tests::processes::Nginx;
 use pgplace_tests::{connect, create_board, create_users, fresh_database};
 use serde_json::{json, Value};
 use std::net::SocketAddr;
@@ -377,16 +377,15 @@ async fn a_guest_plays_through_every_http_stack_with_one_placer() {
 
 /// A gateway that lets guests play, as a placer to the others when `placer`.
 async fn guest_gateway(url: &str, placer: bool) -> pgplace_gateway::Running {
-    let port = free_port();
-    start_gateway(url, |c| {
+    let guests = |c: &mut pgplace_gateway::Config| {
         c.guest_boards = "*".into();
         c.guests_per_address_per_hour = 100;
-        if placer {
-            c.listen = SocketAddr::from(([127, 0, 0, 1], port));
-            c.placer_url = Some(format!("http://127.0.0.1:{port}"));
-        }
-    })
-    .await
+    };
+    if placer {
+        start_placer(url, guests).await
+    } else {
+        start_gateway(url, guests).await
+    }
 }
 
 async fn a_guest_plays(database: &str, placers: bool) {

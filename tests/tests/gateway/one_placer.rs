@@ -8,8 +8,7 @@ use http_body_util::{BodyExt, Full};
 use hyper::{Request, StatusCode};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
-use pgplace_tests::gateway::{start_gateway, Http};
-use pgplace_tests::processes::free_port;
+use pgplace_tests::gateway::{start_gateway, start_placer, Http};
 use pgplace_tests::{connect, create_board, create_users_with_tokens, fresh_database};
 use serde_json::json;
 use std::net::SocketAddr;
@@ -17,14 +16,8 @@ use std::time::{Duration, Instant};
 
 const FORWARDED: &str = "pgplace_placements_forwarded_total";
 
-/// A gateway on a port of its own that other gateways reach at `http://` that port.
 async fn placer(url: &str) -> pgplace_gateway::Running {
-    let port = free_port();
-    start_gateway(url, |c| {
-        c.listen = SocketAddr::from(([127, 0, 0, 1], port));
-        c.placer_url = Some(format!("http://127.0.0.1:{port}"));
-    })
-    .await
+    start_placer(url, |_| {}).await
 }
 
 /// The address and token of the gateway that holds `board`'s lease, once one does (a
