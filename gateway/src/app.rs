@@ -12,6 +12,7 @@ use crate::mirror::board::Board;
 use crate::mirror::cursors::TELL_CURSORS_EVERY;
 use crate::placer::lease::Fleet;
 use crate::placer::Groups;
+use crate::sessions::checks::SessionChecks;
 use crate::sessions::handover::Handovers;
 use crate::sessions::legacy::ConnectionDeliveries;
 use crate::sessions::registry::Sessions;
@@ -170,12 +171,13 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         .map_err(|e| StartError(e.to_string()))?;
     let (listener_sync, sync_requests) = tokio::sync::mpsc::unbounded_channel();
     let handovers = Arc::new(Handovers::default());
+    let session_checks = Arc::new(SessionChecks::default());
     let listener = Listener {
         sessions: sessions.clone(),
         handovers: handovers.clone(),
         gateway_id,
         sync: sync_requests,
-        session_checks: Default::default(),
+        session_checks: session_checks.clone(),
         config: primary.config,
         tls: primary.tls,
         pool: pool.clone(),
@@ -198,6 +200,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         lists: lists.clone(),
         sessions: sessions.clone(),
         handovers,
+        session_checks,
         listening,
         gateway_id,
         fleet,

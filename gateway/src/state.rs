@@ -7,6 +7,7 @@ use crate::config::Config;
 use crate::cors::Cors;
 use crate::errors::RpcError;
 use crate::limits::Limits;
+use crate::sessions::checks::SessionChecks;
 use crate::sessions::handover::Handovers;
 use crate::sessions::registry::Sessions;
 use crate::unknown::Unknown;
@@ -26,6 +27,8 @@ pub struct App {
     pub sessions: Arc<Sessions>,
     /// Legacy sessions waiting to be handed over by the gateway that held them.
     pub handovers: Arc<Handovers>,
+    /// What other gateways said of sessions, checked against their rows.
+    pub session_checks: Arc<SessionChecks>,
     /// Whether the LISTEN connection is up (for /readyz).
     pub listening: Arc<AtomicBool>,
     /// Names this gateway process to the others (random at start).

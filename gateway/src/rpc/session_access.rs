@@ -109,15 +109,24 @@ async fn read(app: &App, id: &str) -> Result<Option<Arc<Session>>, RpcError> {
 ///
 /// Every poll passes here: an ack may name a subscription made or re-made through
 /// another gateway a moment ago, and a legacy poll must know whether another gateway
-/// answered the session since.
+/// answered the session since. An ack written at a newer version of the session than
+/// this copy's (`seen_version`) has the copy checked against its row even so: the
+/// guarantee an acking client has must not rest on a notification alone.
 pub async fn current(
     app: &App,
     id: &str,
     wait: Duration,
+    seen_version: i64,
 ) -> Result<Option<Arc<Session>>, RpcError> {
     let session = session(app, id).await?;
     if !sync_listener(app, wait).await {
         return Ok(None);
+    }
+    if session.version() < seen_version && !session.is_destroyed() {
+        // As if `drop` had been heard: checked like one (a forged cursor costs one read).
+        let checks = &app.session_checks;
+        checks.said_taken(&app.sessions, session.public_id);
+        checks.settled(checks.noted()).await;
     }
     if session.is_destroyed() {
         return Ok(Some(self::session(app, id).await?));
@@ -165,7 +174,7 @@ pub async fn for_legacy_poll(
         // Held: no other gateway may have answered since. Not held: the `reset`s this poll
         // gives must not be older than what another gateway gave before (this gateway's
         // mirrors must have heard every commit the other one had).
-        let Some(session) = current(app, id, wait).await? else {
+        let Some(session) = current(app, id, wait, 0).await? else {
             return Ok(None);
         };
         if session.is_held() {

@@ -19,10 +19,12 @@ impl AckPositions {
     /// The cursor that continues exactly after what was answered: only for the
     /// subscriptions the session has now (one re-subscribed during the poll is a new one).
     pub fn cursor(&self, session: &Session) -> PollCursor {
+        let version = session.version();
         let state = session.lock();
         PollCursor {
             session: self.session,
             gateway: self.gateway,
+            version,
             views: state
                 .subscriptions
                 .iter()

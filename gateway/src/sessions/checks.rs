@@ -1,7 +1,8 @@
 //! What the `pgplace_sessions` channel says, checked before it is acted on. Any database
 //! login may NOTIFY that channel, and public session ids are sequential: a `gone 17` or
 //! `drop 17 <gateway>` taken at its word would end the copies of sessions that live on. So
-//! the listener only notes the ids that it names (of sessions this gateway has copies of),
+//! the listener only notes the ids that it names (of sessions this gateway has copies of;
+//! a copy of another being read at that moment is refused and read again, `registry`),
 //! and one task reads their rows, many at once, one read at a time: a copy is dropped when
 //! its row is gone, or, for `drop`, when the row says that another gateway holds the
 //! session or changed it since this copy. A poll waits for the checks of what was heard
@@ -31,7 +32,7 @@ struct Pending {
 impl SessionChecks {
     /// `gone <public_id>`: the session was said to be destroyed or expired.
     pub fn said_gone(&self, sessions: &Sessions, public_id: i64) {
-        if sessions.copy_version(public_id).is_some() {
+        if sessions.heard_change(public_id) {
             self.queue.note(|p| {
                 p.gone.insert(public_id);
             });
@@ -40,7 +41,7 @@ impl SessionChecks {
 
     /// `drop <public_id> <gateway>` from another gateway: it was said to have taken it.
     pub fn said_taken(&self, sessions: &Sessions, public_id: i64) {
-        if sessions.copy_version(public_id).is_some() {
+        if sessions.heard_change(public_id) {
             self.queue.note(|p| {
                 p.taken.insert(public_id);
             });
@@ -62,33 +63,13 @@ impl SessionChecks {
                 continue;
             }
             let stored = read_until_ok("sessions", || read(&pool, &ids)).await;
-            for id in ids {
-                let Some(copy) = sessions.copy(id) else {
-                    continue;
-                };
-                if !to_drop(
-                    &stored,
-                    id,
-                    pending.taken.contains(&id),
-                    copy.version(),
+            for copy in act(&sessions, &stored, &ids, &pending.taken, gateway) {
+                tokio::spawn(handover::give(
+                    pool.clone(),
+                    sessions.clone(),
+                    copy,
                     gateway,
-                ) {
-                    continue;
-                }
-                match stored.get(&id) {
-                    // It answered the session's legacy polls: whoever answers them next goes
-                    // on from where this copy's views stand.
-                    Some(_) if copy.is_held() => {
-                        sessions.giving(id);
-                        tokio::spawn(handover::give(
-                            pool.clone(),
-                            sessions.clone(),
-                            copy,
-                            gateway,
-                        ));
-                    }
-                    _ => sessions.forget(id),
-                }
+                ));
             }
             self.queue.done(upto);
         }
@@ -120,6 +101,35 @@ async fn read(
         .collect())
 }
 
+/// Drops the copies of `ids` that their `stored` rows say are stale. Each is gone from
+/// this gateway before this returns: a poll that waited for the check (`settled`) reads
+/// the session afresh rather than answering from the stale copy. Returns the dropped
+/// copies that answered the session's legacy polls: whoever answers them next goes on
+/// from where their views stand (`handover::give`).
+fn act(
+    sessions: &Sessions,
+    stored: &HashMap<i64, (i64, Option<u64>)>,
+    ids: &[i64],
+    taken: &HashSet<i64>,
+    gateway: u64,
+) -> Vec<Arc<crate::sessions::session::Session>> {
+    let mut to_give = Vec::new();
+    for &id in ids {
+        let Some(copy) = sessions.copy(id) else {
+            continue;
+        };
+        if !to_drop(stored, id, taken.contains(&id), copy.version(), gateway) {
+            continue;
+        }
+        if stored.contains_key(&id) && copy.is_held() {
+            sessions.giving(id);
+            to_give.push(copy);
+        }
+        sessions.forget(id);
+    }
+    to_give
+}
+
 /// Whether this gateway's copy of session `id` (at `version`) is to be dropped, given its
 /// stored row: gone; or, when it was said to be taken, held by another gateway (or none)
 /// or changed since the copy.
@@ -141,6 +151,46 @@ fn to_drop(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sessions::ids::new_session_id;
+    use crate::sessions::session::Session;
+    use std::time::Duration;
+
+    #[test]
+    fn a_stale_copy_is_gone_when_its_check_is_done_not_once_it_is_handed_on() {
+        let me = 7;
+        let sessions = Sessions::new(10, Duration::from_secs(60));
+        let copy = |public_id, held| {
+            sessions
+                .insert(Session::new(
+                    new_session_id().into(),
+                    public_id,
+                    5,
+                    None,
+                    held,
+                ))
+                .unwrap()
+        };
+        let (held, not_held, current) = (copy(1, true), copy(2, false), copy(3, true));
+        let stored = HashMap::from([(1, (6, Some(me))), (2, (6, Some(9))), (3, (5, Some(me)))]);
+        let to_give = act(
+            &sessions,
+            &stored,
+            &[1, 2, 3],
+            &HashSet::from([1, 2, 3]),
+            me,
+        );
+        // A poll that waited for this check reads the session afresh: no stale copy is left
+        // to answer it, not even one whose positions are still to be handed on.
+        for (id, stale) in [(1, &held), (2, &not_held)] {
+            assert!(sessions.copy(id).is_none(), "copy {id} forgotten");
+            assert!(stale.is_destroyed(), "copy {id} answers nothing more");
+        }
+        assert!(sessions.copy(3).is_some() && !current.is_destroyed());
+        // Only the copy that answered legacy polls has positions to hand on.
+        assert_eq!(to_give.len(), 1);
+        assert!(Arc::ptr_eq(&to_give[0], &held));
+        assert!(sessions.is_giving(1) && !sessions.is_giving(2));
+    }
 
     #[test]
     fn a_copy_is_dropped_only_for_what_its_row_says() {

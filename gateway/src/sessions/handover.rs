@@ -83,11 +83,11 @@ impl Drop for Waiter<'_> {
     }
 }
 
-/// This gateway's copy answered the session's legacy polls, and is dropped (another
-/// gateway took the session, or changed it): the copy stops answering, and its positions
-/// are left for the gateway that holds the session now — which may be this one again, its
-/// next poll having read the session afresh meanwhile (`Sessions::is_giving` tells it to
-/// wait for these positions).
+/// This gateway's copy answered the session's legacy polls, and was dropped (another
+/// gateway took the session, or changed it; forgotten already, so nothing answers from it
+/// any more): its positions are left for the gateway that holds the session now — which
+/// may be this one again, its next poll having read the session afresh meanwhile
+/// (`Sessions::is_giving` tells it to wait for these positions).
 pub async fn give(
     pool: deadpool_postgres::Pool,
     sessions: Arc<Sessions>,
@@ -95,7 +95,6 @@ pub async fn give(
     gateway: u64,
 ) {
     session.await_earlier_answer().await;
-    sessions.forget(session.public_id);
     let positions = session.legacy_positions(gateway);
     let result = match pool.get().await {
         Ok(client) => store::hand_over(&client, &session.id, gateway, &positions)
@@ -131,6 +130,7 @@ impl Session {
             session: self.public_id,
             gateway,
             views,
+            version: self.version(),
         }
     }
 }

@@ -5,8 +5,11 @@
 //!
 //! Opaque to clients: base64url of a small JSON object naming the session (its public id,
 //! so a cursor of another session is refused), the gateway that wrote it (positions in a
-//! gateway's own logs are only meaningful there) and per subscription key its id and
-//! position. A board view's position is its seq, which means the same on every gateway.
+//! gateway's own logs are only meaningful there), the session's version it was written
+//! at (a gateway whose copy is older checks its copy first: answered from a copy that
+//! lacks a view the client has, the cursor would lose that view's position) and per
+//! subscription key its id and position. A board view's position is its seq, which means
+//! the same on every gateway.
 
 use crate::views::Portable;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -29,6 +32,14 @@ pub struct PollCursor {
     pub gateway: u64,
     #[serde(rename = "v")]
     pub views: BTreeMap<String, Entry>,
+    /// The session's version in the copy that wrote it (0 in cursors written before it was
+    /// kept, and left out then).
+    #[serde(rename = "n", default, skip_serializing_if = "is_zero")]
+    pub version: i64,
+}
+
+fn is_zero(version: &i64) -> bool {
+    *version == 0
 }
 
 /// Longest cursor accepted (16 views with long keys fit many times over).
@@ -67,6 +78,7 @@ mod tests {
             session: 42,
             gateway: 0xdead_beef_0000_0001,
             views,
+            version: 9,
         };
         let text = cursor.encode();
         assert!(text

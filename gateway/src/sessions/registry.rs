@@ -27,6 +27,9 @@ struct Maps {
     forgotten_at: HashMap<i64, (u64, std::time::Instant)>,
     /// Counts forgettings.
     forgotten: u64,
+    /// Every copy read before this mark is stale: `forgotten_at` overflowed (a flood of
+    /// notifications naming sessions this gateway has no copy of) and was cleared.
+    forgotten_before: u64,
     /// Sessions whose dropped copy is leaving its positions in the row (`handover::give`).
     giving: std::collections::HashSet<i64>,
 }
@@ -34,9 +37,31 @@ struct Maps {
 /// How long a forgetting is remembered (longer than any read of a session takes).
 const FORGOTTEN_KEPT: Duration = Duration::from_secs(60);
 
+/// How many forgettings are remembered one by one; past that (anyone may NOTIFY), every
+/// read in flight is refused once instead.
+pub(super) const FORGOTTEN_MAX: usize = 1024;
+
 /// Where the forgettings stood when a session was read from the database.
 #[derive(Debug, Clone, Copy)]
 pub struct Mark(u64);
+
+impl Maps {
+    /// A copy of `public_id` read before now is stale (see `Sessions::mark`).
+    fn remember_forgetting(&mut self, public_id: i64) {
+        self.forgotten += 1;
+        let now = std::time::Instant::now();
+        let count = self.forgotten;
+        self.forgotten_at.insert(public_id, (count, now));
+        if self.forgotten_at.len() > FORGOTTEN_MAX {
+            self.forgotten_at
+                .retain(|_, (_, at)| now.duration_since(*at) < FORGOTTEN_KEPT);
+        }
+        if self.forgotten_at.len() > FORGOTTEN_MAX {
+            self.forgotten_at.clear();
+            self.forgotten_before = count;
+        }
+    }
+}
 
 impl Sessions {
     pub fn new(max: usize, idle: Duration) -> Self {
@@ -96,9 +121,12 @@ impl Sessions {
         mark: Option<Mark>,
     ) -> Result<Option<Arc<Session>>, RpcError> {
         let mut maps = self.lock();
-        if let (Some(Mark(mark)), Some((at, _))) = (mark, maps.forgotten_at.get(&session.public_id))
-        {
-            if *at > mark {
+        if let Some(Mark(mark)) = mark {
+            let forgotten_since = maps
+                .forgotten_at
+                .get(&session.public_id)
+                .is_some_and(|(at, _)| *at > mark);
+            if forgotten_since || maps.forgotten_before > mark {
                 return Ok(None);
             }
         }
@@ -147,14 +175,7 @@ impl Sessions {
     pub fn forget(&self, public_id: i64) {
         let session = {
             let mut maps = self.lock();
-            maps.forgotten += 1;
-            let now = std::time::Instant::now();
-            let count = maps.forgotten;
-            maps.forgotten_at.insert(public_id, (count, now));
-            if maps.forgotten_at.len() > 1024 {
-                maps.forgotten_at
-                    .retain(|_, (_, at)| now.duration_since(*at) < FORGOTTEN_KEPT);
-            }
+            maps.remember_forgetting(public_id);
             let Some(session) = maps.by_public.remove(&public_id) else {
                 return;
             };
@@ -164,14 +185,29 @@ impl Sessions {
         session.end();
     }
 
+    /// Another gateway was said to have changed session `public_id` (not yet checked):
+    /// true when this gateway has a copy, to be checked against the row (`checks`). With
+    /// no copy, one may be being read right now, from before the change: it is refused
+    /// (`insert_read`) and read again. One lock for both, so a copy inserted meanwhile is
+    /// either seen here or refused.
+    pub fn heard_change(&self, public_id: i64) -> bool {
+        let mut maps = self.lock();
+        if maps.by_public.contains_key(&public_id) {
+            return true;
+        }
+        maps.remember_forgetting(public_id);
+        false
+    }
+
+    /// How many forgettings are remembered one by one (bounded by `FORGOTTEN_MAX`).
+    #[cfg(test)]
+    pub fn forgettings_kept(&self) -> usize {
+        self.lock().forgotten_at.len()
+    }
+
     /// This gateway's copy of session `public_id`.
     pub fn copy(&self, public_id: i64) -> Option<Arc<Session>> {
         self.lock().by_public.get(&public_id).cloned()
-    }
-
-    /// The version of this gateway's copy of session `public_id` (None: no copy).
-    pub fn copy_version(&self, public_id: i64) -> Option<i64> {
-        self.lock().by_public.get(&public_id).map(|s| s.version())
     }
 
     /// Every copy: (public id, version, held here).

@@ -405,6 +405,47 @@ fn a_copy_read_before_the_session_was_forgotten_is_refused() {
 }
 
 #[test]
+fn a_change_heard_while_the_session_is_being_read_refuses_that_copy() {
+    let sessions = Sessions::new(10, Duration::from_secs(120));
+    let mark = sessions.mark();
+    // Heard before the copy read from before the change is kept: nothing to check yet.
+    assert!(!sessions.heard_change(77));
+    let stale = Session::new(new_session_id().into(), 77, 3, None, false);
+    assert!(sessions.insert_read(stale, Some(mark)).unwrap().is_none());
+    // With a copy here, the check against the row judges it; nothing is refused or ended.
+    let copy = Session::new(new_session_id().into(), 77, 4, None, false);
+    let copy = sessions
+        .insert_read(copy, Some(sessions.mark()))
+        .unwrap()
+        .expect("read after the change");
+    assert!(sessions.heard_change(77));
+    assert!(!copy.is_destroyed());
+    assert_eq!(sessions.len(), 1);
+}
+
+#[test]
+fn a_flood_of_changes_heard_is_remembered_in_bounded_memory() {
+    use crate::sessions::registry::FORGOTTEN_MAX;
+    let sessions = Sessions::new(10, Duration::from_secs(120));
+    let mark = sessions.mark();
+    // Anyone may NOTIFY `drop <id>` for every id there is.
+    let flood = 1000..1000 + 5 * FORGOTTEN_MAX as i64;
+    for id in flood.clone() {
+        assert!(!sessions.heard_change(id));
+    }
+    assert!(sessions.forgettings_kept() <= FORGOTTEN_MAX);
+    // A copy read before the flood is still refused, though its id is no longer kept.
+    let first = Session::new(new_session_id().into(), flood.start, 1, None, false);
+    assert!(sessions.insert_read(first, Some(mark)).unwrap().is_none());
+    // One read after it is not.
+    let later = Session::new(new_session_id().into(), flood.start, 1, None, false);
+    assert!(sessions
+        .insert_read(later, Some(sessions.mark()))
+        .unwrap()
+        .is_some());
+}
+
+#[test]
 fn a_change_made_here_must_be_the_next_version() {
     let session = Session::new(new_session_id().into(), 5, 3, None, false);
     assert!(session.advance_version(4));

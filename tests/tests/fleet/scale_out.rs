@@ -130,6 +130,53 @@ async fn a_lost_answer_comes_again_and_nothing_twice_after_the_ack() {
     assert_eq!(all, [1, 2, 3, 4]);
 }
 
+/// The CI of 5acebe4 saw a gateway answer an ack from its copy of the session made before
+/// a subscribe through the other gateway: the answer's cursor lost the view, and the next
+/// answer gave the view's events again from where it began. Here the other gateway never
+/// hears of the subscribe at all (the database's `drop` is silenced), so only the ack's
+/// own word that the session changed can save it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ack_from_a_newer_session_than_a_gateways_copy_is_answered_from_the_row() {
+    let _alone = pgplace_tests::alone();
+    let (url, sql, board, user) = setup("gw_scale_stale_copy").await;
+    let (a, b) = two_gateways(&url).await;
+    let (a_http, b_http) = (Http::new(a.addr), Http::new(b.addr));
+    // B makes the session, so it has a copy of it with no view.
+    let session = b_http.ok("session.create", json!([])).await;
+    sql.batch_execute(
+        "CREATE OR REPLACE FUNCTION place._session_dropped(public_id bigint, gateway bigint) \
+         RETURNS void LANGUAGE plpgsql AS $$ BEGIN END $$",
+    )
+    .await
+    .expect("silence drop");
+    a_http
+        .ok(
+            "session.subscribe",
+            json!([session, "board", {"board": board}]),
+        )
+        .await;
+    place(&sql, board, user, 3).await;
+    let mut got = Vec::new();
+    let mut cursor = String::new();
+    while got.len() < 3 {
+        let (events, next) = acked(&a_http, &session, &cursor, 5.0).await;
+        got.extend(seqs(&events));
+        cursor = next;
+    }
+    place(&sql, board, user, 3).await;
+    // B must not answer from its copy without the view: it would leave the view out of
+    // its cursor, and A would give 1, 2, 3 again.
+    let (events, next) = acked(&b_http, &session, &cursor, 2.0).await;
+    got.extend(seqs(&events));
+    cursor = next;
+    while got.len() < 6 {
+        let (events, next) = acked(&a_http, &session, &cursor, 5.0).await;
+        got.extend(seqs(&events));
+        cursor = next;
+    }
+    assert_eq!(got, (1..=6).collect::<Vec<i64>>());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_acks_are_refused_and_change_nothing() {
     let _alone = pgplace_tests::alone();

@@ -108,7 +108,10 @@ pub async fn get_events(app: &App, p: GetEventsParams) -> Result<Reply, RpcError
         text => Some(PollCursor::decode(text).map_err(RpcError::invalid_params)?),
     };
     let started = tokio::time::Instant::now();
-    let Some(session) = Box::pin(session_access::current(app, &id, hear_within)).await? else {
+    let seen_version = ack.as_ref().map_or(0, |a| a.version);
+    let Some(session) =
+        Box::pin(session_access::current(app, &id, hear_within, seen_version)).await?
+    else {
         // This gateway could not hear the others in time: nothing now, same cursor.
         return Ok(Reply::Value(json!({"events": [], "cursor": ack_text})));
     };
