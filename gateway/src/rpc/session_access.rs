@@ -100,7 +100,7 @@ async fn read(app: &App, id: &str) -> Result<Option<Arc<Session>>, RpcError> {
             Err(error) => return Err(error),
         }
     }
-    app.sessions.insert_read(session, Some(mark))
+    app.sessions.insert_read(session, Some(&mark))
 }
 
 /// Makes sure this gateway has heard every session change committed before now, and

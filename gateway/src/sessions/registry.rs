@@ -22,11 +22,14 @@ pub struct Sessions {
 struct Maps {
     by_id: HashMap<Arc<str>, Arc<Session>>,
     by_public: HashMap<i64, Arc<Session>>,
-    /// When each session was last forgotten (a mark of `forgotten`), for a while: a copy
-    /// read from the database before that is stale (see [`Sessions::mark`]).
-    forgotten_at: HashMap<i64, (u64, std::time::Instant)>,
+    /// When each session was last forgotten (a mark of `forgotten`) while a session was
+    /// being read: a copy read from the database before that is stale (see
+    /// [`Sessions::mark`]). Emptied whenever no read is in flight.
+    forgotten_at: HashMap<i64, u64>,
     /// Counts forgettings.
     forgotten: u64,
+    /// How many reads of a session from the database are in flight (their `Mark`s).
+    reading: usize,
     /// Every copy read before this mark is stale: `forgotten_at` overflowed (a flood of
     /// notifications naming sessions this gateway has no copy of) and was cleared.
     forgotten_before: u64,
@@ -34,28 +37,37 @@ struct Maps {
     giving: std::collections::HashSet<i64>,
 }
 
-/// How long a forgetting is remembered (longer than any read of a session takes).
-const FORGOTTEN_KEPT: Duration = Duration::from_secs(60);
-
-/// How many forgettings are remembered one by one; past that (anyone may NOTIFY), every
-/// read in flight is refused once instead.
+/// How many forgettings are remembered one by one while reads are in flight; past that
+/// (anyone may NOTIFY), every read in flight is refused once instead.
 pub(super) const FORGOTTEN_MAX: usize = 1024;
 
-/// Where the forgettings stood when a session was read from the database.
-#[derive(Debug, Clone, Copy)]
-pub struct Mark(u64);
+/// Where the forgettings stood when a session was read from the database; while it lives,
+/// forgettings are remembered for it.
+pub struct Mark<'a> {
+    at: u64,
+    sessions: &'a Sessions,
+}
+
+impl Drop for Mark<'_> {
+    fn drop(&mut self) {
+        let mut maps = self.sessions.lock();
+        maps.reading -= 1;
+        if maps.reading == 0 {
+            // Every mark to come is past what is remembered.
+            maps.forgotten_at.clear();
+        }
+    }
+}
 
 impl Maps {
     /// A copy of `public_id` read before now is stale (see `Sessions::mark`).
     fn remember_forgetting(&mut self, public_id: i64) {
         self.forgotten += 1;
-        let now = std::time::Instant::now();
-        let count = self.forgotten;
-        self.forgotten_at.insert(public_id, (count, now));
-        if self.forgotten_at.len() > FORGOTTEN_MAX {
-            self.forgotten_at
-                .retain(|_, (_, at)| now.duration_since(*at) < FORGOTTEN_KEPT);
+        if self.reading == 0 {
+            return;
         }
+        let count = self.forgotten;
+        self.forgotten_at.insert(public_id, count);
         if self.forgotten_at.len() > FORGOTTEN_MAX {
             self.forgotten_at.clear();
             self.forgotten_before = count;
@@ -103,8 +115,13 @@ impl Sessions {
     /// Taken before reading a session from the database: `insert_read` then refuses the
     /// copy if the session was forgotten meanwhile (another gateway changed it while it was
     /// being read).
-    pub fn mark(&self) -> Mark {
-        Mark(self.lock().forgotten)
+    pub fn mark(&self) -> Mark<'_> {
+        let mut maps = self.lock();
+        maps.reading += 1;
+        Mark {
+            at: maps.forgotten,
+            sessions: self,
+        }
     }
 
     /// Keeps a copy of a session made here (`session.create`).
@@ -118,15 +135,15 @@ impl Sessions {
     pub fn insert_read(
         &self,
         session: Session,
-        mark: Option<Mark>,
+        mark: Option<&Mark>,
     ) -> Result<Option<Arc<Session>>, RpcError> {
         let mut maps = self.lock();
-        if let Some(Mark(mark)) = mark {
+        if let Some(mark) = mark {
             let forgotten_since = maps
                 .forgotten_at
                 .get(&session.public_id)
-                .is_some_and(|(at, _)| *at > mark);
-            if forgotten_since || maps.forgotten_before > mark {
+                .is_some_and(|at| *at > mark.at);
+            if forgotten_since || maps.forgotten_before > mark.at {
                 return Ok(None);
             }
         }

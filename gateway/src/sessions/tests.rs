@@ -395,11 +395,11 @@ fn a_copy_read_before_the_session_was_forgotten_is_refused() {
     // Another gateway changed session 77 while this one was reading it.
     sessions.forget(77);
     let stale = Session::new(new_session_id().into(), 77, 3, None, false);
-    assert!(sessions.insert_read(stale, Some(mark)).unwrap().is_none());
+    assert!(sessions.insert_read(stale, Some(&mark)).unwrap().is_none());
     assert!(sessions.is_empty());
     let fresh = Session::new(new_session_id().into(), 77, 4, None, false);
     assert!(sessions
-        .insert_read(fresh, Some(sessions.mark()))
+        .insert_read(fresh, Some(&sessions.mark()))
         .unwrap()
         .is_some());
 }
@@ -411,11 +411,11 @@ fn a_change_heard_while_the_session_is_being_read_refuses_that_copy() {
     // Heard before the copy read from before the change is kept: nothing to check yet.
     assert!(!sessions.heard_change(77));
     let stale = Session::new(new_session_id().into(), 77, 3, None, false);
-    assert!(sessions.insert_read(stale, Some(mark)).unwrap().is_none());
+    assert!(sessions.insert_read(stale, Some(&mark)).unwrap().is_none());
     // With a copy here, the check against the row judges it; nothing is refused or ended.
     let copy = Session::new(new_session_id().into(), 77, 4, None, false);
     let copy = sessions
-        .insert_read(copy, Some(sessions.mark()))
+        .insert_read(copy, Some(&sessions.mark()))
         .unwrap()
         .expect("read after the change");
     assert!(sessions.heard_change(77));
@@ -436,13 +436,20 @@ fn a_flood_of_changes_heard_is_remembered_in_bounded_memory() {
     assert!(sessions.forgettings_kept() <= FORGOTTEN_MAX);
     // A copy read before the flood is still refused, though its id is no longer kept.
     let first = Session::new(new_session_id().into(), flood.start, 1, None, false);
-    assert!(sessions.insert_read(first, Some(mark)).unwrap().is_none());
+    assert!(sessions.insert_read(first, Some(&mark)).unwrap().is_none());
     // One read after it is not.
     let later = Session::new(new_session_id().into(), flood.start, 1, None, false);
     assert!(sessions
-        .insert_read(later, Some(sessions.mark()))
+        .insert_read(later, Some(&sessions.mark()))
         .unwrap()
         .is_some());
+    // No read in flight: nothing is remembered, however much is heard.
+    drop(mark);
+    assert_eq!(sessions.forgettings_kept(), 0);
+    for id in flood {
+        sessions.heard_change(id);
+    }
+    assert_eq!(sessions.forgettings_kept(), 0);
 }
 
 #[test]
