@@ -40,6 +40,21 @@ async fn acked(http: &Http, session: &Value, ack: &str, timeout: f64) -> (Value,
     (answer["events"].clone(), cursor)
 }
 
+/// Acking polls through `http` until `got` holds `n` seqs, each acking the answer before.
+async fn acked_until(
+    http: &Http,
+    session: &Value,
+    cursor: &mut String,
+    got: &mut Vec<i64>,
+    n: usize,
+) {
+    while got.len() < n {
+        let (events, next) = acked(http, session, cursor, 5.0).await;
+        got.extend(seqs(&events));
+        *cursor = next;
+    }
+}
+
 /// Two gateways on one database.
 async fn two_gateways(url: &str) -> (Running, Running) {
     (
@@ -75,11 +90,7 @@ async fn acking_polls_alternating_gateways_see_every_seq_once() {
         place(&sql, board, user, 3).await;
         let http = &gateways[round % 2];
         // Until this round's three arrived (an answer may hold some of them).
-        while got.len() < 3 * (round + 1) {
-            let (events, next) = acked(http, &session, &cursor, 5.0).await;
-            got.extend(seqs(&events));
-            cursor = next;
-        }
+        acked_until(http, &session, &mut cursor, &mut got, 3 * (round + 1)).await;
     }
     assert_eq!(got, (1..=36).collect::<Vec<i64>>());
     // Nothing more, on either gateway.
@@ -111,21 +122,20 @@ async fn a_lost_answer_comes_again_and_nothing_twice_after_the_ack() {
     for http in [&a_http, &b_http] {
         let mut again = Vec::new();
         let mut cursor = String::new();
-        while again.len() < 4 {
-            let (events, next) = acked(http, &session, &cursor, 5.0).await;
-            again.extend(seqs(&events));
-            cursor = next;
-        }
+        acked_until(http, &session, &mut cursor, &mut again, 4).await;
         assert_eq!(again, [1, 2, 3, 4]);
     }
     // It did receive `first`: the rest only.
     let mut rest = Vec::new();
     let mut cursor = first_cursor;
-    while first_seqs.len() + rest.len() < 4 {
-        let (events, next) = acked(&b_http, &session, &cursor, 5.0).await;
-        rest.extend(seqs(&events));
-        cursor = next;
-    }
+    acked_until(
+        &b_http,
+        &session,
+        &mut cursor,
+        &mut rest,
+        4 - first_seqs.len(),
+    )
+    .await;
     let all: Vec<i64> = first_seqs.iter().chain(&rest).copied().collect();
     assert_eq!(all, [1, 2, 3, 4]);
 }
@@ -158,22 +168,14 @@ async fn an_ack_from_a_newer_session_than_a_gateways_copy_is_answered_from_the_r
     place(&sql, board, user, 3).await;
     let mut got = Vec::new();
     let mut cursor = String::new();
-    while got.len() < 3 {
-        let (events, next) = acked(&a_http, &session, &cursor, 5.0).await;
-        got.extend(seqs(&events));
-        cursor = next;
-    }
+    acked_until(&a_http, &session, &mut cursor, &mut got, 3).await;
     place(&sql, board, user, 3).await;
     // B must not answer from its copy without the view: it would leave the view out of
     // its cursor, and A would give 1, 2, 3 again.
     let (events, next) = acked(&b_http, &session, &cursor, 2.0).await;
     got.extend(seqs(&events));
     cursor = next;
-    while got.len() < 6 {
-        let (events, next) = acked(&a_http, &session, &cursor, 5.0).await;
-        got.extend(seqs(&events));
-        cursor = next;
-    }
+    acked_until(&a_http, &session, &mut cursor, &mut got, 6).await;
     assert_eq!(got, (1..=6).collect::<Vec<i64>>());
 }
 
@@ -330,11 +332,7 @@ async fn a_restarted_gateway_answers_acks_from_the_history_and_since_resumes_a_b
     place(&sql, board, user, 3).await;
     let mut got = Vec::new();
     let mut cursor = String::new();
-    while got.len() < 3 {
-        let (events, next) = acked(&http, &session, &cursor, 5.0).await;
-        got.extend(seqs(&events));
-        cursor = next;
-    }
+    acked_until(&http, &session, &mut cursor, &mut got, 3).await;
     drop(first);
     place(&sql, board, user, 4).await;
     // A new gateway loads the board at seq 7; the client stands at 3.
