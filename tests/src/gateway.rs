@@ -195,13 +195,14 @@ impl Http {
     }
 
     /// Like `ok`, trying again while the gateway says the database is unavailable
-    /// (-32009: a restart), for up to 30 s.
+    /// (-32009: a restart), for up to two minutes: a crash recovery on a slow disk takes
+    /// its time, and a client that retries is all the gateway asks for.
     pub async fn ok_in_a_moment(&self, method: &str, params: Value) -> Value {
         let started = std::time::Instant::now();
         loop {
             match self.call(method, params.clone()).await {
                 Ok(result) => return result,
-                Err(error) if error["code"] == -32009 && started.elapsed().as_secs() < 30 => {
+                Err(error) if error["code"] == -32009 && started.elapsed().as_secs() < 120 => {
                     tokio::time::sleep(std::time::Duration::from_millis(100)).await
                 }
                 Err(error) => panic!("{method}({params}) failed: {error}"),
