@@ -16,6 +16,8 @@
 //! their imports, `tests/tests/database/layout.rs`):
 //! - [`input`]: NULL checks and the errors every function raises for bad arguments.
 //! - [`durability`]: `await_durable`, the wait after an asynchronous commit or a read.
+//! - [`early_release`]: `pgplace.release_before_flush`, the seq lock freed before the
+//!   commit's flush.
 //! - [`catalog`]: which relations of schema `place` exist: the schema's version.
 //! - [`spi`]: statements planned once per backend.
 //! - [`stamps`]: a moment of the write path as SQL gets it ('infinity' for never).
@@ -66,6 +68,7 @@ pub mod catalog;
 pub mod chunks;
 pub mod cooldowns;
 pub mod durability;
+pub mod early_release;
 pub mod erasing;
 pub mod expressions;
 pub mod filters;
@@ -94,6 +97,11 @@ pub mod users;
 pub mod writing;
 
 ::pgrx::pg_module_magic!(name, version);
+
+#[pg_guard]
+pub extern "C-unwind" fn _PG_init() {
+    early_release::init();
+}
 
 extension_sql_file!("../schema/schema.sql", name = "schema", bootstrap);
 extension_sql_file!(

@@ -131,6 +131,12 @@ pgplace_phase() {
 # concurrent call by the same user that started later: it refuses a rare placement.
 naive_phase() { counted_phase "$@" naive_seq 99; }
 for round in 1 2; do
+    # place() against INSERT + pg_notify in the same round, with the seq lock freed before
+    # the commit's flush (extension/src/early_release.rs) and without.
+    bench "baseline_$round" -c 8 -j 8 -T "$SECONDS_PER_PHASE" -f "$HERE/baseline.sql"
+    export PGOPTIONS="-c pgplace.release_before_flush=on"
+    pgplace_phase "place_early_$round" 8 place_random.sql 1
+    unset PGOPTIONS
     pgplace_phase "place_random_$round" 8 place_random.sql 1
     naive_phase "naive_random_$round" 8 naive_random.sql 1
     naive_phase "naive_one_$round" 8 naive_one.sql 1
@@ -174,6 +180,9 @@ for round in 1 2; do
     row "round $round: place(), 8 clients, random users of 20k" "$(printf '%.0f tx/s' "$pr")" ""
     row "  PL/pgSQL baseline, same workload" "$(printf '%.0f tx/s: pgplace %sx' "$nr" "$(ratio "$pr" "$nr")")" "≥ 1.0x"
     row "  INSERT+pg_notify (first row)" "pgplace $(ratio "$pr" "$base_tps")x" "≥ 0.6x"
+    br=$(tps "baseline_$round") pe=$(tps "place_early_$round")
+    row "  INSERT+pg_notify, 8 clients, this round" "$(printf '%.0f tx/s: pgplace %sx' "$br" "$(ratio "$pr" "$br")")" "≥ 0.6x"
+    row "  place(), pgplace.release_before_flush = on" "$(printf '%.0f tx/s: %sx INSERT+pg_notify' "$pe" "$(ratio "$pe" "$br")")" "≥ 0.6x"
     row "round $round: place(), 8 clients, a user per client" "$(printf '%.0f tx/s' "$po")" ""
     row "  PL/pgSQL baseline, same workload" "$(printf '%.0f tx/s: pgplace %sx' "$no" "$(ratio "$po" "$no")")" "≥ 1.0x"
     row "round $round: place_many(100), 2 clients, random users" "$(printf '%.0f placements/s' "$(awk -v t="$pm" 'BEGIN { print t * 100 }')")" ""
@@ -181,6 +190,7 @@ for round in 1 2; do
     row "  100-row INSERT + 1 pg_notify, 2 clients" "$(printf '%.0f rows/s: pgplace %sx' "$(awk -v t="$bm" 'BEGIN { print t * 100 }')" "$(ratio "$pm" "$bm")")" "≥ 0.5x"
     row "  the same into the history's shape (3 indexes)" "$(printf '%.0f rows/s: %sx; pgplace %sx' "$(awk -v t="$hs" 'BEGIN { print t * 100 }')" "$(ratio "$hs" "$bm")" "$(ratio "$pm" "$hs")")" ""
     row "  CPU per placement: place(), random users" "$(cpu_per "place_random_$round" 1)" ""
+    row "    release_before_flush = on" "$(cpu_per "place_early_$round" 1)" ""
     row "    PL/pgSQL baseline, same workload" "$(cpu_per "naive_random_$round" 1)" ""
     row "    INSERT+pg_notify (per row)" "$(cpu_per baseline 1)" ""
     row "  CPU per placement: place_many(100)" "$(cpu_per "place_many_random_$round" 100)" ""

@@ -34,3 +34,33 @@ SELECT place.await_durable('0'::xid) AS invalid, place.await_durable('2'::xid) A
        place.await_durable(NULL::xid) IS NULL AS strict;
 SELECT provolatile, proisstrict, prosecdef, pronargs FROM pg_proc
 WHERE oid = 'place.await_durable(xid)'::regprocedure;
+-- pgplace.release_before_flush: off unless set; with it on, a placement's transaction
+-- commits asynchronously, frees the seq lock, then flushes before COMMIT returns, and
+-- synchronous_commit is what it was after a commit and a rollback alike (a commit that
+-- fails after the switch: tests/isolation/specs/seq_release_before_flush.spec).
+SHOW pgplace.release_before_flush;
+SET pgplace.release_before_flush = on;
+BEGIN;
+SELECT seq AS early_seq FROM place.place(:board, 3, 3, 5, :placer) \gset
+SELECT pg_current_wal_insert_lsn() AS before_commit \gset
+COMMIT;
+SELECT pg_current_wal_flush_lsn() > :'before_commit'::pg_lsn AS flushed,
+       current_setting('synchronous_commit') AS synchronous_commit;
+SELECT seq = :early_seq AS kept, color FROM place.placements
+WHERE board_id = :board AND x = 3 AND y = 3;
+BEGIN;
+SELECT placed FROM place.place(:board, 3, 3, 6, :placer);
+ROLLBACK;
+SELECT current_setting('synchronous_commit') AS after_rollback,
+       (SELECT color FROM place.placements WHERE board_id = :board AND x = 3 AND y = 3
+        ORDER BY seq DESC LIMIT 1) AS color;
+-- Another level is kept as it was (a prepared transaction cannot place: it notifies).
+SET synchronous_commit = remote_apply;
+SELECT placed FROM place.place(:board, 3, 3, 7, :placer);
+SELECT current_setting('synchronous_commit') AS still_remote_apply;
+-- A session that commits asynchronously anyway keeps doing so.
+SET synchronous_commit = off;
+SELECT placed FROM place.place(:board, 3, 3, 8, :placer);
+SELECT current_setting('synchronous_commit') AS still_off;
+RESET synchronous_commit;
+RESET pgplace.release_before_flush;

@@ -5,6 +5,7 @@
 //! gateway of the process counts, so none may run beside another.
 
 mod client_input;
+mod ha_commit;
 mod ha_failover;
 mod memory;
 mod metrics;

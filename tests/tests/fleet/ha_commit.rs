@@ -1,0 +1,174 @@
+//! `pgplace.release_before_flush` against a real synchronous standby (`./pgplace.sh ha up`):
+//! a placement whose COMMIT waits for the standby no longer holds its board's seq lock
+//! while it waits, and its COMMIT still does not return before the standby has it.
+//!
+//! The standby is made to stop answering (its WAL receiver SIGSTOPped) so that the wait
+//! lasts as long as the test needs. Run by `./pgplace.sh test` before the failover tests
+//! (the module sorts first), while both nodes are up and the standby is synchronous.
+
+use pgplace_tests::{connect, create_board, create_users_with_tokens};
+use std::time::{Duration, Instant};
+use tokio_postgres::Client;
+
+fn env(name: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| panic!("{name} is not set: run by ./pgplace.sh test"))
+}
+
+/// The standby's WAL receiver, stopped until this is dropped (a failing test included).
+struct Stopped(i32);
+
+impl Stopped {
+    fn new(pid: i32) -> Self {
+        // SAFETY: a signal to a process of the test's own cluster.
+        assert_eq!(
+            unsafe { libc::kill(pid, libc::SIGSTOP) },
+            0,
+            "SIGSTOP {pid}"
+        );
+        Stopped(pid)
+    }
+}
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        // SAFETY: as above.
+        unsafe { libc::kill(self.0, libc::SIGCONT) };
+    }
+}
+
+/// Each node of the multi-host URL on its own, by host:port.
+async fn nodes(url: &str) -> Vec<Client> {
+    let rest = url.split_once("://").expect("a URL").1;
+    let (user, rest) = rest.split_once('@').expect("a user in the URL");
+    let (hosts, rest) = rest.split_once('/').expect("a database in the URL");
+    let database = rest.split('?').next().unwrap();
+    let mut clients = Vec::new();
+    for host in hosts.split(',') {
+        clients.push(connect(&format!("postgresql://{user}@{host}/{database}")).await);
+    }
+    clients
+}
+
+/// The standby's WAL receiver process, once the primary reports it synchronous
+/// (pg_auto_failover names it `ANY 1 (…)`: a quorum of one).
+async fn synchronous_standby(primary: &Client, url: &str) -> i32 {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let sync = primary
+            .query_opt(
+                "SELECT 1 FROM pg_stat_replication WHERE sync_state IN ('sync', 'quorum')",
+                &[],
+            )
+            .await
+            .unwrap();
+        if sync.is_some() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no synchronous standby within 2 minutes"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    for node in nodes(url).await {
+        let row = node
+            .query_one(
+                "SELECT pg_is_in_recovery(), (SELECT pid FROM pg_stat_wal_receiver)",
+                &[],
+            )
+            .await
+            .unwrap();
+        if row.get::<_, bool>(0) {
+            return row
+                .get::<_, Option<i32>>(1)
+                .expect("the standby's WAL receiver runs");
+        }
+    }
+    panic!("no node of {url} is a standby");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs ./pgplace.sh ha up; ./pgplace.sh test runs it"]
+async fn a_commit_waiting_for_the_standby_frees_the_seq_lock_and_returns_after_it() {
+    let _alone = pgplace_tests::alone();
+    let url = env("PGPLACE_TEST_HA_DATABASE");
+    let admin = connect(&url).await;
+    // The setup outlives a run: names of this run's own.
+    let run = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let name = format!("waiting for the standby {run}");
+    let board = create_board(&admin, &name, (8, 8), 4, "0").await;
+    let users = create_users_with_tokens(&admin, &name, 2).await;
+    let receiver = synchronous_standby(&admin, &url).await;
+
+    let waiting = connect(&url).await;
+    waiting
+        .batch_execute("SET pgplace.release_before_flush = on")
+        .await
+        .unwrap();
+    let waiting_pid: i32 = waiting
+        .query_one("SELECT pg_backend_pid()", &[])
+        .await
+        .unwrap()
+        .get(0);
+    // The second placer does not wait for the standby itself; it fails at once if the seq
+    // lock is still held.
+    let next = connect(&url).await;
+    next.batch_execute("SET synchronous_commit = local; SET lock_timeout = '10s'")
+        .await
+        .unwrap();
+
+    let stopped = Stopped::new(receiver);
+    let user = users[0].0;
+    let first = tokio::spawn(async move {
+        waiting
+            .query_one(
+                "SELECT seq FROM place.place($1, 1, 1, 3, $2)",
+                &[&board, &user],
+            )
+            .await
+            .map(|row| row.get::<_, i64>(0))
+    });
+    // Its COMMIT is waiting for the standby.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let event: Option<String> = admin
+            .query_one(
+                "SELECT wait_event FROM pg_stat_activity WHERE pid = $1",
+                &[&waiting_pid],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        if event.as_deref() == Some("SyncRep") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the placement never waited for the standby (last: {event:?})"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let second: i64 = next
+        .query_one(
+            "SELECT seq FROM place.place($1, 2, 2, 4, $2)",
+            &[&board, &users[1].0],
+        )
+        .await
+        .expect("a placement on the same board while the first one's COMMIT waits for the standby")
+        .get(0);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !first.is_finished(),
+        "the first placement's COMMIT returned before the standby had it"
+    );
+    drop(stopped);
+    let first = tokio::time::timeout(Duration::from_secs(30), first)
+        .await
+        .expect("the first placement returns once the standby answers")
+        .unwrap()
+        .expect("the first placement");
+    assert_eq!(second, first + 1, "seqs in commit order, no gap");
+}
