@@ -45,6 +45,9 @@ pub struct Scenario {
     pub may_reset: bool,
     /// The gateway commits groups asynchronously (`--commit asynchronous`).
     pub asynchronous_commit: bool,
+    /// The SQL placers set `pgplace.release_before_flush`: their placements are visible
+    /// before they are durable, and durable when their COMMIT returns.
+    pub release_before_flush: bool,
 }
 
 /// A placement its placer was told was made: its seq and the row it must have in the history.
@@ -77,7 +80,12 @@ where
         let chunk = chunk.to_vec();
         let placing = placing.clone();
         if i % 2 == 0 {
-            placers.spawn(sql_placer(url.clone(), board, chunk, placing, i as u64));
+            let url = if scenario.release_before_flush {
+                format!("{url}?options=-c%20pgplace.release_before_flush%3Don")
+            } else {
+                url.clone()
+            };
+            placers.spawn(sql_placer(url, board, chunk, placing, i as u64));
         } else {
             placers.spawn(rpc_placer(http.clone(), board, chunk, placing, i as u64));
         }

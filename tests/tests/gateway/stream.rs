@@ -14,6 +14,7 @@ async fn every_session_gets_exactly_the_placements_after_its_snapshot() {
         placing: Duration::from_secs(4),
         may_reset: false,
         asynchronous_commit: false,
+        release_before_flush: false,
     };
     let placed = run(scenario, |_| async {}).await;
     assert!(placed > 100, "only {placed} placements were made");
@@ -29,6 +30,7 @@ async fn the_guarantee_holds_when_the_listen_connection_is_killed() {
         // The listener reads again after its connection is killed: with groups committed
         // before they are durable.
         asynchronous_commit: true,
+        release_before_flush: true,
     };
     run(scenario, |url| async move {
         let admin = connect(&url).await;
