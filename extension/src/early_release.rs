@@ -10,8 +10,9 @@
 //! as `synchronous_commit` asked, before the client hears COMMIT. The next placement
 //! takes the lock during that flush, and waiting committers share flushes.
 //!
-//! What it costs: the placement is visible to other transactions before it is durable, as
-//! any commit is before a synchronous standby confirms it. A crash in that window takes
+//! What it costs: the placement (and its NOTIFY, to a listener another commit woke) is
+//! visible to other transactions before it is durable, as any commit is before a
+//! synchronous standby confirms it. A crash in that window takes
 //! back a seq that a reader may have seen (never one a caller was told of: its COMMIT had
 //! not returned). pgplace's gateway waits for durability before it shows anything it read
 //! (`place.await_durable`), but a psql `SELECT` on the history does not: hence off by
@@ -56,7 +57,9 @@ pub fn init() {
     }
 }
 
-/// Called by a transaction as it takes a board's seq lock for placements.
+/// Called by a transaction as it takes a board's seq lock for placements. (A placement
+/// undone by ROLLBACK TO keeps it wanted: the commit is then asynchronous and flushed
+/// after, which costs nothing and loses nothing.)
 pub fn seq_lock_taken() {
     if RELEASE_BEFORE_FLUSH.get() && STATE.get() == State::Idle {
         STATE.set(State::Wanted);
@@ -116,8 +119,9 @@ unsafe extern "C-unwind" fn after_locks(
     };
     STATE.set(State::Idle);
     // SAFETY: as RecordTransactionCommit's own flush and wait, from the committing backend
-    // (interrupts are held through CommitTransaction). XactLastCommitEnd is this
-    // transaction's commit record's end.
+    // (interrupts are held from just before RecordTransactionCommit to the end of
+    // CommitTransaction). XactLastCommitEnd is this transaction's commit record's end.
+    // CritSectionCount by hand is START_CRIT_SECTION as PostgreSQL 15 defines it.
     unsafe {
         pg_sys::synchronous_commit = level;
         if !is_commit {
