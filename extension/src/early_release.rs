@@ -12,12 +12,12 @@
 //!
 //! What it costs: the placement (and its NOTIFY, to a listener another commit woke) is
 //! visible to other transactions before it is durable, as any commit is before a
-//! synchronous standby confirms it. A crash in that window takes
-//! back a seq that a reader may have seen (never one a caller was told of: its COMMIT had
-//! not returned). pgplace's gateway waits for durability before it shows anything it read
-//! (`place.await_durable`), but a psql `SELECT` on the history does not: hence off by
-//! default. WAL order keeps the history gap-free through a crash: the next seq's commit
-//! record comes after this one's, so it is never durable without it.
+//! synchronous standby confirms it. A crash in that window takes back a seq that a reader
+//! may have seen (never one a caller was told of: its COMMIT had not returned). pgplace's
+//! gateway waits for durability before it shows anything it read (`place.await_durable`),
+//! but a psql `SELECT` on the history does not: hence off by default. WAL order keeps the
+//! history gap-free through a crash: the next seq's commit record comes after this one's,
+//! so it is never durable without it.
 
 use pgrx::guc::{GucContext, GucFlags, GucRegistry, GucSetting};
 use pgrx::pg_sys;
