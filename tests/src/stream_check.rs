@@ -81,7 +81,8 @@ where
         let placing = placing.clone();
         if i % 2 == 0 {
             let url = if scenario.release_before_flush {
-                format!("{url}?options=-c%20pgplace.release_before_flush%3Don")
+                let joint = if url.contains('?') { '&' } else { '?' };
+                format!("{url}{joint}options=-c%20pgplace.release_before_flush%3Don")
             } else {
                 url.clone()
             };

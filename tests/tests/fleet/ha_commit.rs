@@ -6,13 +6,11 @@
 //! lasts as long as the test needs. Run by `./pgplace.sh test` before the failover tests
 //! (the module sorts first), while both nodes are up and the standby is synchronous.
 
+use crate::ha_failover::env;
 use pgplace_tests::{connect, create_board, create_users_with_tokens};
 use std::time::{Duration, Instant};
+use tokio_postgres::config::Host;
 use tokio_postgres::Client;
-
-fn env(name: &str) -> String {
-    std::env::var(name).unwrap_or_else(|_| panic!("{name} is not set: run by ./pgplace.sh test"))
-}
 
 /// The standby's WAL receiver, stopped until this is dropped (a failing test included).
 struct Stopped(i32);
@@ -36,15 +34,17 @@ impl Drop for Stopped {
     }
 }
 
-/// Each node of the multi-host URL on its own, by host:port.
+/// Each node of the multi-host URL on its own.
 async fn nodes(url: &str) -> Vec<Client> {
-    let rest = url.split_once("://").expect("a URL").1;
-    let (user, rest) = rest.split_once('@').expect("a user in the URL");
-    let (hosts, rest) = rest.split_once('/').expect("a database in the URL");
-    let database = rest.split('?').next().unwrap();
+    let config: tokio_postgres::Config = url.parse().expect("the HA database URL");
+    let user = config.get_user().expect("a user in the URL");
+    let database = config.get_dbname().expect("a database in the URL");
     let mut clients = Vec::new();
-    for host in hosts.split(',') {
-        clients.push(connect(&format!("postgresql://{user}@{host}/{database}")).await);
+    for (host, port) in config.get_hosts().iter().zip(config.get_ports()) {
+        let Host::Tcp(host) = host else {
+            panic!("the HA nodes are TCP hosts: {url}");
+        };
+        clients.push(connect(&format!("postgresql://{user}@{host}:{port}/{database}")).await);
     }
     clients
 }

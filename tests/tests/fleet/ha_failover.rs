@@ -31,7 +31,7 @@ const WATCHERS_PER_GATEWAY: usize = 2;
 const BEFORE: Duration = Duration::from_secs(5);
 const AFTER: Duration = Duration::from_secs(12);
 
-fn env(name: &str) -> String {
+pub(crate) fn env(name: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| panic!("{name} is not set: run by ./pgplace.sh test"))
 }
 
