@@ -263,10 +263,11 @@ cmd_test() {
     PGPLACE_HA_GATEWAY_BIN="$ROOT/target/debug/pgplace-gateway" "${ha[@]}" up
     local ha_status=0
     PGPLACE_TEST_HA_GATEWAYS=127.0.0.1:8081,127.0.0.1:8082 \
+        PGPLACE_TEST_HA_PLACER_GATEWAYS=127.0.0.1:8083,127.0.0.1:8084 \
         PGPLACE_TEST_HA_DATABASE="postgresql://postgres@127.0.0.1:54341,127.0.0.1:54342/pgplace?target_session_attrs=read-write&connect_timeout=2" \
         PGPLACE_TEST_HA_KILL="${ha[*]} kill-primary" \
         PGPLACE_TEST_HA_SWITCHOVER="${ha[*]} switchover" \
-        cargo test -p pgplace-tests --test fleet -- --ignored --nocapture --test-threads=1 ha_commit:: ha_failover:: || ha_status=$?
+        cargo test -p pgplace-tests --test fleet -- --ignored --nocapture --test-threads=1 ha_commit:: ha_durable:: ha_failover:: || ha_status=$?
     "${ha[@]}" down
     ((ha_status == 0)) || return "$ha_status"
     say "rpc.discover against the OpenRPC meta-schema, and every method's example called"

@@ -391,6 +391,19 @@ pick_container() { # service → container name
 health_status() {
     podman inspect --format '{{if .State.Health}}{{.State.Health.Status}}{{else}}{{.State.Healthcheck.Status}}{{end}}' "$1" 2>/dev/null
 }
+# When a container does not get healthy: what the network looked like from each container
+# (a gateway that could not reach db once said "Network is unreachable" for a minute).
+network_report() {
+    local c
+    echo "--- networks"
+    podman network ls 2>&1
+    podman network inspect "${PROJECT}_default" 2>&1 | head -60
+    for c in $(podman ps -a --filter "label=com.docker.compose.project=$PROJECT" --format '{{.Names}}'); do
+        echo "--- $c: addresses, routes, how it resolves db"
+        podman inspect --format '{{json .NetworkSettings.Networks}}' "$c" 2>&1
+        podman exec "$c" sh -c 'cat /proc/net/route; cat /proc/net/if_inet6 2>/dev/null; getent ahosts db' 2>&1
+    done
+}
 # Podman runs healthchecks from systemd timers; with no systemd (containers here, CI) it
 # does not schedule them, so this runs the service's own healthcheck (compose.yaml) the way
 # the timer would, until it reports healthy.
@@ -403,7 +416,9 @@ wait_healthy() {
         [[ $(podman inspect --format '{{.State.Running}}' "$c") == true ]] || {
             podman logs --tail 50 "$c"; fail "$service ($c) stopped"
         }
-        ((SECONDS - t < limit)) || { podman logs --tail 50 "$c"; fail "$service not healthy after ${limit}s"; }
+        ((SECONDS - t < limit)) || {
+            podman logs --tail 50 "$c"; network_report; fail "$service not healthy after ${limit}s"
+        }
         sleep 1
     done
     local status

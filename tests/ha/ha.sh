@@ -10,6 +10,9 @@ HA=$STATE/ha
 MONITOR_PORT=${PGPLACE_HA_MONITOR_PORT:-54340}
 NODE_PORTS=(${PGPLACE_HA_NODE_PORTS:-54341 54342})
 GATEWAY_PORTS=(${PGPLACE_HA_GATEWAY_PORTS:-8081 8082})
+# Two more gateways with one placer per board (--placer-url), behind no nginx: the
+# recommended setup for several gateways, for the failover test that needs it.
+PLACER_GATEWAY_PORTS=(${PGPLACE_HA_PLACER_GATEWAY_PORTS:-8083 8084})
 NGINX_PORT=${PGPLACE_HA_NGINX_PORT:-8090}
 GATEWAY_ROLE=pgplace_gateway
 # The tests run their debug build; by default the release build is made and run.
@@ -137,19 +140,23 @@ SQL
 }
 
 start_gateways() {
-    local i port
-    for i in "${!GATEWAY_PORTS[@]}"; do
-        port=${GATEWAY_PORTS[$i]}
+    local i port placer_url
+    local ports=("${GATEWAY_PORTS[@]}" "${PLACER_GATEWAY_PORTS[@]}")
+    for i in "${!ports[@]}"; do
+        port=${ports[$i]}
         is_running "$HA/gateway$((i + 1)).pid" && continue
-        say "starting gateway $((i + 1)) on http://127.0.0.1:$port/"
-        # The second commits its groups before they are durable (--commit asynchronous,
-        # waiting for the standby before it answers): a failover meets both kinds.
+        placer_url=
+        ((i >= ${#GATEWAY_PORTS[@]})) && placer_url=http://127.0.0.1:$port
+        say "starting gateway $((i + 1)) on http://127.0.0.1:$port/${placer_url:+ (one placer per board)}"
+        # The second of each pair commits its groups before they are durable (--commit
+        # asynchronous, waiting for the standby before it answers): a failover meets both
+        # kinds.
         PGPLACE_DATABASE_URL=$(primary_url "$GATEWAY_ROLE") PGPLACE_LISTEN=127.0.0.1:$port \
-            PGPLACE_TRUSTED_PROXIES=127.0.0.1 PGPLACE_COMMIT=$( ((i == 1)) && echo asynchronous || echo synchronous) \
-            setsid nohup "$GATEWAY_BIN" >>"$HA/gateway$((i + 1)).log" 2>&1 </dev/null &
+            PGPLACE_TRUSTED_PROXIES=127.0.0.1 PGPLACE_COMMIT=$( ((i % 2 == 1)) && echo asynchronous || echo synchronous) \
+            env ${placer_url:+PGPLACE_PLACER_URL=$placer_url} setsid nohup "$GATEWAY_BIN" >>"$HA/gateway$((i + 1)).log" 2>&1 </dev/null &
         echo $! >"$HA/gateway$((i + 1)).pid"
     done
-    for port in "${GATEWAY_PORTS[@]}"; do
+    for port in "${ports[@]}"; do
         wait_for 30 curl -fsS "http://127.0.0.1:$port/readyz" ||
             { echo "the gateway on port $port did not start (logs: $HA/gateway*.log)" >&2; exit 1; }
     done
@@ -225,6 +232,7 @@ cmd_up() {
 pgplace is running on pg_auto_failover.
   open (nginx):  http://127.0.0.1:$NGINX_PORT/
   gateways:      $(for p in "${GATEWAY_PORTS[@]}"; do printf 'http://127.0.0.1:%s/ ' "$p"; done)
+  one placer per board (--placer-url): $(for p in "${PLACER_GATEWAY_PORTS[@]}"; do printf 'http://127.0.0.1:%s/ ' "$p"; done)
   database:      $(primary_url)
   monitor:       $(node_url "$MONITOR_PORT" pg_auto_failover)
   state:         ./pgplace.sh ha status
@@ -244,7 +252,7 @@ cmd_status() {
         echo "primary: none answers read-write"
     fi
     local port
-    for port in "${GATEWAY_PORTS[@]}"; do
+    for port in "${GATEWAY_PORTS[@]}" "${PLACER_GATEWAY_PORTS[@]}"; do
         printf 'gateway 127.0.0.1:%s: %s\n' "$port" "$(curl -fsS --max-time 2 "http://127.0.0.1:$port/readyz" 2>/dev/null || echo down)"
     done
 }

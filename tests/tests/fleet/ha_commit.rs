@@ -12,11 +12,12 @@ use std::time::{Duration, Instant};
 use tokio_postgres::config::Host;
 use tokio_postgres::Client;
 
-/// The standby's WAL receiver, stopped until this is dropped (a failing test included).
-struct Stopped(i32);
+/// A process of the HA cluster (the standby's WAL receiver, the primary's WAL writer),
+/// stopped until this is dropped (a failing test included).
+pub(crate) struct Stopped(i32);
 
 impl Stopped {
-    fn new(pid: i32) -> Self {
+    pub(crate) fn new(pid: i32) -> Self {
         // SAFETY: a signal to a process of the test's own cluster.
         assert_eq!(
             unsafe { libc::kill(pid, libc::SIGSTOP) },

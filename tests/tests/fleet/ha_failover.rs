@@ -5,9 +5,14 @@
 //! −32009 (every session survives: place.sessions is logged, so on the standby), every
 //! watching session's stream goes on exactly, and both gateways are ready again.
 //!
+//! The last test does the same through two gateways with one placer per board
+//! (`--placer-url`): one holds the board's lease and commits every group, the other sends
+//! it its placements, and the lease lives in the database that fails over.
+//!
 //! Run by `./pgplace.sh test` against the setup it starts (`cargo test --test fleet --
 //! --ignored --test-threads=1 ha_failover::`: the tests share the setup), which it names in
-//! PGPLACE_TEST_HA_GATEWAYS (addresses, comma-separated), PGPLACE_TEST_HA_DATABASE (the
+//! PGPLACE_TEST_HA_GATEWAYS (addresses, comma-separated), PGPLACE_TEST_HA_PLACER_GATEWAYS
+//! (the same, started with `--placer-url`), PGPLACE_TEST_HA_DATABASE (the
 //! multi-host URL), PGPLACE_TEST_HA_KILL (the command that makes the primary vanish) and
 //! PGPLACE_TEST_HA_SWITCHOVER (the command that hands the primary's role to the standby,
 //! reviving a killed node first).
@@ -189,13 +194,31 @@ async fn watcher(http: Http, board: i64, target: Arc<AtomicI64>) -> Watched {
     watched
 }
 
-/// Runs `command` (PGPLACE_TEST_HA_KILL or _SWITCHOVER) under load and checks what clients
-/// and the new primary show; `what` names it in the figures printed.
-async fn primary_changes_under_load(command: &str, what: &str) {
-    let gateways: Vec<SocketAddr> = env("PGPLACE_TEST_HA_GATEWAYS")
+/// The gateways named in environment variable `name` (comma-separated addresses).
+fn addresses(name: &str) -> Vec<SocketAddr> {
+    env(name)
         .split(',')
         .map(|a| a.parse().expect("a gateway address"))
-        .collect();
+        .collect()
+}
+
+/// The placements the gateways sent to another gateway's placer, so far.
+async fn forwarded(gateways: &[SocketAddr]) -> f64 {
+    let mut sum = 0.0;
+    for addr in gateways {
+        sum += Http::new(*addr)
+            .metric("pgplace_placements_forwarded_total")
+            .await
+            .unwrap_or(0.0);
+    }
+    sum
+}
+
+/// Runs `command` (PGPLACE_TEST_HA_KILL or _SWITCHOVER) under load through the gateways
+/// named in `gateways` (an environment variable) and checks what clients and the new
+/// primary show; `what` names it in the figures printed. Returns the board.
+async fn primary_changes_under_load(gateways: &str, command: &str, what: &str) -> i64 {
+    let gateways = addresses(gateways);
     let database = env("PGPLACE_TEST_HA_DATABASE");
     let command = env(command);
     let sql = connect(&database).await;
@@ -332,18 +355,59 @@ async fn primary_changes_under_load(command: &str, what: &str) {
             .await
             .unwrap_or_else(|_| panic!("gateway {addr} is ready again"));
     }
+    board
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs ./pgplace.sh ha up; ./pgplace.sh test runs it"]
 async fn a_planned_switchover_shows_clients_only_retryable_errors() {
     let _alone = pgplace_tests::alone();
-    primary_changes_under_load("PGPLACE_TEST_HA_SWITCHOVER", "switchover").await;
+    primary_changes_under_load(
+        "PGPLACE_TEST_HA_GATEWAYS",
+        "PGPLACE_TEST_HA_SWITCHOVER",
+        "switchover",
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs ./pgplace.sh ha up; ./pgplace.sh test runs it"]
 async fn nothing_acknowledged_is_lost_when_the_primary_dies() {
     let _alone = pgplace_tests::alone();
-    primary_changes_under_load("PGPLACE_TEST_HA_KILL", "failover").await;
+    primary_changes_under_load(
+        "PGPLACE_TEST_HA_GATEWAYS",
+        "PGPLACE_TEST_HA_KILL",
+        "failover",
+    )
+    .await;
+}
+
+/// Sorts after the kill: the switchover revives the killed node first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs ./pgplace.sh ha up; ./pgplace.sh test runs it"]
+async fn with_one_placer_per_board_a_switchover_shows_clients_only_retryable_errors() {
+    let _alone = pgplace_tests::alone();
+    let gateways = addresses("PGPLACE_TEST_HA_PLACER_GATEWAYS");
+    let before = forwarded(&gateways).await;
+    let board = primary_changes_under_load(
+        "PGPLACE_TEST_HA_PLACER_GATEWAYS",
+        "PGPLACE_TEST_HA_SWITCHOVER",
+        "switchover with one placer",
+    )
+    .await;
+    // The path this test is for was walked: a gateway sent its placements to the other,
+    // which held the lease in the database that failed over.
+    let sent = forwarded(&gateways).await - before;
+    assert!(sent > 0.0, "no placement went through the board's placer");
+    let sql = connect(&env("PGPLACE_TEST_HA_DATABASE")).await;
+    let leases: i64 = sql
+        .query_one(
+            "SELECT count(*) FROM place.placers WHERE board_id = $1",
+            &[&board],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(leases, 1, "the board's lease is in the new primary");
+    println!("switchover with one placer: {sent} placements sent to the placer");
 }

@@ -6,6 +6,7 @@
 
 mod client_input;
 mod ha_commit;
+mod ha_durable;
 mod ha_failover;
 mod memory;
 mod metrics;
