@@ -11,8 +11,9 @@ MONITOR_PORT=${PGPLACE_HA_MONITOR_PORT:-54340}
 NODE_PORTS=(${PGPLACE_HA_NODE_PORTS:-54341 54342})
 GATEWAY_PORTS=(${PGPLACE_HA_GATEWAY_PORTS:-8081 8082})
 # Two more gateways with one placer per board (--placer-url), behind no nginx: the
-# recommended setup for several gateways, for the failover test that needs it.
-PLACER_GATEWAY_PORTS=(${PGPLACE_HA_PLACER_GATEWAY_PORTS:-8083 8084})
+# recommended setup for several gateways, for the failover test that needs it (set empty:
+# none, as bench-ha does).
+PLACER_GATEWAY_PORTS=(${PGPLACE_HA_PLACER_GATEWAY_PORTS-8083 8084})
 NGINX_PORT=${PGPLACE_HA_NGINX_PORT:-8090}
 GATEWAY_ROLE=pgplace_gateway
 # The tests run their debug build; by default the release build is made and run.
