@@ -53,9 +53,15 @@ async fn follow(pool: &Pool, lists: &Arc<Lists>, heard: &mut Option<i64>) -> Res
     })?;
     let mut at = match *heard {
         // Instances read before the feed knew where the log stood read again.
-        None => return Ok(start_over(lists, heard, newest)),
+        None => {
+            start_over(lists, heard, newest);
+            return Ok(());
+        }
         // The log is behind what was read (a database restored from a dump).
-        Some(at) if newest < at => return Ok(start_over(lists, heard, newest)),
+        Some(at) if newest < at => {
+            start_over(lists, heard, newest);
+            return Ok(());
+        }
         Some(at) => at,
     };
     while at < newest {
@@ -66,7 +72,8 @@ async fn follow(pool: &Pool, lists: &Arc<Lists>, heard: &mut Option<i64>) -> Res
                 if e.code()
                     == Some(&tokio_postgres::error::SqlState::OBJECT_NOT_IN_PREREQUISITE_STATE) =>
             {
-                return Ok(start_over(lists, heard, newest));
+                start_over(lists, heard, newest);
+                return Ok(());
             }
             Err(e) => {
                 return Err(e
@@ -75,7 +82,8 @@ async fn follow(pool: &Pool, lists: &Arc<Lists>, heard: &mut Option<i64>) -> Res
             }
         };
         let Some(&(last, _)) = page.last() else {
-            return Ok(start_over(lists, heard, newest));
+            start_over(lists, heard, newest);
+            return Ok(());
         };
         for (pos, text) in &page {
             match Payload::decode(text) {

@@ -215,13 +215,8 @@ impl Drop for ConnectionSlot {
 /// What each address holds that lives on without it (sessions, regions it made): counted
 /// while something else still holds them.
 /// Kept as `dyn Any`: the limits need only whether each is alive, not what it is.
+#[derive(Default)]
 struct HeldBy(Mutex<HashMap<LimitKey, Vec<Weak<dyn Any + Send + Sync>>>>);
-
-impl Default for HeldBy {
-    fn default() -> Self {
-        HeldBy(Mutex::default())
-    }
-}
 
 impl HeldBy {
     /// How many of `address`'s are still alive.

@@ -241,8 +241,8 @@ mod tests {
                     let used = body.match_indices(constant).any(|(at, _)| {
                         let before = body[..at].chars().last().unwrap_or(' ');
                         let after = body[at + constant.len()..].chars().next().unwrap_or(' ');
-                        !(before.is_alphanumeric() || before == '_')
-                            && !(after.is_alphanumeric() || after == '_')
+                        let in_name = |c: char| c.is_alphanumeric() || c == '_';
+                        !in_name(before) && !in_name(after)
                     });
                     assert!(
                         !used || method.may_answer(*code),

@@ -17,6 +17,9 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 /// overlap its cell.
 const CELL: i32 = 64;
 
+/// One region's share of a batch of placements (each with its colour).
+type RegionBatch = (Arc<Region>, Vec<(Placement, u8)>);
+
 /// A board's regions, found by the grid cells they overlap.
 #[derive(Default)]
 pub struct Regions {
@@ -120,8 +123,7 @@ impl Regions {
 
     /// Hands each region the placements `first..=last` that fall inside it.
     pub(super) fn apply(&self, first: i64, last: i64, placed: &[(Placement, u8)]) {
-        let mut batches: HashMap<*const Region, (Arc<Region>, Vec<(Placement, u8)>)> =
-            HashMap::new();
+        let mut batches: HashMap<*const Region, RegionBatch> = HashMap::new();
         {
             let mut index = self.lock();
             index.cells.retain(|_, regions| {
