@@ -12,6 +12,54 @@ use pgplace_gateway::{Config, Running};
 use serde_json::{json, Value};
 use std::net::SocketAddr;
 
+/// One POST of `body` to `/jsonrpc` over HTTP/1.0, as the plainest HTTP stack sends it: a
+/// connection of its own, no keep-alive, the answer ending when the server closes. The
+/// answer's body, or why none came.
+pub async fn http10_post(addr: SocketAddr, body: &str) -> Result<String, String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr)
+        .await
+        .map_err(|e| format!("connecting to {addr}: {e}"))?;
+    let request = format!(
+        "POST /jsonrpc HTTP/1.0\r\nHost: test\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream
+        .write_all(request.as_bytes())
+        .await
+        .map_err(|e| format!("sending: {e}"))?;
+    let mut answer = Vec::new();
+    tokio::time::timeout(
+        std::time::Duration::from_secs(40),
+        stream.read_to_end(&mut answer),
+    )
+    .await
+    .map_err(|_| "no answer within 40 s".to_string())?
+    .map_err(|e| format!("reading the answer: {e}"))?;
+    let text = String::from_utf8(answer).map_err(|e| e.to_string())?;
+    let (head, body) = text
+        .split_once("\r\n\r\n")
+        .ok_or_else(|| format!("not an HTTP answer: {text:?}"))?;
+    assert!(head.starts_with("HTTP/1."), "{head}");
+    Ok(body.to_string())
+}
+
+/// A JSON-RPC 2.0 call over `http10_post`: as `Http::try_call`.
+pub async fn http10_call(
+    addr: SocketAddr,
+    method: &str,
+    params: Value,
+) -> Result<Result<Value, Value>, String> {
+    let body = json!({"jsonrpc": "2.0", "method": method, "params": params, "id": 1});
+    let text = http10_post(addr, &body.to_string()).await?;
+    let value: Value = serde_json::from_str(&text).map_err(|e| format!("{e}: {text:?}"))?;
+    Ok(match value.get("error") {
+        Some(error) => Err(error.clone()),
+        None => Ok(value["result"].clone()),
+    })
+}
+
 /// Starts a gateway on a free loopback port for database `url`, with `tune` applied to
 /// the defaults.
 pub async fn start_gateway(url: &str, tune: impl FnOnce(&mut Config)) -> Running {

@@ -3,7 +3,8 @@
 //! a planned switchover: every acknowledged placement is in the new primary's history with
 //! its seq, tile and colour, the history has no gap, clients see no error but a retryable
 //! −32009 (every session survives: place.sessions is logged, so on the standby), every
-//! watching session's stream goes on exactly, and both gateways are ready again.
+//! watching session's stream goes on exactly (half of them legacy clients on HTTP/1.0, a
+//! connection per poll), and both gateways are ready again.
 //!
 //! The last test does the same through two gateways with one placer per board
 //! (`--placer-url`): one holds the board's lease and commits every group, the other sends
@@ -17,7 +18,7 @@
 //! PGPLACE_TEST_HA_SWITCHOVER (the command that hands the primary's role to the standby,
 //! reviving a killed node first).
 
-use pgplace_tests::gateway::Http;
+use pgplace_tests::gateway::{http10_call, Http};
 use pgplace_tests::{connect, create_board, create_users_with_tokens};
 use rand::Rng;
 use serde_json::{json, Value};
@@ -127,7 +128,23 @@ struct Watched {
     runs: Vec<(i64, Vec<i64>)>,
 }
 
-async fn subscribe(http: &Http, board: i64) -> (Value, i64) {
+/// How a watching session's client speaks HTTP: the suite's keep-alive client, or HTTP/1.0
+/// (a connection per poll, closed by the gateway), as the plainest legacy client does.
+enum Client {
+    KeepAlive(Http),
+    Http10(SocketAddr),
+}
+
+impl Client {
+    async fn try_call(&self, method: &str, params: Value) -> Result<Result<Value, Value>, String> {
+        match self {
+            Client::KeepAlive(http) => http.try_call(method, params).await,
+            Client::Http10(addr) => http10_call(*addr, method, params).await,
+        }
+    }
+}
+
+async fn subscribe(http: &Client, board: i64) -> (Value, i64) {
     loop {
         if let Ok(Ok(session)) = http.try_call("session.create", json!([])).await {
             if let Ok(Ok(reply)) = http
@@ -144,7 +161,7 @@ async fn subscribe(http: &Http, board: i64) -> (Value, i64) {
     }
 }
 
-async fn watcher(http: Http, board: i64, target: Arc<AtomicI64>) -> Watched {
+async fn watcher(http: Client, board: i64, target: Arc<AtomicI64>) -> Watched {
     let (session, seq) = subscribe(&http, board).await;
     let mut watched = Watched {
         runs: vec![(seq, Vec::new())],
@@ -233,8 +250,13 @@ async fn primary_changes_under_load(gateways: &str, command: &str, what: &str) -
     let mut placers = JoinSet::new();
     let mut watchers = JoinSet::new();
     for (i, addr) in gateways.iter().enumerate() {
-        for _ in 0..WATCHERS_PER_GATEWAY {
-            watchers.spawn(watcher(Http::new(*addr), board, target.clone()));
+        for w in 0..WATCHERS_PER_GATEWAY {
+            // Half of them legacy clients on HTTP/1.0: no answer again, none lost.
+            let client = match w % 2 {
+                0 => Client::KeepAlive(Http::new(*addr)),
+                _ => Client::Http10(*addr),
+            };
+            watchers.spawn(watcher(client, board, target.clone()));
         }
         for p in 0..PLACERS_PER_GATEWAY {
             let token = users[i * PLACERS_PER_GATEWAY + p].1.clone();

@@ -13,14 +13,13 @@
 //! the gateway without the board's lease sends the tile on to the one that holds it).
 
 use pgplace_tests::curl::post_jsonrpc;
-use pgplace_tests::gateway::{start_gateway, start_placer, Http};
+use pgplace_tests::gateway::{http10_post, start_gateway, start_placer, Http};
 use pgplace_tests::processes::Nginx;
 use pgplace_tests::{connect, create_board, create_users, fresh_database};
 use serde_json::{json, Value};
 use std::net::SocketAddr;
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::io::AsyncWriteExt;
 
 const ROUNDS: usize = 10;
 
@@ -187,7 +186,7 @@ impl Client {
         let text = match self {
             Client::Curl => post_jsonrpc(addr, body).await,
             Client::Program(program) => program.post(&url, body).await,
-            Client::Http10 => http10(addr, body).await,
+            Client::Http10 => http10_post(addr, body).await.unwrap(),
         };
         let reply: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text:?}"));
         reply
@@ -195,26 +194,6 @@ impl Client {
             .cloned()
             .unwrap_or_else(|| panic!("an error: {reply}"))
     }
-}
-
-/// HTTP/1.0: no keep-alive; the answer ends when the server closes.
-async fn http10(addr: SocketAddr, body: &str) -> String {
-    let mut stream = TcpStream::connect(addr).await.unwrap();
-    let request = format!(
-        "POST /jsonrpc HTTP/1.0\r\nHost: test\r\nContent-Type: application/json\r\n\
-         Content-Length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    stream.write_all(request.as_bytes()).await.unwrap();
-    let mut answer = Vec::new();
-    tokio::time::timeout(Duration::from_secs(30), stream.read_to_end(&mut answer))
-        .await
-        .expect("the answer comes")
-        .unwrap();
-    let text = String::from_utf8(answer).unwrap();
-    let (head, body) = text.split_once("\r\n\r\n").expect("an HTTP answer");
-    assert!(head.starts_with("HTTP/1."), "{head}");
-    body.to_string()
 }
 
 /// The placements' seqs among `events` (a session arriving at another gateway also gets
