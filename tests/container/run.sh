@@ -417,7 +417,7 @@ wait_healthy() {
             podman logs --tail 50 "$c"; fail "$service ($c) stopped"
         }
         ((SECONDS - t < limit)) || {
-            podman logs --tail 50 "$c"; network_report; fail "$service not healthy after ${limit}s"
+            podman logs --tail 50 "$c"; network_report || true; fail "$service not healthy after ${limit}s"
         }
         sleep 1
     done
