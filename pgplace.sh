@@ -268,6 +268,10 @@ cmd_test() {
         PGPLACE_TEST_HA_KILL="${ha[*]} kill-primary" \
         PGPLACE_TEST_HA_SWITCHOVER="${ha[*]} switchover" \
         cargo test -p pgplace-tests --test fleet -- --ignored --nocapture --test-threads=1 ha_commit:: ha_durable:: ha_failover:: || ha_status=$?
+    if ((ha_status != 0)); then
+        say "the HA tests failed: the monitor's events and the setup's logs"
+        "${ha[@]}" report || true
+    fi
     "${ha[@]}" down
     ((ha_status == 0)) || return "$ha_status"
     say "rpc.discover against the OpenRPC meta-schema, and every method's example called"

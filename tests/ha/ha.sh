@@ -300,6 +300,18 @@ cmd_switchover() {
     echo "switched over: node$before -> node$after (port ${NODE_PORTS[$((after - 1))]})"
 }
 
+# What a failed test leaves to read, on standard output (CI keeps nothing else): the
+# monitor's state changes and the end of every log of the setup.
+cmd_report() {
+    [[ -d $HA/monitor ]] && autoctl show events --count 60 --pgdata "$HA/monitor" 2>&1 || true
+    local f
+    for f in "$HA"/*.log; do
+        [[ -f $f ]] || continue
+        echo "--- $f (last 80 lines)"
+        tail -n 80 "$f"
+    done
+}
+
 # Every keeper's session, the gateways and nginx, then the directory.
 cmd_down() {
     local f pid
@@ -321,5 +333,6 @@ case ${1:-} in
     revive) cmd_revive ;;
     switchover) cmd_switchover ;;
     down) cmd_down ;;
-    *) echo "usage: ./pgplace.sh ha up | status | kill-primary | revive | switchover | down" >&2; exit 2 ;;
+    report) cmd_report ;;
+    *) echo "usage: ./pgplace.sh ha up | status | kill-primary | revive | switchover | report | down" >&2; exit 2 ;;
 esac
