@@ -21,7 +21,7 @@ COMMANDS=(
     "psql|psql on the pgplace database (further arguments go to psql)"
     "stop|stop the gateway and the local cluster"
     "soak|the long fault soak: gateways behind nginx through kills and restarts (--minutes, --sessions, --rate, --fault-every)"
-    "ha|pg_auto_failover with two nodes, two gateways and nginx: ha up | status | kill-primary | revive | switchover | down"
+    "ha|pg_auto_failover with three nodes, four gateways and nginx: ha up | status | kill-primary | revive | switchover | report | down"
     "bench|the extension's benchmark beside plain SQL, then bench-feed"
     "bench-feed|what watching a table costs its writers, beside PgQ and a wal2json slot"
     "bench-groups|place_many by streams of groups: what the database allows the gateways' group commit"
@@ -264,7 +264,7 @@ cmd_test() {
     local ha_status=0
     PGPLACE_TEST_HA_GATEWAYS=127.0.0.1:8081,127.0.0.1:8082 \
         PGPLACE_TEST_HA_PLACER_GATEWAYS=127.0.0.1:8083,127.0.0.1:8084 \
-        PGPLACE_TEST_HA_DATABASE="postgresql://postgres@127.0.0.1:54341,127.0.0.1:54342/pgplace?target_session_attrs=read-write&connect_timeout=2" \
+        PGPLACE_TEST_HA_DATABASE="postgresql://postgres@127.0.0.1:54341,127.0.0.1:54342,127.0.0.1:54343/pgplace?target_session_attrs=read-write&connect_timeout=2" \
         PGPLACE_TEST_HA_KILL="${ha[*]} kill-primary" \
         PGPLACE_TEST_HA_SWITCHOVER="${ha[*]} switchover" \
         cargo test -p pgplace-tests --test fleet -- --ignored --nocapture --test-threads=1 ha_commit:: ha_durable:: ha_failover:: || ha_status=$?
@@ -289,7 +289,7 @@ cmd_test() {
         bash "$ROOT/tests/browser/run.sh"
 }
 
-# pg_auto_failover, two nodes, two gateways and nginx (tests/ha/ha.sh):
+# pg_auto_failover, three nodes, four gateways and nginx (tests/ha/ha.sh):
 # ./pgplace.sh ha up | status | kill-primary | revive | switchover | down
 cmd_ha() {
     choose_state_dir

@@ -1,14 +1,24 @@
 #!/usr/bin/env bash
 # A local high-availability setup on pg_auto_failover (./pgplace.sh ha up | status |
-# kill-primary | revive | switchover | down): a monitor, two PostgreSQL nodes with synchronous replication, two
+# kill-primary | revive | switchover | down): a monitor, three PostgreSQL nodes (a primary and
+# two standbys, one of which must confirm every commit: number-sync-standbys 1), two
 # gateways on the nodes' multi-host connection string, nginx in front of the gateways.
+#
+# Why three: with one standby pg_auto_failover (number-sync-standbys 0, the only setting
+# one standby allows) drops synchronous replication whenever it finds no healthy standby,
+# and version 2.0 (Debian 12's) can do so on the old primary in the middle of a planned
+# switchover, while its standby is being promoted: the old primary then acknowledges commits
+# that the new one never gets, until the demote timeout stops it (pg_auto_failover issue
+# #774, fixed upstream in 2026; our switchover test lost acknowledged placements to it once
+# in about ten CI runs). With two standbys and one required, pg_auto_failover never drops
+# synchronous replication: it blocks writes rather than acknowledge them on one node.
 # Called by pgplace.sh, which sets ROOT, PG_BIN and STATE and has installed the extension.
 set -euo pipefail
 
 : "${ROOT:?}" "${PG_BIN:?}" "${STATE:?}"
 HA=$STATE/ha
 MONITOR_PORT=${PGPLACE_HA_MONITOR_PORT:-54340}
-NODE_PORTS=(${PGPLACE_HA_NODE_PORTS:-54341 54342})
+NODE_PORTS=(${PGPLACE_HA_NODE_PORTS:-54341 54342 54343})
 GATEWAY_PORTS=(${PGPLACE_HA_GATEWAY_PORTS:-8081 8082})
 # Two more gateways with one placer per board (--placer-url), behind no nginx: the
 # recommended setup for several gateways, for the failover test that needs it (set empty:
@@ -41,23 +51,26 @@ wait_for() {
     for _ in $(seq $((seconds * 4))); do "$@" >/dev/null 2>&1 && return 0; sleep 0.25; done
     return 1
 }
-node_state_is() { autoctl show state --pgdata "$HA/monitor" 2>/dev/null | grep -E "^ *node$1 " | grep -q " $2 *| *$2 *$"; }
-# One node primary and the other its synchronous standby, as the monitor sees them.
-pair_is_healthy() {
-    { node_state_is 1 primary && node_state_is 2 secondary; } ||
-        { node_state_is 2 primary && node_state_is 1 secondary; }
+# One node primary and every other one a standby, as the monitor sees them (each node's
+# reported state equal to its assigned one).
+nodes_are_healthy() {
+    local state primaries
+    state=$(autoctl show state --pgdata "$HA/monitor" 2>/dev/null) || return 1
+    primaries=$(grep -cE '^ *node[0-9]+ .* primary *\| *primary *$' <<<"$state" || true)
+    ((primaries == 1)) &&
+        (($(grep -cE '^ *node[0-9]+ .* secondary *\| *secondary *$' <<<"$state" || true) == ${#NODE_PORTS[@]} - 1))
 }
-# Waits up to $1 seconds for a healthy pair. A standby's base backup waits for a
+# Waits up to $1 seconds for healthy nodes. A standby's base backup waits for a
 # checkpoint: ask for one each second rather than wait for the next timed one.
-wait_for_pair() {
+wait_for_nodes() {
     local primary
     for _ in $(seq "$1"); do
-        pair_is_healthy && return 0
+        nodes_are_healthy && return 0
         primary=$(primary_node || echo 1)
         psql_at "$(node_url "${NODE_PORTS[$((primary - 1))]}" postgres)" -c CHECKPOINT >/dev/null 2>&1 || true
         sleep 1
     done
-    pair_is_healthy
+    nodes_are_healthy
 }
 is_running() { [[ -f $1 ]] && kill -0 "$(head -1 "$1")" 2>/dev/null; }
 # The sessions of this setup's keepers: each pg_autoctl service runs in a session of its
@@ -213,14 +226,20 @@ cmd_up() {
     mkdir -p "$HA/run" && chown postgres:postgres "$HA" "$HA/run" && chmod o+x "$STATE"
     is_running "$HA/monitor/postmaster.pid" || start_monitor
     local n
-    for n in 1 2; do
+    for n in $(seq "${#NODE_PORTS[@]}"); do
         pgrep -f "pg_autoctl .*--pgdata $HA/node$n( |$)" >/dev/null || start_node "$n"
         if ((n == 1)); then
             wait_for 60 primary_node || { tail -20 "$HA/node1.log" >&2; echo "node 1 did not start" >&2; exit 1; }
         fi
     done
-    say "waiting for node 2 to follow (synchronous replication)"
-    wait_for_pair 120 || { tail -20 "$HA/node2.log" >&2; echo "node 2 did not become a standby" >&2; exit 1; }
+    say "waiting for the other nodes to follow (synchronous replication)"
+    wait_for_nodes 180 || { cmd_status >&2; tail -20 "$HA"/node*.log >&2; echo "the standbys did not follow" >&2; exit 1; }
+    # One standby's confirmation required of every commit (see the top of this file); a
+    # setting of the formation, kept in the monitor.
+    if ((${#NODE_PORTS[@]} > 2)); then
+        autoctl set formation number-sync-standbys 1 --pgdata "$HA/node1" >/dev/null
+        wait_for_nodes 60 || { cmd_status >&2; echo "the nodes did not apply number-sync-standbys 1" >&2; exit 1; }
+    fi
     setup_database
     if [[ -z $GATEWAY_BIN ]]; then
         (cd "$ROOT" && cargo build --release -p pgplace-gateway --quiet)
@@ -285,12 +304,12 @@ cmd_revive() {
     done
 }
 
-# A planned switchover: the standby becomes the primary, the primary its standby. A killed
-# node runs again first; both must be healthy before it starts. pg_autoctl waits until
+# A planned switchover: a standby becomes the primary, the primary a standby. A killed
+# node runs again first; every node must be healthy before it starts. pg_autoctl waits until
 # the monitor says it is done (60 s at most).
 cmd_switchover() {
     cmd_revive
-    wait_for_pair 120 || { cmd_status >&2; echo "no healthy primary and standby to switch over" >&2; exit 1; }
+    wait_for_nodes 120 || { cmd_status >&2; echo "no healthy primary and standbys to switch over" >&2; exit 1; }
     local before after
     before=$(primary_node) || { echo "no node answers read-write" >&2; exit 1; }
     autoctl perform switchover --pgdata "$HA/node$before" >>"$HA/switchover.log" 2>&1 ||

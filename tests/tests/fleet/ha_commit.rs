@@ -2,9 +2,9 @@
 //! a placement whose COMMIT waits for the standby no longer holds its board's seq lock
 //! while it waits, and its COMMIT still does not return before the standby has it.
 //!
-//! The standby is made to stop answering (its WAL receiver SIGSTOPped) so that the wait
-//! lasts as long as the test needs. Run by `./pgplace.sh test` before the failover tests
-//! (the module sorts first), while both nodes are up and the standby is synchronous.
+//! The standbys are made to stop answering (their WAL receivers SIGSTOPped) so that the
+//! wait lasts as long as the test needs. Run by `./pgplace.sh test` before the failover tests
+//! (the module sorts first), while every node is up and the standbys are synchronous.
 
 use crate::ha_failover::env;
 use pgplace_tests::{connect, create_board, create_users_with_tokens};
@@ -50,14 +50,14 @@ async fn nodes(url: &str) -> Vec<Client> {
     clients
 }
 
-/// The standby's WAL receiver process, once the primary reports it synchronous
-/// (pg_auto_failover names it `ANY 1 (…)`: a quorum of one).
-async fn synchronous_standby(primary: &Client, url: &str) -> i32 {
+/// Every standby's WAL receiver process, once the primary reports one synchronous
+/// (pg_auto_failover names them `ANY 1 (…)`: a quorum of one).
+async fn standby_receivers(primary: &Client, url: &str) -> Vec<i32> {
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         let sync = primary
             .query_opt(
-                "SELECT 1 FROM pg_stat_replication WHERE sync_state IN ('sync', 'quorum')",
+                "SELECT 1 FROM pg_stat_replication WHERE sync_state IN ('sync', 'quorum') LIMIT 1",
                 &[],
             )
             .await
@@ -71,6 +71,7 @@ async fn synchronous_standby(primary: &Client, url: &str) -> i32 {
         );
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
+    let mut receivers = Vec::new();
     for node in nodes(url).await {
         let row = node
             .query_one(
@@ -80,12 +81,14 @@ async fn synchronous_standby(primary: &Client, url: &str) -> i32 {
             .await
             .unwrap();
         if row.get::<_, bool>(0) {
-            return row
-                .get::<_, Option<i32>>(1)
-                .expect("the standby's WAL receiver runs");
+            receivers.push(
+                row.get::<_, Option<i32>>(1)
+                    .expect("each standby's WAL receiver runs"),
+            );
         }
     }
-    panic!("no node of {url} is a standby");
+    assert!(!receivers.is_empty(), "no node of {url} is a standby");
+    receivers
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -102,7 +105,7 @@ async fn a_commit_waiting_for_the_standby_frees_the_seq_lock_and_returns_after_i
     let name = format!("waiting for the standby {run}");
     let board = create_board(&admin, &name, (8, 8), 4, "0").await;
     let users = create_users_with_tokens(&admin, &name, 2).await;
-    let receiver = synchronous_standby(&admin, &url).await;
+    let receivers = standby_receivers(&admin, &url).await;
 
     let waiting = connect(&url).await;
     waiting
@@ -121,7 +124,8 @@ async fn a_commit_waiting_for_the_standby_frees_the_seq_lock_and_returns_after_i
         .await
         .unwrap();
 
-    let stopped = Stopped::new(receiver);
+    // Any one standby may confirm the commit: all of them stop answering.
+    let stopped: Vec<Stopped> = receivers.into_iter().map(Stopped::new).collect();
     let user = users[0].0;
     let first = tokio::spawn(async move {
         waiting
