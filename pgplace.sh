@@ -267,7 +267,7 @@ cmd_test() {
         PGPLACE_TEST_HA_DATABASE="postgresql://postgres@127.0.0.1:54341,127.0.0.1:54342,127.0.0.1:54343/pgplace?target_session_attrs=read-write&connect_timeout=2" \
         PGPLACE_TEST_HA_KILL="${ha[*]} kill-primary" \
         PGPLACE_TEST_HA_SWITCHOVER="${ha[*]} switchover" \
-        cargo test -p pgplace-tests --test fleet -- --ignored --nocapture --test-threads=1 ha_commit:: ha_durable:: ha_failover:: || ha_status=$?
+        cargo test -p pgplace-tests --test fleet -- --ignored --nocapture --test-threads=1 ha_commit:: ha_durable:: ha_failover:: ha_standby_required:: || ha_status=$?
     if ((ha_status != 0)); then
         say "the HA tests failed: the monitor's events and the setup's logs"
         "${ha[@]}" report || true

@@ -108,19 +108,39 @@ unsafe fn wait_until(flushed: pg_sys::XLogRecPtr, upto: pg_sys::XLogRecPtr) {
         if flushed != 0 {
             pg_sys::XLogFlush(flushed);
         }
+        let strict = crate::require_standby::required();
         let Some(mode) = standby_wait_mode() else {
+            if strict {
+                crate::input::invalid(
+                    "pgplace.require_synchronous_standby is on, but nothing asks the \
+                     standbys here (synchronous_commit local or off, or max_wal_senders 0): \
+                     set synchronous_commit to on, remote_write or remote_apply"
+                        .into(),
+                );
+            }
             return;
         };
         pg_sys::SyncRepWaitForLSN(upto, false);
         let control = pg_sys::WalSndCtl;
         let status = std::ptr::read_volatile(&raw const (*control).sync_standbys_status);
         let confirmed = std::ptr::read_volatile(&raw const (*control).lsn[mode]);
+        // Released without the standbys' answer: by a cancel while they are still named;
+        // or by their names being emptied, or none named at all, which
+        // pgplace.require_synchronous_standby does not take for an answer.
         let still_required = u32::from(status) & pg_sys::SYNC_STANDBY_DEFINED != 0;
         if still_required && confirmed < upto {
             crate::input::fail(
                 PgSqlErrorCode::ERRCODE_QUERY_CANCELED,
                 "the wait for the synchronous standby was cancelled: what was committed may \
                  not be durable yet"
+                    .into(),
+            );
+        }
+        if strict && confirmed < upto {
+            crate::input::fail(
+                PgSqlErrorCode::ERRCODE_QUERY_CANCELED,
+                "no synchronous standby confirmed what was committed (none is named, and \
+                 pgplace.require_synchronous_standby is on): it may not be durable yet"
                     .into(),
             );
         }

@@ -15,6 +15,8 @@
 //! The modules, each listed after every module it uses (a test holds this order against
 //! their imports, `tests/tests/database/layout.rs`):
 //! - [`input`]: NULL checks and the errors every function raises for bad arguments.
+//! - [`require_standby`]: `pgplace.require_synchronous_standby`, no placement without a
+//!   synchronous standby.
 //! - [`durability`]: `await_durable`, the wait after an asynchronous commit or a read.
 //! - [`early_release`]: `pgplace.release_before_flush`, the seq lock freed before the
 //!   commit's flush.
@@ -87,6 +89,7 @@ pub mod past_tiles;
 pub mod placement_keys;
 pub mod placing;
 pub mod render;
+pub mod require_standby;
 pub mod resize;
 pub mod snapshots;
 pub mod spi;
@@ -101,6 +104,7 @@ pub mod writing;
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {
     early_release::init();
+    require_standby::init();
 }
 
 extension_sql_file!("../schema/schema.sql", name = "schema", bootstrap);

@@ -317,6 +317,7 @@ pub fn bump_seq(
     now: pg_sys::TimestampTz,
     require_open: bool,
 ) -> Bumped {
+    crate::require_standby::check_before_placing();
     crate::early_release::seq_lock_taken();
     let statement = if board.seqs_from_history {
         // Seqs from the history came with place.board_settings (0.5.0): its row is the lock,

@@ -688,7 +688,7 @@ ha_tls_checks() {
             -e RUST_LOG=info -e PGPLACE_LISTEN=127.0.0.1:0 --entrypoint sh "$GW_IMAGE" -c '
                 read -r password < /run/pgplace-ha/gateway-password
                 export PGPLACE_DATABASE_URL="host=wrong-name.invalid hostaddr=172.31.250.21 port=5432 user=pgplace_gateway password=$password dbname=pgplace sslmode=$0 sslrootcert=/run/pgplace-ha/ca.crt"
-                timeout 8 pgplace-gateway 2>&1; true' "$mode" 2>&1)
+                timeout 20 pgplace-gateway 2>&1; true' "$mode" 2>&1)
         case $mode in
             verify-full) grep -q 'not valid for name "wrong-name.invalid"' <<<"$answer" ||
                 fail "a gateway with verify-full accepted a certificate for another name: $answer" ;;

@@ -147,6 +147,13 @@ setup_database() {
 SELECT format('CREATE ROLE %I LOGIN IN ROLE pgplace_player', :'role')
 WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = :'role') \gexec
 SQL
+    # With two standbys, no placement acknowledged on one node: the gateways' placements
+    # (and reads) wait for a synchronous standby also while pg_auto_failover runs a new
+    # primary without one (wait_primary). Not with one standby: a primary alone would then
+    # refuse every placement until the other node is back (extension/README.md, Settings).
+    if ((${#NODE_PORTS[@]} > 2)); then
+        psql_at "$url" -c "ALTER ROLE $GATEWAY_ROLE SET pgplace.require_synchronous_standby = on"
+    fi
     local token
     token=$(psql_at "$url" -tA -f "$ROOT/sql/demo.sql")
     # The token is printed once, when the demo user is made.
@@ -236,8 +243,13 @@ cmd_up() {
     wait_for_nodes 180 || { cmd_status >&2; tail -20 "$HA"/node*.log >&2; echo "the standbys did not follow" >&2; exit 1; }
     # One standby's confirmation required of every commit (see the top of this file); a
     # setting of the formation, kept in the monitor.
+    # (pg_autoctl 2.0 logs a failed get_nodes call while it does this, and sets it anyway:
+    # the monitor is asked after.)
     if ((${#NODE_PORTS[@]} > 2)); then
-        autoctl set formation number-sync-standbys 1 --pgdata "$HA/node1" >/dev/null
+        autoctl set formation number-sync-standbys 1 --pgdata "$HA/node1" >>"$HA/setup.log" 2>&1 || true
+        [[ $(psql_at "$(node_url "$MONITOR_PORT" pg_auto_failover)" -tA \
+            -c "SELECT number_sync_standbys FROM pgautofailover.formation WHERE formationid = 'default'") == 1 ]] ||
+            { tail -20 "$HA/setup.log" >&2; echo "number-sync-standbys 1 was not set" >&2; exit 1; }
         wait_for_nodes 60 || { cmd_status >&2; echo "the nodes did not apply number-sync-standbys 1" >&2; exit 1; }
     fi
     setup_database

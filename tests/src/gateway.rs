@@ -12,6 +12,9 @@ use pgplace_gateway::{Config, Running};
 use serde_json::{json, Value};
 use std::net::SocketAddr;
 
+/// The metric of the placements a gateway sent to its board's placer (`--placer-url`).
+pub const FORWARDED_METRIC: &str = "pgplace_placements_forwarded_total";
+
 /// One POST of `body` to `/jsonrpc` over HTTP/1.0, as the plainest HTTP stack sends it: a
 /// connection of its own, no keep-alive, the answer ending when the server closes. The
 /// answer's body, or why none came.

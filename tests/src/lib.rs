@@ -160,6 +160,19 @@ pub async fn listen(url: &str) -> (Client, mpsc::UnboundedReceiver<Notification>
     (client, rx)
 }
 
+/// How many placer leases (`place.placers` rows) board `board` has: one while a gateway
+/// groups its placements, none once it gave the lease up.
+pub async fn placer_leases(client: &Client, board: i64) -> i64 {
+    client
+        .query_one(
+            "SELECT count(*) FROM place.placers WHERE board_id = $1",
+            &[&board],
+        )
+        .await
+        .unwrap()
+        .get(0)
+}
+
 /// Creates a board and returns its id.
 pub async fn create_board(
     client: &Client,

@@ -12,6 +12,7 @@
 //! Used by tests/tests/fleet/scale_out_faults.rs (about 2 minutes, in the suite) and by the
 //! `soak` binary (`./pgplace.sh soak`: the long form).
 
+use crate::gateway::FORWARDED_METRIC;
 use crate::processes::{GatewayProcess, Nginx};
 use crate::{connect, create_board, fresh_database};
 use base64::Engine;
@@ -912,7 +913,7 @@ pub async fn run(config: SoakConfig) -> Report {
         let counts = gateway_counts(name, gateway.addr).await;
         report.forwarded += counts
             .iter()
-            .filter_map(|l| l.strip_prefix(&format!("{name}: pgplace_placements_forwarded_total ")))
+            .filter_map(|l| l.strip_prefix(&format!("{name}: {FORWARDED_METRIC} ")))
             .filter_map(|n| n.trim().parse::<f64>().ok())
             .sum::<f64>() as u64;
         report.gateway_counts.extend(counts);
@@ -942,7 +943,7 @@ async fn gateway_counts(name: &str, addr: SocketAddr) -> Vec<String> {
         .lines()
         .filter(|l| {
             l.starts_with("pgplace_resets_total")
-                || l.starts_with("pgplace_placements_forwarded_total")
+                || l.starts_with(FORWARDED_METRIC)
                 || l.contains("handover_seconds_count")
                 // How long the slowest hand-overs took.
                 || (l.contains("handover_seconds_bucket")

@@ -19,8 +19,8 @@
 //! PGPLACE_TEST_HA_SWITCHOVER (the command that hands the primary's role to a standby,
 //! reviving a killed node first).
 
-use pgplace_tests::gateway::{http10_call, Http};
-use pgplace_tests::{connect, create_board, create_users_with_tokens};
+use pgplace_tests::gateway::{http10_call, Http, FORWARDED_METRIC};
+use pgplace_tests::{connect, create_board, create_users_with_tokens, placer_leases};
 use rand::Rng;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -36,9 +36,10 @@ const PLACERS_PER_GATEWAY: usize = 4;
 const WATCHERS_PER_GATEWAY: usize = 2;
 /// Placing before the primary changes, and after the command that changes it has returned.
 const BEFORE: Duration = Duration::from_secs(5);
-/// (A kill takes 8–11 s to the first acknowledgement with two standbys: the monitor waits
-/// for both to report their WAL position, then for the demote timeout.)
-const AFTER: Duration = Duration::from_secs(16);
+/// (A kill takes 10–14 s to the first acknowledgement with two standbys: the monitor waits
+/// for both to report their WAL position and for the demote timeout, and the gateways place
+/// nothing until a standby has joined the new primary.)
+const AFTER: Duration = Duration::from_secs(20);
 
 pub(crate) fn env(name: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| panic!("{name} is not set: run by ./pgplace.sh test"))
@@ -215,7 +216,7 @@ async fn watcher(http: Client, board: i64, target: Arc<AtomicI64>) -> Watched {
 }
 
 /// The gateways named in environment variable `name` (comma-separated addresses).
-fn addresses(name: &str) -> Vec<SocketAddr> {
+pub(crate) fn addresses(name: &str) -> Vec<SocketAddr> {
     env(name)
         .split(',')
         .map(|a| a.parse().expect("a gateway address"))
@@ -227,7 +228,7 @@ async fn forwarded(gateways: &[SocketAddr]) -> f64 {
     let mut sum = 0.0;
     for addr in gateways {
         sum += Http::new(*addr)
-            .metric("pgplace_placements_forwarded_total")
+            .metric(FORWARDED_METRIC)
             .await
             .unwrap_or(0.0);
     }
@@ -425,14 +426,7 @@ async fn with_one_placer_per_board_a_switchover_shows_clients_only_retryable_err
     let sent = forwarded(&gateways).await - before;
     assert!(sent > 0.0, "no placement went through the board's placer");
     let sql = connect(&env("PGPLACE_TEST_HA_DATABASE")).await;
-    let leases: i64 = sql
-        .query_one(
-            "SELECT count(*) FROM place.placers WHERE board_id = $1",
-            &[&board],
-        )
-        .await
-        .unwrap()
-        .get(0);
+    let leases = placer_leases(&sql, board).await;
     assert_eq!(leases, 1, "the board's lease is in the new primary");
     println!("switchover with one placer: {sent} placements sent to the placer");
 }

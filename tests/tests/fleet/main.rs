@@ -8,6 +8,7 @@ mod client_input;
 mod ha_commit;
 mod ha_durable;
 mod ha_failover;
+mod ha_standby_required;
 mod memory;
 mod metrics;
 mod pg_restart;

@@ -13,7 +13,7 @@
 //! the gateway without the board's lease sends the tile on to the one that holds it).
 
 use pgplace_tests::curl::post_jsonrpc;
-use pgplace_tests::gateway::{http10_post, start_gateway, start_placer, Http};
+use pgplace_tests::gateway::{http10_post, start_gateway, start_placer, Http, FORWARDED_METRIC};
 use pgplace_tests::processes::Nginx;
 use pgplace_tests::{connect, create_board, create_users, fresh_database};
 use serde_json::{json, Value};
@@ -374,7 +374,7 @@ async fn a_guest_plays(database: &str, placers: bool) {
     let gw = guest_gateway(&url, placers).await;
     let other = guest_gateway(&url, placers).await;
     let forwarded_before = Http::new(other.addr)
-        .metric("pgplace_placements_forwarded_total")
+        .metric(FORWARDED_METRIC)
         .await
         .unwrap_or(0.0);
     for (x, stack) in EVERY_STACK.into_iter().enumerate() {
@@ -425,7 +425,7 @@ async fn a_guest_plays(database: &str, placers: bool) {
     }
     if placers {
         let forwarded = Http::new(other.addr)
-            .metric("pgplace_placements_forwarded_total")
+            .metric(FORWARDED_METRIC)
             .await
             .unwrap_or(0.0)
             - forwarded_before;

@@ -8,13 +8,13 @@ use http_body_util::{BodyExt, Full};
 use hyper::{Request, StatusCode};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
-use pgplace_tests::gateway::{start_gateway, start_placer, Http};
-use pgplace_tests::{connect, create_board, create_users_with_tokens, fresh_database};
+use pgplace_tests::gateway::{start_gateway, start_placer, Http, FORWARDED_METRIC};
+use pgplace_tests::{
+    connect, create_board, create_users_with_tokens, fresh_database, placer_leases,
+};
 use serde_json::json;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
-
-const FORWARDED: &str = "pgplace_placements_forwarded_total";
 
 async fn placer(url: &str) -> pgplace_gateway::Running {
     start_placer(url, |_| {}).await
@@ -139,10 +139,10 @@ async fn a_gateway_without_the_lease_places_through_the_one_that_holds_it() {
         sessions.push(session);
     }
     // Until B's first claim has answered, B places itself: wait for a forwarded placement.
-    let before = on_b.metric(FORWARDED).await.unwrap_or(0.0);
+    let before = on_b.metric(FORWARDED_METRIC).await.unwrap_or(0.0);
     let deadline = Instant::now() + Duration::from_secs(10);
     let mut round = 1;
-    while on_b.metric(FORWARDED).await.unwrap_or(0.0) == before {
+    while on_b.metric(FORWARDED_METRIC).await.unwrap_or(0.0) == before {
         assert!(
             Instant::now() < deadline,
             "B never forwarded a placement to A"
@@ -183,7 +183,7 @@ async fn a_gateway_without_the_lease_places_through_the_one_that_holds_it() {
             "seq {seq} is placement {i}'s"
         );
     }
-    let forwarded = on_b.metric(FORWARDED).await.unwrap_or(0.0) - before;
+    let forwarded = on_b.metric(FORWARDED_METRIC).await.unwrap_or(0.0) - before;
     assert!(
         forwarded >= users.len() as f64,
         "B forwarded its placements ({forwarded})"
@@ -198,7 +198,7 @@ async fn a_gateway_without_the_lease_places_through_the_one_that_holds_it() {
     on_b.ok("board.place", json!([sessions[2], slow, 1, 1, 1]))
         .await;
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    let forwarded_before = on_b.metric(FORWARDED).await.unwrap_or(0.0);
+    let forwarded_before = on_b.metric(FORWARDED_METRIC).await.unwrap_or(0.0);
     on_b.ok("board.place", json!([session, slow, 5, 5, 2]))
         .await;
     let refused = on_b
@@ -207,7 +207,7 @@ async fn a_gateway_without_the_lease_places_through_the_one_that_holds_it() {
     assert_eq!(refused["code"], -32003, "{refused}");
     assert!(refused["data"]["retry_at"].is_string(), "{refused}");
     assert_eq!(
-        on_b.metric(FORWARDED).await.unwrap_or(0.0) - forwarded_before,
+        on_b.metric(FORWARDED_METRIC).await.unwrap_or(0.0) - forwarded_before,
         2.0,
         "both went through A"
     );
@@ -349,14 +349,7 @@ async fn a_gateway_shutting_down_gives_its_leases_up() {
     a.shutdown_gracefully(Duration::from_secs(5)).await;
     let deadline = Instant::now() + Duration::from_secs(2);
     loop {
-        let leases: i64 = sql
-            .query_one(
-                "SELECT count(*) FROM place.placers WHERE board_id = $1",
-                &[&board],
-            )
-            .await
-            .unwrap()
-            .get(0);
+        let leases = placer_leases(&sql, board).await;
         if leases == 0 {
             break;
         }
