@@ -110,8 +110,11 @@ unsafe fn wait_until(flushed: pg_sys::XLogRecPtr, upto: pg_sys::XLogRecPtr) {
         }
         let strict = crate::require_standby::required();
         let Some(mode) = standby_wait_mode() else {
+            // A setup error, not the caller's input (22xxx is what a client got wrong):
+            // the gateway logs it and answers an internal error.
             if strict {
-                crate::input::invalid(
+                crate::input::fail(
+                    PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
                     "pgplace.require_synchronous_standby is on, but nothing asks the \
                      standbys here (synchronous_commit local or off, or max_wal_senders 0): \
                      set synchronous_commit to on, remote_write or remote_apply"

@@ -12,11 +12,17 @@
 //! unless a synchronous standby confirmed what it waited for, whether or not one is still
 //! named. Off by default: a server without standbys would refuse every placement.
 //!
-//! What it does not cover: a COMMIT already past the check when the standbys' names are
-//! emptied is still released as a success (PostgreSQL's own wait, which nothing after it
-//! can turn into a failure); pg_auto_failover empties them only on a primary in
-//! `wait_primary`, which with two standbys and `number-sync-standbys 1` is only a newly
-//! promoted one, before it takes writes.
+//! The check runs before the seq lock (nothing to wait for) and again once it is held (a
+//! placement queued behind a COMMIT waiting for the standbys passed the first one before
+//! their names were emptied). What it does not cover: a COMMIT already past the second
+//! check when the names are emptied is still released as a success (PostgreSQL's own
+//! wait, which nothing after it can turn into a failure); pg_auto_failover empties them
+//! only on a primary in `wait_primary`, which with two standbys and `number-sync-standbys
+//! 1` is only a newly promoted one, before it takes writes. Writes that take no seq
+//! (sessions, users, bans) are not checked.
+//!
+//! Reads WalSndCtl's `sync_standbys_status` flags: PostgreSQL 15.13 or later (before, the
+//! byte was a bool, and a named standby would read as none).
 
 use pgrx::guc::{GucContext, GucFlags, GucRegistry, GucSetting};
 use pgrx::{pg_sys, PgSqlErrorCode};
@@ -61,8 +67,7 @@ pub fn synchronous_standbys_named() -> bool {
     }
 }
 
-/// Refuses a placement, before its seq lock, when the setting is on and no synchronous
-/// standby is named.
+/// Refuses a placement when the setting is on and no synchronous standby is named.
 pub fn check_before_placing() {
     if required() && !synchronous_standbys_named() {
         crate::input::fail(

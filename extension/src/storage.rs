@@ -340,6 +340,9 @@ pub fn bump_seq(
         statement,
         &[board.id.into(), count.into(), now.into()],
     );
+    // Again with the lock held: a placement queued behind a COMMIT that waited for the
+    // standbys passed the first check before their names were emptied.
+    crate::require_standby::check_before_placing();
     let Some(row) = rows.next() else {
         undefined(format!("board {} does not exist", board.id));
     };

@@ -11,7 +11,9 @@
 # that the new one never gets, until the demote timeout stops it (pg_auto_failover issue
 # #774, fixed upstream in 2026; our switchover test lost acknowledged placements to it once
 # in about ten CI runs). With two standbys and one required, pg_auto_failover never drops
-# synchronous replication: it blocks writes rather than acknowledge them on one node.
+# synchronous replication on a primary that loses its standbys: COMMITs wait instead. Only
+# a newly promoted primary runs without it until a standby has joined it, which the
+# gateways' pgplace.require_synchronous_standby covers (setup_database).
 # Called by pgplace.sh, which sets ROOT, PG_BIN and STATE and has installed the extension.
 set -euo pipefail
 

@@ -1,7 +1,7 @@
 -- pgplace.require_synchronous_standby: off unless set. On, with no synchronous standby named
 -- (this server has none), a placement is refused (57P03) before it takes the seq or changes
 -- anything, place_many's group too; place.await_durable fails (57014: no standby confirmed
--- it), or where synchronous_commit asks nothing of the standbys says so (22023). Off again,
+-- it), or where synchronous_commit asks nothing of the standbys says so (0A000). Off again,
 -- the same placement goes through.
 SELECT place.create_board('strict', 4, 4, 4, '0') AS board \gset
 SHOW pgplace.require_synchronous_standby;

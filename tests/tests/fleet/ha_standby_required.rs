@@ -10,9 +10,11 @@
 //! `./pgplace.sh test` after the failover tests (the module sorts after them).
 
 use crate::ha_failover::{addresses, env};
+use futures::FutureExt;
 use pgplace_tests::gateway::Http;
 use pgplace_tests::{connect, create_board, create_users_with_tokens};
 use serde_json::json;
+use std::panic::AssertUnwindSafe;
 use std::time::{Duration, Instant};
 use tokio_postgres::error::SqlState;
 use tokio_postgres::Client;
@@ -108,15 +110,24 @@ async fn without_a_synchronous_standby_the_gateways_refuse_placements_and_change
         http.ok("session.authorize", json!([session, token])).await;
         sessions.push((http, session));
     }
-    let before: String = primary
-        .query_one("SHOW synchronous_standby_names", &[])
-        .await
-        .unwrap()
-        .get(0);
-    assert!(
-        !before.is_empty(),
-        "the HA primary names synchronous standbys"
-    );
+    // The switchover before this test may leave the new primary in wait_primary (no
+    // standby named) for a moment.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let before = loop {
+        let names: String = primary
+            .query_one("SHOW synchronous_standby_names", &[])
+            .await
+            .unwrap()
+            .get(0);
+        if !names.is_empty() {
+            break names;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the HA primary names no synchronous standby within 60 s"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
     for (i, (http, session)) in sessions.iter().enumerate() {
         let placed = http
             .ok("board.place", json!([session, board, i, 0, 1]))
@@ -125,21 +136,29 @@ async fn without_a_synchronous_standby_the_gateways_refuse_placements_and_change
     }
 
     set_standby_names(&primary, "").await;
-    let probe_refused = await_refusal(&probe, probe_board, probe_user, true).await;
-    let seq_before = board_seq(&primary, board).await;
-    let mut refusals = Vec::new();
-    for (i, (http, session)) in sessions.iter().enumerate().filter(|_| probe_refused) {
-        for x in 0..3 {
-            let answer = http
-                .try_call("board.place", json!([session, board, x, 1 + i, 2]))
-                .await
-                .expect("the gateway answers");
-            refusals.push(answer.err().map(|e| e["code"].as_i64().unwrap()));
+    // Whatever happens meanwhile (a panic included), the names are put back before any
+    // assertion: the setup stays as pg_auto_failover made it.
+    let without = AssertUnwindSafe(async {
+        let probe_refused = await_refusal(&probe, probe_board, probe_user, true).await;
+        let seq_before = board_seq(&primary, board).await;
+        let mut refusals = Vec::new();
+        for (i, (http, session)) in sessions.iter().enumerate().filter(|_| probe_refused) {
+            for x in 0..3 {
+                let answer = http
+                    .try_call("board.place", json!([session, board, x, 1 + i, 2]))
+                    .await
+                    .expect("the gateway answers");
+                refusals.push(answer.err().map(|e| e["code"].as_i64().unwrap()));
+            }
         }
-    }
-    let seq_during = board_seq(&primary, board).await;
-    // Put back before asserting: the setup stays as pg_auto_failover made it.
+        let seq_during = board_seq(&primary, board).await;
+        (probe_refused, refusals, seq_before, seq_during)
+    })
+    .catch_unwind()
+    .await;
     set_standby_names(&primary, &before).await;
+    let (probe_refused, refusals, seq_before, seq_during) =
+        without.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
     assert!(
         await_refusal(&probe, probe_board, probe_user, false).await,
         "placements are taken again within 60 s of the standbys' names put back"
