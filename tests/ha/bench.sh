@@ -13,10 +13,9 @@ set -euo pipefail
 HA=$STATE/ha
 SECONDS_PER_PHASE=${PGPLACE_BENCH_SECONDS:-15}
 FAILOVERS=${PGPLACE_HA_FAILOVERS:-5}
-# Without the idle gateways of the placer test (every gateway ticks the database): this
-# starts none, but those of an earlier `ha up` keep running (`ha down` first to be rid of them).
-# What one standby costs: two nodes (ha up's default is three). A setup already up keeps
-# its nodes: `ha down` first.
+# What one standby costs: two nodes (ha up's default is three), without the idle gateways
+# of the placer test (every gateway ticks the database). A setup already up keeps its
+# nodes and gateways: `ha down` first.
 ha=(env ROOT="$ROOT" PG_BIN="$PG_BIN" STATE="$STATE" PGPLACE_HA_PLACER_GATEWAY_PORTS= PGPLACE_HA_NODE_PORTS="54341 54342" bash "$ROOT/tests/ha/ha.sh")
 say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
 XDG=(XDG_CONFIG_HOME="$HA/config" XDG_DATA_HOME="$HA/share" XDG_RUNTIME_DIR="$HA/run")

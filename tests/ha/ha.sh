@@ -74,6 +74,8 @@ wait_for_nodes() {
     done
     nodes_are_healthy
 }
+# Two standbys or more: then one is required of every commit (see the top of this file).
+several_standbys() { ((${#NODE_PORTS[@]} > 2)); }
 is_running() { [[ -f $1 ]] && kill -0 "$(head -1 "$1")" 2>/dev/null; }
 # The sessions of this setup's keepers: each pg_autoctl service runs in a session of its
 # own (setsid), which holds its children and its PostgreSQL. Never the caller's session.
@@ -153,7 +155,7 @@ SQL
     # (and reads) wait for a synchronous standby also while pg_auto_failover runs a new
     # primary without one (wait_primary). Not with one standby: a primary alone would then
     # refuse every placement until the other node is back (extension/README.md, Settings).
-    if ((${#NODE_PORTS[@]} > 2)); then
+    if several_standbys; then
         psql_at "$url" -c "ALTER ROLE $GATEWAY_ROLE SET pgplace.require_synchronous_standby = on"
     fi
     local token
@@ -247,7 +249,7 @@ cmd_up() {
     # setting of the formation, kept in the monitor.
     # (pg_autoctl 2.0 logs a failed get_nodes call while it does this, and sets it anyway:
     # the monitor is asked after.)
-    if ((${#NODE_PORTS[@]} > 2)); then
+    if several_standbys; then
         autoctl set formation number-sync-standbys 1 --pgdata "$HA/node1" >>"$HA/setup.log" 2>&1 || true
         [[ $(psql_at "$(node_url "$MONITOR_PORT" pg_auto_failover)" -tA \
             -c "SELECT number_sync_standbys FROM pgautofailover.formation WHERE formationid = 'default'") == 1 ]] ||

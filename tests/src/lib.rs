@@ -173,6 +173,15 @@ pub async fn placer_leases(client: &Client, board: i64) -> i64 {
         .get(0)
 }
 
+/// Board `board`'s seq, as `place.boards` reads it.
+pub async fn board_seq(client: &Client, board: i64) -> i64 {
+    client
+        .query_one("SELECT seq FROM place.boards WHERE id = $1", &[&board])
+        .await
+        .unwrap()
+        .get(0)
+}
+
 /// Creates a board and returns its id.
 pub async fn create_board(
     client: &Client,

@@ -12,7 +12,7 @@
 use crate::ha_failover::{addresses, env};
 use futures::FutureExt;
 use pgplace_tests::gateway::Http;
-use pgplace_tests::{connect, create_board, create_users_with_tokens};
+use pgplace_tests::{board_seq, connect, create_board, create_users_with_tokens};
 use serde_json::json;
 use std::panic::AssertUnwindSafe;
 use std::time::{Duration, Instant};
@@ -47,14 +47,6 @@ async fn await_refusal(probe: &Client, board: i64, user: i64, refused: bool) -> 
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-}
-
-async fn board_seq(primary: &Client, board: i64) -> i64 {
-    primary
-        .query_one("SELECT seq FROM place.boards WHERE id = $1", &[&board])
-        .await
-        .unwrap()
-        .get(0)
 }
 
 async fn set_standby_names(primary: &Client, names: &str) {

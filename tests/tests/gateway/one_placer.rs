@@ -10,7 +10,7 @@ use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use pgplace_tests::gateway::{start_gateway, start_placer, Http, FORWARDED_METRIC};
 use pgplace_tests::{
-    connect, create_board, create_users_with_tokens, fresh_database, placer_leases,
+    board_seq, connect, create_board, create_users_with_tokens, fresh_database, placer_leases,
 };
 use serde_json::json;
 use std::net::SocketAddr;
@@ -239,12 +239,7 @@ async fn the_placer_route_takes_nothing_without_the_token() {
     let group = json!({"items": [{"session": public, "user": user.0, "x": 1, "y": 1,
                                   "color": 2, "key": null}]})
     .to_string();
-    let seq = |sql: tokio_postgres::Client| async move {
-        sql.query_one("SELECT seq FROM place.boards WHERE id = $1", &[&board])
-            .await
-            .unwrap()
-            .get::<_, i64>(0)
-    };
+    let seq = |sql: tokio_postgres::Client| async move { board_seq(&sql, board).await };
     let at_first = seq(connect(&url).await).await;
     for bad in [None, Some("not-the-token"), Some(&token[1..])] {
         let (status, body) = post_group(a.addr, board, bad, &group).await;

@@ -6,7 +6,7 @@
 
 use pgplace_tests::curl::post_jsonrpc;
 use pgplace_tests::gateway::{start_gateway, Http};
-use pgplace_tests::{connect, create_board, create_users_with_tokens, fresh_database};
+use pgplace_tests::{board_seq, connect, create_board, create_users_with_tokens, fresh_database};
 use serde_json::{json, Value};
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -52,13 +52,6 @@ async fn send_and_hang_up(addr: SocketAddr, body: &str) {
     );
     stream.write_all(request.as_bytes()).await.unwrap();
     drop(stream);
-}
-
-async fn board_seq(sql: &tokio_postgres::Client, board: i64) -> i64 {
-    sql.query_one("SELECT seq FROM place.boards WHERE id = $1", &[&board])
-        .await
-        .unwrap()
-        .get(0)
 }
 
 /// A session signed in as the user with `token`.
