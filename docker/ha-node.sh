@@ -6,7 +6,10 @@
 #                        certificate and every password, in the secrets volume
 #   pgplace-ha monitor   the pg_auto_failover monitor
 #   pgplace-ha node      a PostgreSQL node with its keeper: the first becomes the primary
-#                        and sets the database up, the next one its synchronous standby
+#                        and sets the database up, the next ones its standbys (with two,
+#                        the monitor itself makes one of them confirm every commit:
+#                        number-sync-standbys 1); with PGPLACE_HA_REQUIRE_STANDBY=1 the
+#                        gateways' placements are refused while no standby could confirm
 #   pgplace-ha health    the healthcheck of either
 #
 # Everything a member keeps lives in its volume at $HA: the data directory and
@@ -86,6 +89,8 @@ SQL
 node() {
     need PGPLACE_HA_HOSTNAME
     need PGPLACE_HA_NAME
+    [[ ${PGPLACE_HA_REQUIRE_STANDBY:-0} == [01] ]] ||
+        fail "PGPLACE_HA_REQUIRE_STANDBY is '$PGPLACE_HA_REQUIRE_STANDBY', not 0 or 1"
     tls_options
     # libpq reads the monitor's and the replication user's passwords from this file: for
     # pg_autoctl, pg_basebackup, pg_rewind and the standby's walreceiver (the postmaster
@@ -134,6 +139,15 @@ SELECT format('ALTER ROLE pgautofailover_replicator PASSWORD %L', :'replication'
 SQL
     PGPLACE_GATEWAY_PASSWORD=$(<"$SECRETS/gateway-password") PGPLACE_DB=pgplace \
         /docker-entrypoint-initdb.d/10-pgplace.sh
+    # No placement acknowledged on one node: the gateways' placements wait for a standby's
+    # confirmation also while pg_auto_failover runs a new primary without one (wait_primary,
+    # extension/README.md, Server settings). Only with standbys to spare: a lone primary
+    # would refuse every placement.
+    if [[ ${PGPLACE_HA_REQUIRE_STANDBY:-0} == 1 ]]; then
+        psql_local -d pgplace -v user="$GATEWAY_USER" <<'SQL'
+ALTER ROLE :"user" SET pgplace.require_synchronous_standby = on;
+SQL
+    fi
     touch "$HA/set-up"
 }
 

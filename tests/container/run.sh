@@ -6,7 +6,7 @@
 # GET /boards/{id}/bits, a placement through the gateway lands in the database — then the
 # nginx profile (two gateways behind nginx), then the ha profile (pg_auto_failover: TLS
 # verified everywhere and no plaintext accepted, no password on any command line, a
-# placement acknowledged through nginx, the primary's container killed, the standby
+# placement acknowledged through nginx, the primary's container killed, a standby
 # promoted with that placement, the next placement through nginx), then `down`.
 #
 #   bash tests/container/run.sh
@@ -633,11 +633,11 @@ ha_tls_checks() {
     gateway_tls_on ha-node-1
     # Replication and the keepers' connections to the monitor too (its own pg_autoctl's,
     # over its socket, are not on the network).
-    [[ $(node_sql ha-node-1 "SELECT count(*) > 0 AND bool_and(ssl) FROM pg_stat_ssl JOIN pg_stat_replication USING (pid)") == t ]] ||
-        fail "the standby's replication connection is not TLS"
+    [[ $(node_sql ha-node-1 "SELECT count(*) = 2 AND bool_and(ssl) FROM pg_stat_ssl JOIN pg_stat_replication USING (pid)") == t ]] ||
+        fail "the two standbys' replication connections are not both there and TLS"
     # A keeper connects to the monitor for its calls, not all the time: the connections are
-    # gathered over up to 30 s, until both keepers' addresses were seen (one sample at a
-    # time saw both only now and then).
+    # gathered over up to 30 s, until the three keepers' addresses were seen (one sample at
+    # a time saw them all only now and then).
     local -A seen=()
     local plaintext=0 addr ssl
     for _ in $(seq 60); do
@@ -648,12 +648,12 @@ ha_tls_checks() {
         done < <(podman exec "$(pick_container ha-monitor)" psql -X -tA -h /var/run/postgresql -d pg_auto_failover -c \
             "SELECT host(client_addr), ssl FROM pg_stat_ssl JOIN pg_stat_activity USING (pid)
              WHERE usename = 'autoctl_node' AND client_addr IS NOT NULL")
-        ((${#seen[@]} >= 2)) && break
+        ((${#seen[@]} >= 3)) && break
         sleep 0.5
     done
     ((plaintext == 0)) || fail "a keeper's connection to the monitor is not TLS"
-    ((${#seen[@]} >= 2)) || fail "the monitor saw connections from ${#seen[@]} keeper(s) in 30 s, not 2"
-    echo "  replication ha-node-1 -> ha-node-2 and the keepers' monitor connections: TLS"
+    ((${#seen[@]} >= 3)) || fail "the monitor saw connections from ${#seen[@]} keeper(s) in 30 s, not 3"
+    echo "  replication ha-node-1 -> ha-node-2, ha-node-3 and the keepers' monitor connections: TLS"
     # No plaintext: from ha-node-2, which has hostssl rules on ha-node-1 for both (the
     # gateway's user on the project's network, replication from its own address), with the
     # right passwords. And the same over verified TLS succeeds.
@@ -724,7 +724,7 @@ no_password_shown() {
 }
 
 if [[ ${PGPLACE_CT_SKIP_HA:-0} != 1 ]]; then
-    step "compose --profile ha: pg_auto_failover over verified TLS, two nodes, two gateways, nginx; the primary killed"
+    step "compose --profile ha: pg_auto_failover over verified TLS, three nodes, two gateways, nginx; the primary killed"
     # Every command line on the machine while the profile starts and fails over (the
     # host sees the containers' processes): none may hold a password (checked below).
     CMDLINES=$WORK/ha-cmdlines
@@ -734,7 +734,7 @@ if [[ ${PGPLACE_CT_SKIP_HA:-0} != 1 ]]; then
     SAMPLER=$!
     # In the order the healthchecks give with podman >= 4.6 or Docker (podman-compose
     # ignores the conditions on older podman): the secrets (one-shot), the monitor, the
-    # first node (the primary, which sets the database up), the standby, then the
+    # first node (the primary, which sets the database up), the standbys, then the
     # gateways and nginx.
     compose_env "${COMPOSE[@]}" --profile ha up -d --no-build ha-secrets >>"$WORK/compose-up.log" 2>&1 || {
         cat "$WORK/compose-up.log"; fail "compose --profile ha up ha-secrets"
@@ -742,7 +742,7 @@ if [[ ${PGPLACE_CT_SKIP_HA:-0} != 1 ]]; then
     secrets_rc=$(podman wait "$(pick_container ha-secrets)")
     [[ $secrets_rc == 0 ]] || { podman logs "$(pick_container ha-secrets)"; fail "ha-secrets exited with $secrets_rc"; }
     podman logs "$(pick_container ha-secrets)" 2>&1 | sed 's/^/  /'
-    for service in ha-monitor ha-node-1 ha-node-2; do
+    for service in ha-monitor ha-node-1 ha-node-2 ha-node-3; do
         compose_env "${COMPOSE[@]}" --profile ha up -d --no-build "$service" >>"$WORK/compose-up.log" 2>&1 || {
             cat "$WORK/compose-up.log"; fail "compose --profile ha up $service"
         }
@@ -756,29 +756,40 @@ if [[ ${PGPLACE_CT_SKIP_HA:-0} != 1 ]]; then
     node_sql() { # service, SQL → the answer, as postgres over the node's socket
         podman exec -i "$(pick_container "$1")" psql -X -q -h /var/run/postgresql -d pgplace -tA -c "$2"
     }
-    # Synchronous: the primary waits for the standby (pg_auto_failover sets this once the
-    # standby is a secondary).
-    for _ in $(seq 60); do
-        [[ $(node_sql ha-node-1 "SELECT current_setting('synchronous_standby_names') <> '' AND NOT pg_is_in_recovery()" 2>/dev/null) == t ]] && break
-        sleep 1
-    done
-    [[ $(node_sql ha-node-1 "SELECT current_setting('synchronous_standby_names') <> '' AND NOT pg_is_in_recovery()") == t ]] ||
-        fail "ha-node-1 is not a primary with a synchronous standby"
-    [[ $(node_sql ha-node-2 "SELECT pg_is_in_recovery()") == t ]] || fail "ha-node-2 is not a standby"
-    echo "  ha-node-1 primary with synchronous_standby_names '$(node_sql ha-node-1 "SELECT current_setting('synchronous_standby_names')")', ha-node-2 its standby"
-    # The monitor fails over only from a primary it has seen reported to a secondary it has
+    # The monitor fails over only from a primary it has seen reported to secondaries it has
     # seen reported: a keeper that could not reach it for a moment (the containers' DNS under
-    # load) may still show wait_primary there while PostgreSQL already runs as above.
-    monitor_states() {
-        podman exec "$(pick_container ha-monitor)" psql -X -tA -h /var/run/postgresql -d pg_auto_failover -c \
-            "SELECT string_agg(reportedstate || '/' || goalstate, ' ' ORDER BY nodeid) FROM pgautofailover.node" 2>/dev/null
+    # load) may still show another state there while PostgreSQL already runs as below. And
+    # one of the two standbys must confirm every commit: the monitor sets that itself when
+    # the second registers, and the primary then names them both.
+    monitor_sql() {
+        podman exec "$(pick_container ha-monitor)" psql -X -tA -h /var/run/postgresql -d pg_auto_failover -c "$1" 2>/dev/null
     }
-    for _ in $(seq 60); do
-        [[ $(monitor_states) == "primary/primary secondary/secondary" ]] && break
+    ha_formation() {
+        monitor_sql "SELECT string_agg(reportedstate || '/' || goalstate, ' ' ORDER BY nodeid)
+                            || ' sync ' || (SELECT number_sync_standbys FROM pgautofailover.formation
+                                            WHERE formationid = 'default')
+                     FROM pgautofailover.node"
+    }
+    want_formation="primary/primary secondary/secondary secondary/secondary sync 1"
+    want_names="ANY 1 (pgautofailover_standby_2, pgautofailover_standby_3)"
+    for _ in $(seq 90); do
+        [[ $(ha_formation) == "$want_formation" &&
+            $(node_sql ha-node-1 "SELECT current_setting('synchronous_standby_names')" 2>/dev/null) == "$want_names" ]] && break
         sleep 1
     done
-    [[ $(monitor_states) == "primary/primary secondary/secondary" ]] ||
-        fail "the monitor does not see ha-node-1 primary and ha-node-2 secondary (reported/goal: $(monitor_states))"
+    [[ $(ha_formation) == "$want_formation" ]] ||
+        fail "the monitor does not see ha-node-1 primary, two secondaries and number-sync-standbys 1 (reported/goal: $(ha_formation))"
+    [[ $(node_sql ha-node-1 "SELECT current_setting('synchronous_standby_names') || ' ' || pg_is_in_recovery()::text") == "$want_names false" ]] ||
+        fail "ha-node-1 is not a primary waiting for one of its two standbys: $(node_sql ha-node-1 "SELECT current_setting('synchronous_standby_names')")"
+    for standby in ha-node-2 ha-node-3; do
+        [[ $(node_sql "$standby" "SELECT pg_is_in_recovery()") == t ]] || fail "$standby is not a standby"
+    done
+    # The gateways' role refuses placements while no standby could confirm them.
+    [[ $(node_sql ha-node-1 "SELECT count(*) FROM pg_db_role_setting s JOIN pg_roles r ON r.oid = s.setrole
+                             WHERE r.rolname = 'pgplace_gateway' AND s.setdatabase = 0
+                               AND 'pgplace.require_synchronous_standby=on' = ANY (s.setconfig)") == 1 ]] ||
+        fail "pgplace_gateway does not have pgplace.require_synchronous_standby = on"
+    echo "  ha-node-1 primary with synchronous_standby_names '$want_names' (number-sync-standbys 1); ha-node-2, ha-node-3 its standbys; the gateways' role requires one"
     HA=http://127.0.0.1:$HA_NGINX_PORT
     for _ in $(seq 30); do curl -fsS "$HA/readyz" >/dev/null 2>&1 && break; sleep 1; done
     ha_board=$(rpc "$HA" '{"jsonrpc":"2.0","method":"board.list","id":1}' |
@@ -809,11 +820,18 @@ if [[ ${PGPLACE_CT_SKIP_HA:-0} != 1 ]]; then
     done
     grep -q '"placed":true' <<<"$placed" || fail "no placement through ha-nginx within 90 s of the kill: $placed"
     echo "  ha-node-1 killed (SIGKILL): the next placement acknowledged $((SECONDS - killed_at)) s later"
-    [[ $(node_sql ha-node-2 "SELECT NOT pg_is_in_recovery()") == t ]] || fail "ha-node-2 was not promoted"
-    [[ $(node_sql ha-node-2 "SELECT color FROM place.placements WHERE board_id = $ha_board AND seq = $acked AND x = 60 AND y = 61") == 3 ]] ||
-        fail "the placement acknowledged before the kill (seq $acked) is not on the new primary"
-    echo "  ha-node-2 promoted; seq $acked (acknowledged before the kill) is in its history"
-    gateway_tls_on ha-node-2
+    # Either standby may be promoted (the monitor picks the one with the most WAL).
+    promoted=
+    for standby in ha-node-2 ha-node-3; do
+        [[ $(node_sql "$standby" "SELECT NOT pg_is_in_recovery()") == t ]] && promoted+=${promoted:+ }$standby
+    done
+    [[ $promoted == ha-node-[23] ]] || fail "not one standby promoted, but: '${promoted}'"
+    [[ $(node_sql "$promoted" "SELECT color FROM place.placements WHERE board_id = $ha_board AND seq = $acked AND x = 60 AND y = 61") == 3 ]] ||
+        fail "the placement acknowledged before the kill (seq $acked) is not on the new primary $promoted"
+    # The placement after the kill was taken under require_synchronous_standby: the new
+    # primary had named the other standby by then.
+    echo "  $promoted promoted; seq $acked (acknowledged before the kill) is in its history; it names '$(node_sql "$promoted" "SELECT current_setting('synchronous_standby_names')")'"
+    gateway_tls_on "$promoted"
     touch "$WORK/ha-sampler.stop" && wait "$SAMPLER"
     no_password_shown
     compose_env "${COMPOSE[@]}" --profile ha down -v -t 5 >/dev/null 2>&1 || fail "compose --profile ha down"
