@@ -22,6 +22,7 @@ use crate::snapshots::for_isolation;
 use crate::spi::{column, run, run_by_index, Statement};
 use crate::stamps::timestamp;
 use crate::storage::Board;
+use pgrx::pg_sys::panic::CaughtError;
 use pgrx::prelude::*;
 use pgrx::spi::SpiClient;
 use pgrx::{pg_sys, PgSqlErrorCode, PgTryBuilder};
@@ -310,16 +311,40 @@ fn lock_claims(
     statement: &'static Statement,
     users: &[i64],
 ) {
-    // A new claim row's foreign key fails only when the board was deleted while the call
-    // waited for it (the users are locked: crate::placing): say so, not which key. The
-    // handler only raises, so nothing touches the client after the caught error.
+    // A new claim row's foreign key fails only when its board or (since 0.8.5, when the
+    // users are read, not locked: crate::placing) its user was deleted while the call
+    // waited for it: say which. The handler only raises, so nothing touches the client
+    // after the caught error.
     PgTryBuilder::new(AssertUnwindSafe(|| {
         run(client, statement, &[board.id.into(), users.to_vec().into()]);
     }))
-    .catch_when(PgSqlErrorCode::ERRCODE_FOREIGN_KEY_VIOLATION, |_| {
-        undefined(format!("board {} does not exist", board.id))
+    .catch_when(PgSqlErrorCode::ERRCODE_FOREIGN_KEY_VIOLATION, |error| {
+        let CaughtError::PostgresError(report) = &error else {
+            error.rethrow()
+        };
+        if !report.message().contains("cooldown_claims_user_id_fkey") {
+            undefined(format!("board {} does not exist", board.id))
+        }
+        match report
+            .detail()
+            .and_then(key_in_detail)
+            .filter(|user| users.contains(user))
+        {
+            Some(user) => undefined(format!(
+                "user {user} was deleted while the call waited for it: there is no such user"
+            )),
+            None => undefined("a user of the call was deleted while it waited for it".into()),
+        }
     })
     .execute();
+}
+
+/// The key a foreign key's error names in its detail: `Key (user_id)=(42) is not
+/// present in table "users".` (the words are translated, the key's values are not).
+fn key_in_detail(detail: &str) -> Option<i64> {
+    let start = detail.find(")=(")? + 3;
+    let end = start + detail[start..].find(')')?;
+    detail[start..end].parse().ok()
 }
 
 /// Since 0.8.5, before `place.compact_history` drops the placements up to `seq`: each

@@ -124,13 +124,13 @@ unsafe fn wait_until(flushed: pg_sys::XLogRecPtr, upto: pg_sys::XLogRecPtr) {
             return;
         };
         pg_sys::SyncRepWaitForLSN(upto, false);
-        let control = pg_sys::WalSndCtl;
-        let status = std::ptr::read_volatile(&raw const (*control).sync_standbys_status);
-        let confirmed = std::ptr::read_volatile(&raw const (*control).lsn[mode]);
-        // Released without the standbys' answer: by a cancel while they are still named;
-        // or by their names being emptied, or none named at all, which
-        // pgplace.require_synchronous_standby does not take for an answer.
-        let still_required = u32::from(status) & pg_sys::SYNC_STANDBY_DEFINED != 0;
+        let confirmed = std::ptr::read_volatile(&raw const (*pg_sys::WalSndCtl).lsn[mode]);
+        // Released without the standbys' answer: by a cancel while they are still named
+        // (also before the checkpointer has first set WalSndCtl's flags, when the setting
+        // itself names them and SyncRepWaitForLSN waits on its word); or by their names
+        // being emptied, or none named at all, which pgplace.require_synchronous_standby
+        // does not take for an answer.
+        let still_required = crate::require_standby::synchronous_standbys_named();
         if still_required && confirmed < upto {
             crate::input::fail(
                 PgSqlErrorCode::ERRCODE_QUERY_CANCELED,

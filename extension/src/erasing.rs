@@ -47,10 +47,21 @@ fn delete_board(board_id: Option<i64>) -> i64 {
     })
 }
 
-// Waits for the user's placements in flight (each holds KEY SHARE on the row until it
-// commits) and keeps new ones out until this commits.
+// Waits for the user's placements in flight that hold KEY SHARE on the row until they
+// commit (before 0.8.5 every placement; since, a user's first on a board, whose new
+// cooldown claim's foreign key check takes it) and keeps new ones out until this commits.
 static LOCK_USER: Statement = Statement {
     sql: "SELECT name FROM place.users WHERE id = $1 FOR UPDATE",
+    params: &[pg_sys::INT8OID],
+};
+
+// Since 0.8.5 the other placements in flight hold their users' cooldown claim rows (FOR
+// UPDATE), not the users' rows (crate::placing, count_users): waits for them too, and
+// keeps the next ones on those rows waiting until this commits; they then find no row
+// and no user. (No index leads with user_id: a scan, as the cascade of the DELETE below
+// does anyway.)
+static LOCK_CLAIMS: Statement = Statement {
+    sql: "SELECT FROM place.cooldown_claims WHERE user_id = $1 FOR UPDATE",
     params: &[pg_sys::INT8OID],
 };
 
@@ -96,6 +107,9 @@ fn erase_user(user_id: Option<i64>) -> i64 {
             invalid(format!(
                 "user {user_id} is pgplace's own user '{name}' and cannot be erased"
             ));
+        }
+        if crate::catalog::cooldowns_from_history() {
+            run(client, &LOCK_CLAIMS, &[user_id.into()]);
         }
         let (erased, signs_in) = run(client, &ERASED, &[ERASED_USER.into()])
             .next()

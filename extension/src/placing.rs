@@ -400,37 +400,53 @@ static MISSING_OR_BANNED_USERS: Statement = Statement {
     params: &[pg_sys::INT8ARRAYOID],
 };
 
-// Locks the users as a foreign key's check would (KEY SHARE, in id order), until commit:
-// place.placements has no foreign keys (their per-row checks were a sixth of a batch), so
+// How many of the call's users exist (`$1`, sorted), with their rows locked as a foreign
+// key's check would (KEY SHARE, in id order) until commit, or only read. place.placements
+// has no foreign keys (their per-row checks were a sixth of a batch), so before 0.8.5
 // this lock is what makes a DELETE of one of these users wait for the call and then see
-// its placements (place._keep_users_with_history). It conflicts only with deleting a user
-// or changing its id, never with another placement.
-macro_rules! lock_users {
-    ($banned:literal) => {
-        concat!(
-            "SELECT (SELECT count(*) FROM (SELECT FROM place.users WHERE id = ANY($1) \
-                                           ORDER BY id FOR KEY SHARE) l)::int, ",
-            $banned
-        )
+// its placements (place._keep_users_with_history); it conflicts only with deleting a user
+// or changing its id, never with another placement. Since 0.8.5 (cooldowns from the
+// history) every user who places has its cooldown claim row locked until commit (FOR
+// UPDATE: crate::cooldowns) or inserted, whose foreign key's check locks the user as this
+// would; that foreign key cascades, so a DELETE of the user waits for the claim's holder
+// and its trigger then sees the placements. The users are then only read: their lock was
+// a WAL record per placement (a sixth of a placement's records) for nothing.
+macro_rules! count_users {
+    (locked) => {
+        "SELECT (SELECT count(*) FROM (SELECT FROM place.users WHERE id = ANY($1) \
+                                       ORDER BY id FOR KEY SHARE) l)::int, "
+    };
+    (read) => {
+        "SELECT (SELECT count(*) FROM place.users WHERE id = ANY($1))::int, "
     };
 }
 
-static LOCK_USERS: Statement = Statement {
-    sql: lock_users!(
+macro_rules! any_banned {
+    () => {
         "EXISTS (SELECT FROM place.bans b WHERE b.user_id = ANY($1) \
                  AND (b.until IS NULL OR b.until > now()))"
-    ),
+    };
+}
+
+static READ_USERS: Statement = Statement {
+    sql: concat!(count_users!(read), any_banned!()),
+    params: &[pg_sys::INT8ARRAYOID],
+};
+
+/// Before 0.8.5.
+static LOCK_USERS: Statement = Statement {
+    sql: concat!(count_users!(locked), any_banned!()),
     params: &[pg_sys::INT8ARRAYOID],
 };
 
 /// Before 0.2.0 there were no bans.
 static LOCK_USERS_0_1: Statement = Statement {
-    sql: lock_users!("false"),
+    sql: concat!(count_users!(locked), "false"),
     params: &[pg_sys::INT8ARRAYOID],
 };
 
-/// Locks the call's users (sorted, distinct) until commit; refuses the call if one does
-/// not exist (42704) or is banned (42501).
+/// Checks the call's users (sorted, distinct), locking them until commit before 0.8.5
+/// (see count_users); refuses the call if one does not exist (42704) or is banned (42501).
 fn check_users(
     client: &mut SpiClient<'_>,
     board: &Board,
@@ -438,7 +454,9 @@ fn check_users(
     items: &[Item],
     label: &dyn Label,
 ) {
-    let (lock, which) = if board.v0_2 {
+    let (lock, which) = if board.cooldowns_from_history {
+        (&READ_USERS, &MISSING_OR_BANNED_USERS)
+    } else if board.v0_2 {
         (&LOCK_USERS, &MISSING_OR_BANNED_USERS)
     } else {
         (&LOCK_USERS_0_1, &MISSING_USERS)

@@ -2,14 +2,16 @@
 //! the moderation functions ([`crate::moderation`]): tiles, seq, history, keyframes.
 //!
 //! A call takes its locks in one order, each held until commit, so calls never deadlock:
-//! 0. its users' rows, KEY SHARE ([`crate::placing`]; the moderation user's row is locked
-//!    by the upsert that finds it): the history has no foreign keys, and this is what makes
-//!    a DELETE of a user wait for the placement and then see it; placements never wait
-//!    for each other here;
+//! 0. before 0.8.5, its users' rows, KEY SHARE ([`crate::placing`]; the moderation user's
+//!    row is locked by the upsert that finds it): the history has no foreign keys, and this
+//!    is what makes a DELETE of a user wait for the placement and then see it; placements
+//!    never wait for each other here. Since 0.8.5 the users are only read: step 1 does it;
 //! 1. each user's cooldown claim row ([`crate::cooldowns`]): one placement per user per
 //!    window, however many attempts race (since 0.8.5 the history is the cooldown; from
 //!    0.6.0 to 0.8.4 the claimed users' next cooldown versions are written before step 3,
-//!    so the seq lock is not held for them);
+//!    so the seq lock is not held for them). Since 0.8.5 it is also what a DELETE or an
+//!    erasure of the user waits for: the row is locked (FOR UPDATE) or inserted (its
+//!    foreign key's check locks the user, KEY SHARE), and its foreign key cascades;
 //! 2. before 0.8.4, the touched chunks' rows, in chunk order, then writes their next
 //!    versions ([`crate::chunks`]): whoever writes a chunk first also commits first, so the
 //!    bits always equal the history replayed in seq order. Since 0.8.4 placements write no

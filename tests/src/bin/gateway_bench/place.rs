@@ -30,6 +30,7 @@ pub async fn run(setup: &Setup) -> Result<Table> {
     let gateway = setup.gateway(NAME).await?;
     let db = pgplace_tests::connect(&setup.db_url).await;
     let seq_before = board_seq(&db, setup.board).await?;
+    let wal_before = Wal::read(&db).await?;
     let placers = Placers::start(setup, gateway.addr, setup.phase()).await?;
     let cpu = CpuClock::start(&gateway);
     let started = Instant::now();
@@ -37,8 +38,56 @@ pub async fn run(setup: &Setup) -> Result<Table> {
     let elapsed = started.elapsed();
     let cpu = cpu.finish(&gateway);
     let seq_after = board_seq(&db, setup.board).await?;
+    let wal = Wal::read(&db).await?.since(&wal_before);
     gateway.stop().await;
-    Ok(report(tally, elapsed, cpu, seq_after - seq_before))
+    Ok(report(tally, elapsed, cpu, seq_after - seq_before, wal))
+}
+
+/// The cluster's WAL so far: what a standby receives, flushes and replays, and what the
+/// primary inserts and flushes, per placement.
+pub struct Wal {
+    /// Bytes, from the insert position (exact).
+    bytes: f64,
+    /// Records and full-page images, from pg_stat_wal (a backend reports its counts at
+    /// most once a second: a second's worth may be missing at either end of a phase).
+    records: f64,
+    full_pages: f64,
+}
+
+impl Wal {
+    pub async fn read(db: &tokio_postgres::Client) -> Result<Wal> {
+        let row = db
+            .query_one(
+                "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')::float8, \
+                        wal_records::float8, wal_fpi::float8 FROM pg_stat_wal",
+                &[],
+            )
+            .await?;
+        Ok(Wal {
+            bytes: row.get(0),
+            records: row.get(1),
+            full_pages: row.get(2),
+        })
+    }
+
+    pub fn since(&self, before: &Wal) -> Wal {
+        Wal {
+            bytes: self.bytes - before.bytes,
+            records: self.records - before.records,
+            full_pages: self.full_pages - before.full_pages,
+        }
+    }
+
+    /// "762 B, 6.5 records (0.1 full pages) a placement".
+    pub fn per_placement(&self, placements: i64) -> String {
+        let n = placements.max(1) as f64;
+        format!(
+            "{:.0} B, {:.1} records ({:.2} full-page images) a placement",
+            self.bytes / n,
+            self.records / n,
+            self.full_pages / n
+        )
+    }
 }
 
 /// Every placer's client, logged in and placing (each its own session and user).
@@ -126,7 +175,7 @@ pub async fn board_seq(db: &tokio_postgres::Client, board: i64) -> Result<i64> {
         .get(0))
 }
 
-fn report(tally: Tally, elapsed: Duration, cpu: String, seq_moved: i64) -> Table {
+fn report(tally: Tally, elapsed: Duration, cpu: String, seq_moved: i64, wal: Wal) -> Table {
     let placed = tally.latencies.len();
     let per_second = rate(placed, elapsed);
     let latencies = tally.latencies.sorted();
@@ -149,6 +198,11 @@ fn report(tally: Tally, elapsed: Duration, cpu: String, seq_moved: i64) -> Table
         latencies.ms(0.99) <= 50.0,
     );
     table.info(NAME, "CPU during the phase", cpu);
+    table.info(
+        NAME,
+        "the cluster's WAL during the phase",
+        wal.per_placement(seq_moved),
+    );
     let errors: usize = tally.errors.values().sum();
     table.target(NAME, "errors", errors.to_string(), "0", errors == 0);
     for (error, n) in tally.errors.iter().take(5) {
