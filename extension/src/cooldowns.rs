@@ -17,17 +17,15 @@
 //! 0.6.0 the claim is a conditional upsert of the `place.cooldowns` row. The library still
 //! does both for those schemas until ALTER EXTENSION UPDATE.
 
-use crate::input::{fail, undefined};
+use crate::input::fail;
 use crate::snapshots::for_isolation;
 use crate::spi::{column, run, run_by_index, Statement};
 use crate::stamps::timestamp;
 use crate::storage::Board;
-use pgrx::pg_sys::panic::CaughtError;
 use pgrx::prelude::*;
 use pgrx::spi::SpiClient;
-use pgrx::{pg_sys, PgSqlErrorCode, PgTryBuilder};
+use pgrx::{pg_sys, PgSqlErrorCode};
 use std::collections::{HashMap, HashSet};
-use std::panic::AssertUnwindSafe;
 
 /// What a call's claim found: whose cooldown has passed (their rows are locked until
 /// commit), when the others last placed, and where the claimed users' times are.
@@ -311,40 +309,11 @@ fn lock_claims(
     statement: &'static Statement,
     users: &[i64],
 ) {
-    // A new claim row's foreign key fails only when its board or (since 0.8.5, when the
-    // users are read, not locked: crate::placing) its user was deleted while the call
-    // waited for it: say which. The handler only raises, so nothing touches the client
-    // after the caught error.
-    PgTryBuilder::new(AssertUnwindSafe(|| {
+    // A new claim row's foreign key fails when its board or (the users are read, not
+    // locked: crate::placing) its user was deleted while the call waited for it.
+    crate::deleted_meanwhile::inserting(client, board.id, users, |client| {
         run(client, statement, &[board.id.into(), users.to_vec().into()]);
-    }))
-    .catch_when(PgSqlErrorCode::ERRCODE_FOREIGN_KEY_VIOLATION, |error| {
-        let CaughtError::PostgresError(report) = &error else {
-            error.rethrow()
-        };
-        if !report.message().contains("cooldown_claims_user_id_fkey") {
-            undefined(format!("board {} does not exist", board.id))
-        }
-        match report
-            .detail()
-            .and_then(key_in_detail)
-            .filter(|user| users.contains(user))
-        {
-            Some(user) => undefined(format!(
-                "user {user} was deleted while the call waited for it: there is no such user"
-            )),
-            None => undefined("a user of the call was deleted while it waited for it".into()),
-        }
-    })
-    .execute();
-}
-
-/// The key a foreign key's error names in its detail: `Key (user_id)=(42) is not
-/// present in table "users".` (the words are translated, the key's values are not).
-fn key_in_detail(detail: &str) -> Option<i64> {
-    let start = detail.find(")=(")? + 3;
-    let end = start + detail[start..].find(')')?;
-    detail[start..end].parse().ok()
+    });
 }
 
 /// Since 0.8.5, before `place.compact_history` drops the placements up to `seq`: each

@@ -24,6 +24,8 @@
 //! - [`spi`]: statements planned once per backend.
 //! - [`stamps`]: a moment of the write path as SQL gets it ('infinity' for never).
 //! - [`item`]: one placement to write.
+//! - [`deleted_meanwhile`]: a user or board deleted while a placement waited to write its
+//!   rows (a foreign key's 23503) told as the 42704 it is.
 //! - [`snapshots`]: REPEATABLE READ callers and placements their snapshot missed.
 //! - [`fold_sql`]: the SQL of a board's newest fold, shared by `storage` and `folds`.
 //! - [`expressions`]: checks that a view's filter is one SQL expression.
@@ -69,6 +71,7 @@ pub mod capture;
 pub mod catalog;
 pub mod chunks;
 pub mod cooldowns;
+pub mod deleted_meanwhile;
 pub mod durability;
 pub mod early_release;
 pub mod erasing;

@@ -161,9 +161,13 @@ pub fn claim(
         timestamp(now).into(),
         timestamp(cutoff).into(),
     ];
-    for row in run(client, &CLAIM, &args) {
-        ours.insert((column::<i64>(&row, 1), column::<String>(&row, 2)));
-    }
+    // A key's user may have been deleted since the call read it (crate::deleted_meanwhile).
+    let claimed = crate::deleted_meanwhile::inserting(client, board.id, &users, |client| {
+        run(client, &CLAIM, &args)
+            .map(|row| (column::<i64>(&row, 1), column::<String>(&row, 2)))
+            .collect::<Vec<_>>()
+    });
+    ours.extend(claimed);
     if ours.len() < users.len() {
         let args = [board.id.into(), users.into(), names.into()];
         for row in run(client, &EARLIER, &args) {
