@@ -138,9 +138,11 @@ COMMENT ON TABLE place.user_identities IS 'The identity provider''s issuer and s
 
 -- No foreign keys (since 0.8.3): their checks, a query per row, were a sixth of a batch's
 -- time. Only the extension writes placements, and a placement holds its board's row (the
--- seq lock) and its users' rows (KEY SHARE) until commit, so a DELETE of a board or a user
--- waits for it; the triggers below then see its rows, each statement of theirs taking a
--- fresh snapshot (READ COMMITTED: a foreign key's cascade sees them the same way).
+-- seq lock) and its users' cooldown claim rows (FOR UPDATE, or inserted: their foreign
+-- key's check holds the user's row, KEY SHARE) until commit; those keys cascade, so a
+-- DELETE of a board or a user waits for it; the triggers below then see its rows, each
+-- statement of theirs taking a fresh snapshot (READ COMMITTED: a foreign key's cascade
+-- sees them the same way).
 CREATE TABLE place.placements (
     board_id  bigint NOT NULL,
     seq       bigint NOT NULL CHECK (seq > 0),

@@ -41,9 +41,10 @@ fn refuse(error: CaughtError, board_id: i64, users: &[i64]) -> ! {
         .filter(|user| users.contains(user))
     {
         Some(user) => undefined(format!(
-            "user {user} was deleted while the call waited for it: there is no such user"
+            "user {user} was deleted during the call: there is no such user"
         )),
-        None => undefined("a user of the call was deleted while it waited for it".into()),
+        // "no such user": what the gateway answers as its session's user deleted.
+        None => undefined("a user of the call was deleted during it: there is no such user".into()),
     }
 }
 

@@ -48,8 +48,9 @@ fn delete_board(board_id: Option<i64>) -> i64 {
 }
 
 // Waits for the user's placements in flight that hold KEY SHARE on the row until they
-// commit (before 0.8.5 every placement; since, a user's first on a board, whose new
-// cooldown claim's foreign key check takes it) and keeps new ones out until this commits.
+// commit (before 0.8.5 every placement; since, a call with idempotency keys, and a user's
+// first on a board, whose new cooldown claim's foreign key check takes it) and keeps new
+// ones out until this commits.
 static LOCK_USER: Statement = Statement {
     sql: "SELECT name FROM place.users WHERE id = $1 FOR UPDATE",
     params: &[pg_sys::INT8OID],

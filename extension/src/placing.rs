@@ -271,7 +271,14 @@ fn apply(
     let mut users: Vec<i64> = items.iter().map(|item| item.user).collect();
     users.sort_unstable();
     users.dedup();
-    check_users(client, &board, &users, &items, label);
+    check_users(
+        client,
+        &board,
+        &users,
+        &items,
+        keys.iter().any(Option::is_some),
+        label,
+    );
     // SAFETY: a plain clock read.
     let now = unsafe { pg_sys::GetCurrentTimestamp() };
     // Retries answered by their keys place nothing and claim no cooldown.
@@ -410,7 +417,12 @@ static MISSING_OR_BANNED_USERS: Statement = Statement {
 // UPDATE: crate::cooldowns) or inserted, whose foreign key's check locks the user as this
 // would; that foreign key cascades, so a DELETE of the user waits for the claim's holder
 // and its trigger then sees the placements. The users are then only read: their lock was
-// a WAL record per placement (a sixth of a placement's records) for nothing.
+// a WAL record per placement (a sixth of a placement's records) for nothing. Except in a
+// call with idempotency keys: a reused expired key's row, or a retried one locked by its
+// ON CONFLICT, is held before the claim, and its foreign key may lock the user after it
+// (crate::placement_keys settles the row): an erase_user or DELETE that took the user
+// first would then deadlock with the call instead of waiting for it. Locked first, the user
+// costs such a call nothing more: a new key's check would take the same lock.
 macro_rules! count_users {
     (locked) => {
         "SELECT (SELECT count(*) FROM (SELECT FROM place.users WHERE id = ANY($1) \
@@ -445,16 +457,18 @@ static LOCK_USERS_0_1: Statement = Statement {
     params: &[pg_sys::INT8ARRAYOID],
 };
 
-/// Checks the call's users (sorted, distinct), locking them until commit before 0.8.5
-/// (see count_users); refuses the call if one does not exist (42704) or is banned (42501).
+/// Checks the call's users (sorted, distinct), locking them until commit before 0.8.5 or
+/// in a `keyed` call (see count_users); refuses the call if one does not exist (42704) or
+/// is banned (42501).
 fn check_users(
     client: &mut SpiClient<'_>,
     board: &Board,
     users: &[i64],
     items: &[Item],
+    keyed: bool,
     label: &dyn Label,
 ) {
-    let (lock, which) = if board.cooldowns_from_history {
+    let (lock, which) = if board.cooldowns_from_history && !keyed {
         (&READ_USERS, &MISSING_OR_BANNED_USERS)
     } else if board.v0_2 {
         (&LOCK_USERS, &MISSING_OR_BANNED_USERS)
@@ -480,7 +494,8 @@ fn check_users(
             )),
         }
     }
-    // A user missing at the lock was made since: it is not locked, so start again.
+    // A user missing at the first statement was made since (it is not locked, when the
+    // users are locked): start again.
     fail(
         PgSqlErrorCode::ERRCODE_T_R_SERIALIZATION_FAILURE,
         "a user was created during the call; try again".to_string(),

@@ -78,7 +78,7 @@ impl Wal {
         }
     }
 
-    /// "762 B, 6.5 records (0.1 full pages) a placement".
+    /// "762 B, 6.5 records (0.10 full-page images) a placement".
     pub fn per_placement(&self, placements: i64) -> String {
         let n = placements.max(1) as f64;
         format!(
