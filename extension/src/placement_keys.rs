@@ -4,11 +4,12 @@
 //!
 //! A key is the caller's name for one placement of one user on one board, kept for
 //! [`KEY_WINDOW_US`] in `place.placement_keys`. A call inserts its keys before it places
-//! (`ON CONFLICT DO UPDATE` of an expired row only): a concurrent call with the same key waits on the unique
-//! index until the first one commits, and then finds its row, so one key places at most
-//! once however many retries race. A key whose placement was refused (cooldown, frozen
-//! tile) is removed again, so its retry is a new attempt. A key older than the window is
-//! taken as new; expired rows are removed a few at a time by the calls that add keys.
+//! (`ON CONFLICT DO UPDATE`, which takes over an expired row only): a concurrent call with
+//! the same key waits on the unique index until the first one commits, and then finds its
+//! row, so one key places at most once however many retries race. A key whose placement
+//! was refused (cooldown, frozen tile) is removed again, so its retry is a new attempt. A
+//! key older than the window is taken as new; expired rows are removed a few at a time by
+//! the calls that add keys.
 
 use crate::input::invalid;
 use crate::item::Item;

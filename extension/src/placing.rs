@@ -445,7 +445,7 @@ static READ_USERS: Statement = Statement {
     params: &[pg_sys::INT8ARRAYOID],
 };
 
-/// Before 0.8.5.
+/// Before 0.8.5, and in a call with idempotency keys.
 static LOCK_USERS: Statement = Statement {
     sql: concat!(count_users!(locked), any_banned!()),
     params: &[pg_sys::INT8ARRAYOID],
@@ -494,8 +494,8 @@ fn check_users(
             )),
         }
     }
-    // A user missing at the first statement was made since (it is not locked, when the
-    // users are locked): start again.
+    // A user missing from the count was made since it ran (a lock would not have waited
+    // for it): start again.
     fail(
         PgSqlErrorCode::ERRCODE_T_R_SERIALIZATION_FAILURE,
         "a user was created during the call; try again".to_string(),

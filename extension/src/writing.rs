@@ -5,7 +5,9 @@
 //! 0. before 0.8.5, its users' rows, KEY SHARE ([`crate::placing`]; the moderation user's
 //!    row is locked by the upsert that finds it): the history has no foreign keys, and this
 //!    is what makes a DELETE of a user wait for the placement and then see it; placements
-//!    never wait for each other here. Since 0.8.5 the users are only read: step 1 does it;
+//!    never wait for each other here. Since 0.8.5 only a call with idempotency keys locks
+//!    them (its key rows would otherwise lock them after step 1); the others read them, and
+//!    step 1 does the rest;
 //! 1. each user's cooldown claim row ([`crate::cooldowns`]): one placement per user per
 //!    window, however many attempts race (since 0.8.5 the history is the cooldown; from
 //!    0.6.0 to 0.8.4 the claimed users' next cooldown versions are written before step 3,
