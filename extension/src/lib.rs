@@ -15,8 +15,8 @@
 //! The modules, each listed after every module it uses (a test holds this order against
 //! their imports, `tests/tests/database/layout.rs`):
 //! - [`input`]: NULL checks and the errors every function raises for bad arguments.
-//! - [`require_standby`]: `pgplace.require_synchronous_standby`, no placement without a
-//!   synchronous standby.
+//! - [`require_standby`]: `pgplace.require_synchronous_standby`, no placement (nor any
+//!   other write, at its commit) without a synchronous standby.
 //! - [`durability`]: `await_durable`, the wait after an asynchronous commit or a read.
 //! - [`early_release`]: `pgplace.release_before_flush`, the seq lock freed before the
 //!   commit's flush.

@@ -1,4 +1,4 @@
-//! `pgplace.require_synchronous_standby`: no placement without a synchronous standby.
+//! `pgplace.require_synchronous_standby`: nothing written without a synchronous standby.
 //!
 //! PostgreSQL answers a COMMIT at once when `synchronous_standby_names` is empty, and
 //! releases the COMMITs waiting for a standby as successes when it is emptied. That is
@@ -12,14 +12,23 @@
 //! unless a synchronous standby confirmed what it waited for, whether or not one is still
 //! named. Off by default: a server without standbys would refuse every placement.
 //!
-//! The check runs before the seq lock (nothing to wait for) and again once it is held (a
-//! placement queued behind a COMMIT waiting for the standbys passed the first one before
-//! their names were emptied). What it does not cover: a COMMIT already past the second
-//! check when the names are emptied is still released as a success (PostgreSQL's own
-//! wait, which nothing after it can turn into a failure); pg_auto_failover empties them
-//! only on a primary in `wait_primary`, which with two standbys and `number-sync-standbys
-//! 1` is only a newly promoted one, before it takes writes. Writes that take no seq
-//! (sessions, users, bans) are not checked.
+//! A placement is checked before the seq lock (nothing to wait for) and again once it is
+//! held (a placement queued behind a COMMIT waiting for the standbys passed the first
+//! check before their names were emptied). Every transaction that wrote is checked once
+//! more just before its commit record, placements and every other write alike
+//! (sessions, users, bans, a placer's lease, the change log's tick, a row lock): what
+//! PostgreSQL would wait for the standbys for fails there with the same 57P03, so that
+//! nothing the role is told was committed is on one node alone.
+//!
+//! What it does not cover: a COMMIT already past that last check when the names are
+//! emptied is still released as a success (PostgreSQL's own wait, which nothing after it
+//! can turn into a failure); pg_auto_failover empties them only on a primary in
+//! `wait_primary`, which with two standbys and `number-sync-standbys 1` is only a newly
+//! promoted one, before it takes writes. And the commit check lives in the library, so it
+//! runs in sessions where the library is loaded: any call of a pgplace function written
+//! in Rust loads it (the gateway makes one on every connection it opens), and
+//! `session_preload_libraries` loads it from a session's start; the session functions are
+//! SQL and load nothing.
 //!
 //! Reads WalSndCtl's `sync_standbys_status` flags: PostgreSQL 15.13 or later (before, the
 //! byte was a bool, and a named standby would read as none).
@@ -32,14 +41,52 @@ pub static REQUIRE_SYNCHRONOUS_STANDBY: GucSetting<bool> = GucSetting::<bool>::n
 pub fn init() {
     GucRegistry::define_bool_guc(
         c"pgplace.require_synchronous_standby",
-        c"Placements are refused while no synchronous standby is named.",
+        c"Writes are refused while no synchronous standby is named.",
         c"A placing transaction fails (57P03) before it takes its board's seq lock when \
-          synchronous_standby_names names no standby, and place.await_durable fails (57014) \
-          unless a synchronous standby confirmed what it waited for.",
+          synchronous_standby_names names no standby, any other transaction that wrote fails \
+          the same way at its commit, and place.await_durable fails (57014) unless a \
+          synchronous standby confirmed what it waited for.",
         &REQUIRE_SYNCHRONOUS_STANDBY,
         GucContext::Userset,
         GucFlags::default(),
     );
+    // SAFETY: called once, from _PG_init, in a backend; the callback lives as long as it.
+    // Registered after early_release's, so it runs before it (the newest runs first) and
+    // refuses the commit before that one makes it asynchronous.
+    unsafe {
+        pg_sys::RegisterXactCallback(Some(before_commit), std::ptr::null_mut());
+    }
+}
+
+/// Refuses the commit (or PREPARE) of a transaction that wrote while the setting is on
+/// and no synchronous standby is named: PostgreSQL would answer it at once, on one node.
+/// "Wrote" as PostgreSQL decides whether a commit waits for the standbys: it has a
+/// transaction id and WAL of its own. A read through pgplace's functions is given an id
+/// (SPI marks a statement that may write so) but writes no WAL, and passes.
+#[pgrx::pg_guard]
+unsafe extern "C-unwind" fn before_commit(
+    event: pg_sys::XactEvent::Type,
+    _arg: *mut std::ffi::c_void,
+) {
+    use pg_sys::XactEvent::*;
+    if !matches!(event, XACT_EVENT_PRE_COMMIT | XACT_EVENT_PRE_PREPARE) || !required() {
+        return;
+    }
+    // SAFETY: reads the backend's own top transaction id and the end of its own WAL, in
+    // its own commit (RecordTransactionCommit reads the same two).
+    let wrote = unsafe {
+        pg_sys::GetTopTransactionIdIfAny() != pg_sys::InvalidTransactionId
+            && pg_sys::XactLastRecEnd != 0
+    };
+    if wrote && !synchronous_standbys_named() {
+        crate::input::fail(
+            PgSqlErrorCode::ERRCODE_CANNOT_CONNECT_NOW,
+            "no synchronous standby is named (synchronous_standby_names is empty), and \
+             pgplace.require_synchronous_standby is on: this transaction's writes are not \
+             committed until one is; retry"
+                .into(),
+        );
+    }
 }
 
 pub fn required() -> bool {

@@ -12,7 +12,9 @@ pub mod tls;
 use crate::mirror::freezing::{Freezing, FrozenRow};
 use crate::mirror::snapshot::{Past, Settings, Snapshot};
 use crate::params::BoardRef;
-use deadpool_postgres::{ClientWrapper, Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
+use deadpool_postgres::{
+    ClientWrapper, Hook, HookError, Manager, ManagerConfig, Pool, RecyclingMethod, Runtime,
+};
 use pgplace_core::payload::Placement;
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -110,8 +112,23 @@ fn pool_waiting(target: Target, size: u32, wait: Duration, create: Duration) -> 
         .runtime(Runtime::Tokio1)
         .wait_timeout(Some(wait))
         .create_timeout(Some(create))
+        .post_create(Hook::async_fn(|client, _| Box::pin(load_library(client))))
         .build()
         .expect("a pool with a runtime and timeouts builds")
+}
+
+/// Loads pgplace's library into a new connection's backend with a call of one of its
+/// functions (the cheapest, pure), so that `pgplace.require_synchronous_standby` checks
+/// its first transaction's commit too: the session functions are SQL and load nothing.
+/// A failure is logged and the connection kept: what it was opened for says more.
+async fn load_library(client: &mut ClientWrapper) -> Result<(), HookError> {
+    if let Err(error) = client
+        .simple_query("SELECT place.bitfield_get('\\x00', 1, 0)")
+        .await
+    {
+        tracing::warn!("pgplace's library not loaded on a new connection: {error}");
+    }
+    Ok(())
 }
 
 /// The settings a release added, read by name so that an older schema (null) still works:

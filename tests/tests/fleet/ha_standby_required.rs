@@ -1,9 +1,9 @@
 //! `pgplace.require_synchronous_standby` on the HA setup's gateways (`./pgplace.sh ha up`
 //! sets it for their role when there are two standbys): while the primary names no
 //! synchronous standby, as pg_auto_failover leaves a new primary until a standby has joined
-//! it, both gateways (synchronous and `--commit asynchronous` groups) answer placements
-//! with the retryable −32009 and the board does not change; once a standby is named again,
-//! placements are acknowledged as before.
+//! it, both gateways (synchronous and `--commit asynchronous` groups) answer placements,
+//! and writes that take no seq (a new session), with the retryable −32009, and the board
+//! does not change; once a standby is named again, placements are acknowledged as before.
 //!
 //! The primary's `synchronous_standby_names` is emptied by hand (ALTER SYSTEM, reload) and
 //! put back as it was: pg_auto_failover sets it only when a node changes state. Run by
@@ -134,6 +134,7 @@ async fn without_a_synchronous_standby_the_gateways_refuse_placements_and_change
         let probe_refused = await_refusal(&probe, probe_board, probe_user, true).await;
         let seq_before = board_seq(&primary, board).await;
         let mut refusals = Vec::new();
+        let mut session_refusals = Vec::new();
         for (i, (http, session)) in sessions.iter().enumerate().filter(|_| probe_refused) {
             for x in 0..3 {
                 let answer = http
@@ -142,14 +143,26 @@ async fn without_a_synchronous_standby_the_gateways_refuse_placements_and_change
                     .expect("the gateway answers");
                 refusals.push(answer.err().map(|e| e["code"].as_i64().unwrap()));
             }
+            // A write that takes no seq (a session row) is refused at its commit.
+            let created = http
+                .try_call("session.create", json!([]))
+                .await
+                .expect("the gateway answers");
+            session_refusals.push(created.err().map(|e| e["code"].as_i64().unwrap()));
         }
         let seq_during = board_seq(&primary, board).await;
-        (probe_refused, refusals, seq_before, seq_during)
+        (
+            probe_refused,
+            refusals,
+            session_refusals,
+            seq_before,
+            seq_during,
+        )
     })
     .catch_unwind()
     .await;
     set_standby_names(&primary, &before).await;
-    let (probe_refused, refusals, seq_before, seq_during) =
+    let (probe_refused, refusals, session_refusals, seq_before, seq_during) =
         without.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
     assert!(
         await_refusal(&probe, probe_board, probe_user, false).await,
@@ -164,6 +177,11 @@ async fn without_a_synchronous_standby_the_gateways_refuse_placements_and_change
         "every placement without a synchronous standby is refused with -32009: {refusals:?}"
     );
     assert_eq!(seq_during, seq_before, "nothing was placed meanwhile");
+    assert!(
+        session_refusals.iter().all(|r| *r == Some(RETRY)),
+        "every session created without a synchronous standby is refused with -32009: \
+         {session_refusals:?}"
+    );
 
     for (i, (http, session)) in sessions.iter().enumerate() {
         let placed = http

@@ -24,4 +24,5 @@ mod regions;
 mod retry_safe_placement;
 mod sign_in;
 mod signed_in_elsewhere;
+mod standby_required;
 mod stream;
