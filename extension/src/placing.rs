@@ -407,22 +407,24 @@ static MISSING_OR_BANNED_USERS: Statement = Statement {
     params: &[pg_sys::INT8ARRAYOID],
 };
 
-// How many of the call's users exist (`$1`, sorted), with their rows locked as a foreign
-// key's check would (KEY SHARE, in id order) until commit, or only read. place.placements
-// has no foreign keys (their per-row checks were a sixth of a batch), so before 0.8.5
-// this lock is what makes a DELETE of one of these users wait for the call and then see
-// its placements (place._keep_users_with_history); it conflicts only with deleting a user
-// or changing its id, never with another placement. Since 0.8.5 (cooldowns from the
-// history) every user who places has its cooldown claim row locked until commit (FOR
-// UPDATE: crate::cooldowns) or inserted, whose foreign key's check locks the user as this
-// would; that foreign key cascades, so a DELETE of the user waits for the claim's holder
-// and its trigger then sees the placements. The users are then only read: their lock was
-// a WAL record per placement (a sixth of a placement's records) for nothing. Except in a
-// call with idempotency keys: a reused expired key's row, or a retried one locked by its
-// ON CONFLICT, is held before the claim, and its foreign key may lock the user after it
-// (crate::placement_keys settles the row): an erase_user or DELETE that took the user
-// first would then deadlock with the call instead of waiting for it. Locked first, the user
-// costs such a call nothing more: a new key's check would take the same lock.
+// How many of the call's users exist (`$1`, sorted), their rows either locked as a foreign
+// key's check would lock them (KEY SHARE, in id order, until commit) or only read. The lock
+// conflicts only with deleting a user or changing its id, never with another placement.
+// Which one, and why:
+// - Before 0.8.5: locked. place.placements has no foreign keys (their per-row checks were a
+//   sixth of a batch), so this lock is what makes a DELETE of one of these users wait for
+//   the call and then see its placements (place._keep_users_with_history).
+// - Since 0.8.5 (cooldowns from the history): read. Every user who places has its cooldown
+//   claim row locked until commit (FOR UPDATE: crate::cooldowns) or inserted, whose foreign
+//   key's check locks the user as this would; that key cascades, so a DELETE of the user
+//   waits for the claim's holder and its trigger then sees the placements. The users' lock
+//   would be a WAL record per placement (a sixth of a placement's records) for nothing.
+// - A call with idempotency keys: locked, on any schema. A reused expired key's row, or a
+//   retried one locked by its ON CONFLICT, is held before the claim, and its foreign key
+//   may lock the user after it (crate::placement_keys settles the row): an erase_user or
+//   DELETE that took the user first would deadlock with the call instead of waiting for
+//   it. Locked first, the user costs such a call nothing more (a new key's check takes the
+//   same lock).
 macro_rules! count_users {
     (locked) => {
         "SELECT (SELECT count(*) FROM (SELECT FROM place.users WHERE id = ANY($1) \

@@ -51,8 +51,10 @@ all_healthy() {
 sync_standbys() {
     ((${#PORTS[@]} > 2)) || return 0
     all_healthy || return 1
-    autoctl set formation number-sync-standbys "$1" --pgdata "$HA/node$(standby_nodes | head -1)" >/dev/null 2>&1 || true
-    [[ $(autoctl get formation number-sync-standbys --pgdata "$HA/node$(standby_nodes | head -1)" 2>/dev/null) == "$1" ]]
+    local pgdata
+    pgdata=$HA/node$(standby_nodes | head -1)
+    autoctl set formation number-sync-standbys "$1" --pgdata "$pgdata" >/dev/null 2>&1 || true
+    [[ $(autoctl get formation number-sync-standbys --pgdata "$pgdata" 2>/dev/null) == "$1" ]]
 }
 quorum() { # node, true|false
     all_healthy || return 1

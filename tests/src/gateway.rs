@@ -54,13 +54,22 @@ pub async fn http10_call(
     method: &str,
     params: Value,
 ) -> Result<Result<Value, Value>, String> {
-    let body = json!({"jsonrpc": "2.0", "method": method, "params": params, "id": 1});
-    let text = http10_post(addr, &body.to_string()).await?;
+    let text = http10_post(addr, &rpc_request(method, params)).await?;
     let value: Value = serde_json::from_str(&text).map_err(|e| format!("{e}: {text:?}"))?;
-    Ok(match value.get("error") {
+    Ok(rpc_outcome(&value))
+}
+
+/// A JSON-RPC 2.0 request's body (id 1).
+fn rpc_request(method: &str, params: Value) -> String {
+    json!({"jsonrpc": "2.0", "method": method, "params": params, "id": 1}).to_string()
+}
+
+/// A JSON-RPC answer's result, or its error.
+fn rpc_outcome(answer: &Value) -> Result<Value, Value> {
+    match answer.get("error") {
         Some(error) => Err(error.clone()),
-        None => Ok(value["result"].clone()),
-    })
+        None => Ok(answer["result"].clone()),
+    }
 }
 
 /// Starts a gateway on a free loopback port for database `url`, with `tune` applied to
@@ -226,16 +235,12 @@ impl Http {
         method: &str,
         params: Value,
     ) -> Result<Result<Value, Value>, String> {
-        let body = json!({"jsonrpc": "2.0", "method": method, "params": params, "id": 1});
-        let (status, value) = self.try_post(&body.to_string()).await?;
+        let (status, value) = self.try_post(&rpc_request(method, params)).await?;
         assert_eq!(status, StatusCode::OK, "{method}: HTTP {status}");
         let value = value.expect("a response body");
         assert_eq!(value["jsonrpc"], "2.0");
         assert_eq!(value["id"], 1);
-        Ok(match value.get("error") {
-            Some(error) => Err(error.clone()),
-            None => Ok(value["result"].clone()),
-        })
+        Ok(rpc_outcome(&value))
     }
 
     /// Like `call`, panicking on an error.
