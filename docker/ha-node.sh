@@ -9,7 +9,7 @@
 #                        and sets the database up, the next ones its standbys (with two,
 #                        the monitor itself makes one of them confirm every commit:
 #                        number-sync-standbys 1); with PGPLACE_HA_REQUIRE_STANDBY=1 the
-#                        gateways' placements are refused while no standby could confirm
+#                        gateways' writes are refused while no standby could confirm
 #   pgplace-ha health    the healthcheck of either
 #
 # Everything a member keeps lives in its volume at $HA: the data directory and
@@ -139,10 +139,10 @@ SELECT format('ALTER ROLE pgautofailover_replicator PASSWORD %L', :'replication'
 SQL
     PGPLACE_GATEWAY_PASSWORD=$(<"$SECRETS/gateway-password") PGPLACE_DB=pgplace \
         /docker-entrypoint-initdb.d/10-pgplace.sh
-    # No placement acknowledged on one node: the gateways' placements wait for a standby's
+    # Nothing acknowledged on one node: the gateways' writes wait for a standby's
     # confirmation also while pg_auto_failover runs a new primary without one (wait_primary,
     # extension/README.md, Server settings). Only with standbys to spare: a lone primary
-    # would refuse every placement.
+    # would refuse every write.
     if [[ ${PGPLACE_HA_REQUIRE_STANDBY:-0} == 1 ]]; then
         psql_local -d pgplace -v user="$GATEWAY_USER" <<'SQL'
 ALTER ROLE :"user" SET pgplace.require_synchronous_standby = on;

@@ -10,7 +10,7 @@
 //! takes its board's seq lock while no synchronous standby is named (57P03, which the
 //! gateway answers with its retryable −32009), and `place.await_durable` fails (57014)
 //! unless a synchronous standby confirmed what it waited for, whether or not one is still
-//! named. Off by default: a server without standbys would refuse every placement.
+//! named. Off by default: a server without standbys would refuse every write.
 //!
 //! A placement is checked before the seq lock (nothing to wait for) and again once it is
 //! held (a placement queued behind a COMMIT waiting for the standbys passed the first
@@ -24,7 +24,9 @@
 //! emptied is still released as a success (PostgreSQL's own wait, which nothing after it
 //! can turn into a failure); pg_auto_failover empties them only on a primary in
 //! `wait_primary`, which with two standbys and `number-sync-standbys 1` is only a newly
-//! promoted one, before it takes writes. And the commit check lives in the library, so it
+//! promoted one, before it takes writes. Nor a COMMIT PREPARED of a transaction prepared
+//! before the names were emptied: its commit record is written and answered inside the
+//! statement, whose own transaction wrote nothing. And the commit check lives in the library, so it
 //! runs in sessions where the library is loaded: any call of a pgplace function written
 //! in Rust loads it (the gateway makes one on every connection it opens), and
 //! `session_preload_libraries` loads it from a session's start; the session functions are
@@ -60,9 +62,12 @@ pub fn init() {
 
 /// Refuses the commit (or PREPARE) of a transaction that wrote while the setting is on
 /// and no synchronous standby is named: PostgreSQL would answer it at once, on one node.
-/// "Wrote" as PostgreSQL decides whether a commit waits for the standbys: it has a
-/// transaction id and WAL of its own. A read through pgplace's functions is given an id
-/// (SPI marks a statement that may write so) but writes no WAL, and passes.
+/// "Wrote" as PostgreSQL decides whether a commit waits for the standbys (whatever the
+/// session's `synchronous_commit`: stricter): it has a transaction id and WAL of its own.
+/// A read through pgplace's functions is given an id (pgrx marks a statement that may
+/// write so) but usually writes no WAL, and passes; one that pruned a page or set hint
+/// bits with `wal_log_hints` on (pg_auto_failover turns it on) wrote WAL, and is refused
+/// like a write.
 #[pgrx::pg_guard]
 unsafe extern "C-unwind" fn before_commit(
     event: pg_sys::XactEvent::Type,

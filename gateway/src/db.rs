@@ -112,7 +112,9 @@ fn pool_waiting(target: Target, size: u32, wait: Duration, create: Duration) -> 
         .runtime(Runtime::Tokio1)
         .wait_timeout(Some(wait))
         .create_timeout(Some(create))
-        .post_create(Hook::async_fn(|client, _| Box::pin(load_library(client))))
+        .post_create(Hook::async_fn(move |client, _| {
+            Box::pin(load_library(client, create))
+        }))
         .build()
         .expect("a pool with a runtime and timeouts builds")
 }
@@ -120,15 +122,21 @@ fn pool_waiting(target: Target, size: u32, wait: Duration, create: Duration) -> 
 /// Loads pgplace's library into a new connection's backend with a call of one of its
 /// functions (the cheapest, pure), so that `pgplace.require_synchronous_standby` checks
 /// its first transaction's commit too: the session functions are SQL and load nothing.
-/// A failure is logged and the connection kept: what it was opened for says more.
-async fn load_library(client: &mut ClientWrapper) -> Result<(), HookError> {
-    if let Err(error) = client
-        .simple_query("SELECT place.bitfield_get('\\x00', 1, 0)")
-        .await
-    {
-        tracing::warn!("pgplace's library not loaded on a new connection: {error}");
+/// An error is logged and the connection kept (what it was opened for says more; its
+/// SQL-only writes then go unchecked until a call of the library's loads it). No answer
+/// within `wait` (deadpool's create timeout does not cover hooks) drops the connection.
+async fn load_library(client: &mut ClientWrapper, wait: Duration) -> Result<(), HookError> {
+    let call = client.simple_query("SELECT place.bitfield_get('\\x00', 1, 0)");
+    match tokio::time::timeout(wait, call).await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(error)) => {
+            tracing::warn!("pgplace's library not loaded on a new connection: {error}");
+            Ok(())
+        }
+        Err(_) => Err(HookError::message(format!(
+            "a new connection did not answer its first query within {wait:?}"
+        ))),
     }
-    Ok(())
 }
 
 /// The settings a release added, read by name so that an older schema (null) still works:

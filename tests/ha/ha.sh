@@ -151,10 +151,10 @@ setup_database() {
 SELECT format('CREATE ROLE %I LOGIN IN ROLE pgplace_player', :'role')
 WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = :'role') \gexec
 SQL
-    # With two standbys, no placement acknowledged on one node: the gateways' placements
-    # (and reads) wait for a synchronous standby also while pg_auto_failover runs a new
+    # With two standbys, nothing acknowledged on one node: the gateways' placements, other
+    # writes and reads wait for a synchronous standby also while pg_auto_failover runs a new
     # primary without one (wait_primary). Not with one standby: a primary alone would then
-    # refuse every placement until the other node is back (extension/README.md, Settings).
+    # refuse every write until the other node is back (extension/README.md, Settings).
     if several_standbys; then
         psql_at "$url" -c "ALTER ROLE $GATEWAY_ROLE SET pgplace.require_synchronous_standby = on"
     fi

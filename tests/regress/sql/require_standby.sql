@@ -30,8 +30,8 @@ RESET synchronous_commit;
 -- Writes that take no seq, each refused at its commit: a user and a ban (functions in
 -- Rust), a session (a SQL function: the library is loaded already, by the calls above), a
 -- row of the caller's own table, a PREPARE TRANSACTION. A transaction that only read
--- commits, reads through pgplace's functions included (SPI gives them a transaction id,
--- they write no WAL).
+-- commits, reads through pgplace's functions included (pgrx gives them a transaction id;
+-- they wrote no WAL here).
 SELECT (SELECT count(*) FROM place.users) AS users_before,
        (SELECT count(*) FROM place.sessions) AS sessions_before \gset
 SELECT place.create_user('strict newcomer');
