@@ -49,6 +49,18 @@ async fn await_refusal(probe: &Client, board: i64, user: i64, refused: bool) -> 
     }
 }
 
+/// The newest session's public id (from a sequence: a refused one leaves none newer).
+async fn newest_session(primary: &Client) -> i64 {
+    primary
+        .query_one(
+            "SELECT coalesce(max(public_id), 0) FROM place.sessions",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0)
+}
+
 async fn set_standby_names(primary: &Client, names: &str) {
     // (Two statements: ALTER SYSTEM cannot run in a multi-statement query's transaction.)
     primary
@@ -133,6 +145,7 @@ async fn without_a_synchronous_standby_the_gateways_refuse_placements_and_change
     let without = AssertUnwindSafe(async {
         let probe_refused = await_refusal(&probe, probe_board, probe_user, true).await;
         let seq_before = board_seq(&primary, board).await;
+        let newest_session_before = newest_session(&primary).await;
         let mut refusals = Vec::new();
         let mut session_refusals = Vec::new();
         for (i, (http, session)) in sessions.iter().enumerate().filter(|_| probe_refused) {
@@ -151,10 +164,11 @@ async fn without_a_synchronous_standby_the_gateways_refuse_placements_and_change
             session_refusals.push(created.err().map(|e| e["code"].as_i64().unwrap()));
         }
         let seq_during = board_seq(&primary, board).await;
+        let sessions_kept = newest_session(&primary).await != newest_session_before;
         (
             probe_refused,
             refusals,
-            session_refusals,
+            (session_refusals, sessions_kept),
             seq_before,
             seq_during,
         )
@@ -162,7 +176,7 @@ async fn without_a_synchronous_standby_the_gateways_refuse_placements_and_change
     .catch_unwind()
     .await;
     set_standby_names(&primary, &before).await;
-    let (probe_refused, refusals, session_refusals, seq_before, seq_during) =
+    let (probe_refused, refusals, (session_refusals, sessions_kept), seq_before, seq_during) =
         without.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
     assert!(
         await_refusal(&probe, probe_board, probe_user, false).await,
@@ -182,6 +196,7 @@ async fn without_a_synchronous_standby_the_gateways_refuse_placements_and_change
         "every session created without a synchronous standby is refused with -32009: \
          {session_refusals:?}"
     );
+    assert!(!sessions_kept, "a refused session.create left its row");
 
     for (i, (http, session)) in sessions.iter().enumerate() {
         let placed = http
