@@ -26,11 +26,11 @@
 //! `wait_primary`, which with two standbys and `number-sync-standbys 1` is only a newly
 //! promoted one, before it takes writes. Nor a COMMIT PREPARED of a transaction prepared
 //! before the names were emptied: its commit record is written and answered inside the
-//! statement, whose own transaction wrote nothing. And the commit check lives in the library, so it
-//! runs in sessions where the library is loaded: any call of a pgplace function written
-//! in Rust loads it (the gateway makes one on every connection it opens), and
-//! `session_preload_libraries` loads it from a session's start; the session functions are
-//! SQL and load nothing.
+//! statement, whose own transaction wrote nothing. And the commit check lives in the
+//! library, so it runs in sessions where the library is loaded: any call of a pgplace
+//! function written in Rust loads it (the gateway makes one on every connection it
+//! opens), and `session_preload_libraries` loads it from a session's start; the session
+//! functions are SQL and load nothing.
 //!
 //! Reads WalSndCtl's `sync_standbys_status` flags: PostgreSQL 15.13 or later (before, the
 //! byte was a bool, and a named standby would read as none).
