@@ -26,7 +26,7 @@
 //! `wait_primary`, which with two standbys and `number-sync-standbys 1` is only a newly
 //! promoted one, before it takes writes. Nor a COMMIT PREPARED of a transaction prepared
 //! before the names were emptied: its commit record is written and answered inside the
-//! statement, whose own transaction wrote nothing. And the commit check lives in the
+//! statement, whose own transaction has no transaction id. And the commit check lives in the
 //! library, so it runs in sessions where the library is loaded: any call of a pgplace
 //! function written in Rust loads it (the gateway makes one on every connection it
 //! opens), and `session_preload_libraries` loads it from a session's start; the session

@@ -21,7 +21,8 @@ use std::time::Duration;
 pub use tls::{with_causes, Target, Tls};
 use tokio_postgres::{NoTls, Row};
 
-/// The primary's pool: up to 10 s for a connection (a restart), 5 s to make one. A bare
+/// The primary's pool: up to 10 s for a connection (a restart), 5 s to make one (and 5 s
+/// more for its first query, `load_library`). A bare
 /// `&tokio_postgres::Config` connects without TLS; a `Target` as its URL said.
 pub fn pool(target: impl Into<Target>, size: u32) -> Pool {
     pool_waiting(
@@ -32,8 +33,8 @@ pub fn pool(target: impl Into<Target>, size: u32) -> Pool {
     )
 }
 
-/// The replica's pool: a short wait for a connection, so that a replica that is down
-/// sends its reads to the primary quickly.
+/// The replica's pool: a short wait for a connection (2 s, 2 s to make one, 2 s for its
+/// first query), so that a replica that is down sends its reads to the primary quickly.
 pub fn replica_pool(target: impl Into<Target>, size: u32) -> Pool {
     pool_waiting(
         target.into(),
@@ -124,17 +125,17 @@ fn pool_waiting(target: Target, size: u32, wait: Duration, create: Duration) -> 
 /// its first transaction's commit too: the session functions are SQL and load nothing.
 /// An error is logged and the connection kept (what it was opened for says more; its
 /// SQL-only writes then go unchecked until a call of the library's loads it). No answer
-/// within `wait` (deadpool's create timeout does not cover hooks) drops the connection.
-async fn load_library(client: &mut ClientWrapper, wait: Duration) -> Result<(), HookError> {
+/// within `timeout` (deadpool's create timeout does not cover hooks) drops the connection.
+async fn load_library(client: &mut ClientWrapper, timeout: Duration) -> Result<(), HookError> {
     let call = client.simple_query("SELECT place.bitfield_get('\\x00', 1, 0)");
-    match tokio::time::timeout(wait, call).await {
+    match tokio::time::timeout(timeout, call).await {
         Ok(Ok(_)) => Ok(()),
         Ok(Err(error)) => {
             tracing::warn!("pgplace's library not loaded on a new connection: {error}");
             Ok(())
         }
         Err(_) => Err(HookError::message(format!(
-            "a new connection did not answer its first query within {wait:?}"
+            "a new connection did not answer its first query within {timeout:?}"
         ))),
     }
 }
