@@ -26,8 +26,8 @@
 //! `wait_primary`, which with two standbys and `number-sync-standbys 1` is only a newly
 //! promoted one, before it takes writes. Nor a COMMIT PREPARED of a transaction prepared
 //! before the names were emptied: its commit record is written and answered inside the
-//! statement, whose own transaction has no transaction id. And the commit check lives in the
-//! library, so it runs in sessions where the library is loaded: any call of a pgplace
+//! statement, whose own transaction has no transaction id. And the commit check lives in
+//! the library, so it runs in sessions where the library is loaded: any call of a pgplace
 //! function written in Rust loads it (the gateway makes one on every connection it
 //! opens), and `session_preload_libraries` loads it from a session's start; the session
 //! functions are SQL and load nothing.
@@ -83,14 +83,8 @@ unsafe extern "C-unwind" fn before_commit(
         pg_sys::GetTopTransactionIdIfAny() != pg_sys::InvalidTransactionId
             && pg_sys::XactLastRecEnd != 0
     };
-    if wrote && !synchronous_standbys_named() {
-        crate::input::fail(
-            PgSqlErrorCode::ERRCODE_CANNOT_CONNECT_NOW,
-            "no synchronous standby is named (synchronous_standby_names is empty), and \
-             pgplace.require_synchronous_standby is on: this transaction's writes are not \
-             committed until one is; retry"
-                .into(),
-        );
+    if wrote {
+        refuse_without_standby("this transaction's writes are not committed until one is");
     }
 }
 
@@ -121,12 +115,19 @@ pub fn synchronous_standbys_named() -> bool {
 
 /// Refuses a placement when the setting is on and no synchronous standby is named.
 pub fn check_before_placing() {
+    refuse_without_standby("placements are refused until one is");
+}
+
+/// Fails (57P03, retryable), saying what is `refused`, when the setting is on and no
+/// synchronous standby is named.
+fn refuse_without_standby(refused: &str) {
     if required() && !synchronous_standbys_named() {
         crate::input::fail(
             PgSqlErrorCode::ERRCODE_CANNOT_CONNECT_NOW,
-            "no synchronous standby is named (synchronous_standby_names is empty), and \
-             pgplace.require_synchronous_standby is on: placements are refused until one is; retry"
-                .into(),
+            format!(
+                "no synchronous standby is named (synchronous_standby_names is empty), and \
+                 pgplace.require_synchronous_standby is on: {refused}; retry"
+            ),
         );
     }
 }
