@@ -64,10 +64,8 @@ pub fn init() {
 /// and no synchronous standby is named: PostgreSQL would answer it at once, on one node.
 /// "Wrote" as PostgreSQL decides whether a commit waits for the standbys (whatever the
 /// session's `synchronous_commit`: stricter): it has a transaction id and WAL of its own.
-/// A read through pgplace's functions is given an id (pgrx marks a statement that may
-/// write so) but usually writes no WAL, and passes; one that pruned a page or set hint
-/// bits with `wal_log_hints` on (pg_auto_failover turns it on) wrote WAL, and is refused
-/// like a write.
+/// A read through pgplace's functions takes no id, and passes, even when it pruned a page
+/// or set hint bits with `wal_log_hints` on (WAL of its own, but no commit record).
 #[pgrx::pg_guard]
 unsafe extern "C-unwind" fn before_commit(
     event: pg_sys::XactEvent::Type,

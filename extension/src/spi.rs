@@ -8,8 +8,8 @@ use pgrx::spi::{OwnedPreparedStatement, SpiClient, SpiCursor, SpiHeapTupleData, 
 use std::cell::RefCell;
 use std::collections::HashMap;
 
-/// A statement and the types of its parameters. Statements are always run as read-write
-/// (on a primary) so that each one takes a fresh snapshot: a query issued after the board
+/// A statement and the types of its parameters. Statements are prepared as mutating, which
+/// SPI runs read-write: each one takes a fresh snapshot, so a query issued after the board
 /// lock sees what the previous lock holder committed.
 pub struct Statement {
     pub sql: &'static str,
@@ -46,21 +46,14 @@ pub fn run<'conn>(
     statement: &'static Statement,
     args: &[DatumWithOid<'_>],
 ) -> SpiTupleTable<'conn> {
+    // `select`, not `update`: both run a mutating plan read-write, but `update` first asks
+    // for a transaction id, and a reader has no use for one. Every call of a read function
+    // would burn an id (wraparound vacuums come sooner) and write a commit record, and a
+    // hot standby cannot give one at all. A statement that writes a row takes its id then.
     let plan = plan(client, statement);
-    let result = if on_standby() {
-        client.select(plan, None, args)
-    } else {
-        client.update(plan, None, args)
-    };
-    result.unwrap_or_else(|e| panic!("running {:?}: {e}", statement.sql))
-}
-
-/// Whether this server is a hot standby. There no statement may write (the readers still
-/// run: history, time travel, pictures), and none may ask for a transaction id, which is
-/// how SPI marks a transaction as writing: statements run without that mark there.
-fn on_standby() -> bool {
-    // SAFETY: a plain query of the server's state, valid in any backend.
-    unsafe { pg_sys::RecoveryInProgress() }
+    client
+        .select(plan, None, args)
+        .unwrap_or_else(|e| panic!("running {:?}: {e}", statement.sql))
 }
 
 /// A cursor over a kept statement, for results too long to hold at once.
@@ -69,12 +62,8 @@ pub fn open_cursor<'conn>(
     statement: &'static Statement,
     args: &[DatumWithOid<'_>],
 ) -> SpiCursor<'conn> {
-    let plan = plan(client, statement);
-    if on_standby() {
-        client.open_cursor(plan, args)
-    } else {
-        client.open_cursor_mut(plan, args)
-    }
+    // Read-write without a transaction id, as in `run`.
+    client.open_cursor(plan(client, statement), args)
 }
 
 /// Column `ordinal` (1-based) of a row whose query makes it non-NULL and of type `T`.

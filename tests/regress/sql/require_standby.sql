@@ -30,8 +30,8 @@ RESET synchronous_commit;
 -- Writes that take no seq, each refused at its commit: a user and a ban (functions in
 -- Rust), a session (a SQL function: the library is loaded already, by the calls above), a
 -- row of the caller's own table, a PREPARE TRANSACTION. A transaction that only read
--- commits, reads through pgplace's functions included (pgrx gives them a transaction id;
--- they wrote no WAL here).
+-- commits, reads through pgplace's functions included (they take no transaction id:
+-- reading_takes_no_xid).
 SELECT (SELECT count(*) FROM place.users) AS users_before,
        (SELECT count(*) FROM place.sessions) AS sessions_before \gset
 SELECT place.create_user('strict newcomer');
@@ -49,7 +49,7 @@ PREPARE TRANSACTION 'strict';
 BEGIN;
 SELECT count(*) AS own_rows FROM strict_own;
 SELECT place.get_tile(:board, 0, 0) AS tile;
-SELECT txid_current_if_assigned() IS NOT NULL AS has_xid;
+SELECT txid_current_if_assigned() IS NULL AS no_xid;
 COMMIT;
 SELECT (SELECT count(*) FROM place.users) = :users_before AS no_new_user,
        NOT EXISTS (SELECT FROM place.bans WHERE user_id = :placer) AS not_banned,
