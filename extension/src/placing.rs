@@ -145,6 +145,8 @@ fn place(
 /// `keys` (NULL, or one per placement, NULL for none) name the placements as `place`'s
 /// key does; a key twice in one call answers the second as the first.
 #[pg_extern(volatile, parallel_unsafe, name = "place_many")]
+// pgrx reads the result's column names from this signature's tokens: an alias would hide them.
+#[allow(clippy::type_complexity)]
 fn place_many_with_reason(
     board_id: Option<i64>,
     user_ids: Option<Vec<Option<i64>>>,
