@@ -65,7 +65,8 @@ pub fn init() {
 /// "Wrote" as PostgreSQL decides whether a commit waits for the standbys (whatever the
 /// session's `synchronous_commit`: stricter): it has a transaction id and WAL of its own.
 /// A read through pgplace's functions takes no id, and passes, even when it pruned a page
-/// or set hint bits with `wal_log_hints` on (WAL of its own, but no commit record).
+/// or set hint bits with `wal_log_hints` on (WAL of its own, but no commit record);
+/// `settled_seq` locks a row, which takes an id and writes WAL, and is refused.
 #[pgrx::pg_guard]
 unsafe extern "C-unwind" fn before_commit(
     event: pg_sys::XactEvent::Type,

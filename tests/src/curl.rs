@@ -20,8 +20,14 @@ async fn curl(args: &[&str]) -> String {
 
 /// One JSON-RPC request to `addr`'s `/jsonrpc`: the answer's body.
 pub async fn post_jsonrpc(addr: SocketAddr, body: &str) -> String {
+    post_jsonrpc_with_status(addr, body).await.1
+}
+
+/// One JSON-RPC request to `addr`'s `/jsonrpc`: the answer's HTTP status and body.
+pub async fn post_jsonrpc_with_status(addr: SocketAddr, body: &str) -> (u16, String) {
     let url = format!("http://{addr}/jsonrpc");
-    curl(&[
+    // The status goes on a line of its own after the body (`-w`).
+    let out = curl(&[
         "-sS",
         "-m",
         "30",
@@ -29,7 +35,11 @@ pub async fn post_jsonrpc(addr: SocketAddr, body: &str) -> String {
         "Content-Type: application/json",
         "--data-binary",
         body,
+        "-w",
+        "\n%{http_code}",
         &url,
     ])
-    .await
+    .await;
+    let (body, status) = out.rsplit_once('\n').expect("curl wrote the status");
+    (status.parse().expect("an HTTP status"), body.to_string())
 }

@@ -19,6 +19,14 @@ pub const FORWARDED_METRIC: &str = "pgplace_placements_forwarded_total";
 /// connection of its own, no keep-alive, the answer ending when the server closes. The
 /// answer's body, or why none came.
 pub async fn http10_post(addr: SocketAddr, body: &str) -> Result<String, String> {
+    Ok(http10_post_with_status(addr, body).await?.1)
+}
+
+/// `http10_post`, with the answer's HTTP status.
+pub async fn http10_post_with_status(
+    addr: SocketAddr,
+    body: &str,
+) -> Result<(u16, String), String> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut stream = tokio::net::TcpStream::connect(addr)
         .await
@@ -44,8 +52,12 @@ pub async fn http10_post(addr: SocketAddr, body: &str) -> Result<String, String>
     let (head, body) = text
         .split_once("\r\n\r\n")
         .ok_or_else(|| format!("not an HTTP answer: {text:?}"))?;
-    assert!(head.starts_with("HTTP/1."), "{head}");
-    Ok(body.to_string())
+    let status = head
+        .strip_prefix("HTTP/1.")
+        .and_then(|rest| rest.get(2..5))
+        .and_then(|code| code.parse().ok())
+        .ok_or_else(|| format!("not an HTTP status line: {head:?}"))?;
+    Ok((status, body.to_string()))
 }
 
 /// A JSON-RPC 2.0 call over `http10_post`: as `Http::try_call`.

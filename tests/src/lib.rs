@@ -6,7 +6,8 @@
 //!   gateway and a JSON-RPC client for it; `stream_check`: a board session's events checked
 //!   against the history; `list_check`: a list view client that applies events;
 //!   `raw_http`: HTTP/1.x written byte for byte over TCP, answers read with deadlines;
-//!   `curl`: a JSON-RPC request made by curl, one process per request.
+//!   `curl`, `urllib`: a JSON-RPC request made by curl or Python's urllib, one process
+//!   per request.
 //! - `layout`: the layouts the crates' `lib.rs` describe, read from the code; `alone`: a
 //!   test that must not run beside another.
 //!
@@ -47,6 +48,7 @@ pub mod processes;
 pub mod raw_http;
 pub mod soak;
 pub mod stream_check;
+pub mod urllib;
 
 /// Held by a test for its whole run so that no other test of the process runs beside it
 /// (the fleet binary's: one restarts the cluster, one reads what every gateway of the

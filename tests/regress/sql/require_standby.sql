@@ -31,7 +31,8 @@ RESET synchronous_commit;
 -- Rust), a session (a SQL function: the library is loaded already, by the calls above), a
 -- row of the caller's own table, a PREPARE TRANSACTION. A transaction that only read
 -- commits, reads through pgplace's functions included (they take no transaction id:
--- reading_takes_no_xid).
+-- reading_takes_no_xid), and so does one that took an id but wrote nothing (no WAL of its
+-- own: PostgreSQL would not wait for a standby either).
 SELECT (SELECT count(*) FROM place.users) AS users_before,
        (SELECT count(*) FROM place.sessions) AS sessions_before \gset
 SELECT place.create_user('strict newcomer');
@@ -50,6 +51,10 @@ BEGIN;
 SELECT count(*) AS own_rows FROM strict_own;
 SELECT place.get_tile(:board, 0, 0) AS tile;
 SELECT txid_current_if_assigned() IS NULL AS no_xid;
+COMMIT;
+BEGIN;
+SELECT pg_current_xact_id() IS NOT NULL AS took_an_id;
+SELECT count(*) AS own_rows FROM strict_own;
 COMMIT;
 SELECT (SELECT count(*) FROM place.users) = :users_before AS no_new_user,
        NOT EXISTS (SELECT FROM place.bans WHERE user_id = :placer) AS not_banned,

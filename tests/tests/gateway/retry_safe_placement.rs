@@ -19,21 +19,8 @@ fn body(method: &str, params: Value) -> String {
 
 /// One call with Python's urllib (`Connection: close`): the whole JSON-RPC reply.
 async fn urllib(addr: SocketAddr, body: &str) -> Value {
-    const SCRIPT: &str = "import sys, urllib.request as u
-r = u.urlopen(u.Request(sys.argv[1], data=sys.argv[2].encode(), headers={'Content-Type': 'application/json'}), timeout=30)
-sys.stdout.write(r.read().decode())
-";
-    let out = tokio::process::Command::new("python3")
-        .args(["-c", SCRIPT, &format!("http://{addr}/jsonrpc"), body])
-        .output()
-        .await
-        .expect("python3 runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("a JSON reply")
+    let (_, text) = pgplace_tests::urllib::post_jsonrpc(addr, body).await;
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text:?}"))
 }
 
 /// One call with curl (one-shot): the whole JSON-RPC reply.

@@ -2,12 +2,13 @@
 //! backend must have the library loaded for it: the gateway's pooled connections load it
 //! when they are made, and their first transaction — a session function, which is SQL
 //! and loads nothing — is refused (57P03) like any other on a server that names no
-//! synchronous standby (this cluster names none), and writes nothing.
+//! synchronous standby (this cluster names none), and writes nothing. And what each HTTP
+//! stack a legacy client uses is told of it.
 
-use pgplace_tests::curl::post_jsonrpc;
-use pgplace_tests::gateway::{http10_post, start_gateway};
+use pgplace_tests::curl::post_jsonrpc_with_status;
+use pgplace_tests::gateway::{http10_post_with_status, start_gateway};
 use pgplace_tests::processes::Nginx;
-use pgplace_tests::{connect, create_board, fresh_database};
+use pgplace_tests::{connect, create_board, fresh_database, urllib};
 use serde_json::{json, Value};
 use tokio_postgres::error::SqlState;
 
@@ -48,10 +49,11 @@ async fn a_new_connections_first_session_write_is_refused_without_a_standby() {
 
 /// The same refusal through the gateway, as each HTTP stack a legacy client uses gets it: a
 /// new session asked for while the database names no synchronous standby answers the
-/// retryable −32009 in an HTTP 200 (Python's urllib raises on any other status), and keeps
-/// no session: curl one-shot, urllib (`Connection: close`), a raw HTTP/1.0 socket, and
-/// curl behind nginx's default `proxy_pass` (HTTP/1.0 upstream). A board read answers the
-/// same: the gateway shows nothing until a standby confirmed it (`place.await_durable`).
+/// retryable −32009 in an HTTP 200, and keeps no session: curl one-shot, urllib
+/// (`Connection: close`; it raises on a status other than 2xx), a raw HTTP/1.0 socket,
+/// and curl and urllib behind nginx's default `proxy_pass` (HTTP/1.0 upstream). A board
+/// read answers the same: the gateway shows nothing until a standby confirmed it
+/// (`place.await_durable`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_http_stack_is_told_to_retry_a_session_made_without_a_standby() {
     let url = fresh_database("gw_standby_required_stacks").await;
@@ -72,12 +74,23 @@ async fn every_http_stack_is_told_to_retry_a_session_made_without_a_standby() {
     nginx.wait_ready().await;
     let create = r#"{"jsonrpc":"2.0","method":"session.create","params":[],"id":1}"#;
     let answers = [
-        ("curl", post_jsonrpc(gw.addr, create).await),
-        ("urllib", urllib_post(gw.addr, create).await),
-        ("HTTP/1.0", http10_post(gw.addr, create).await.unwrap()),
-        ("curl behind nginx", post_jsonrpc(nginx.addr, create).await),
+        ("curl", post_jsonrpc_with_status(gw.addr, create).await),
+        ("urllib", urllib::post_jsonrpc(gw.addr, create).await),
+        (
+            "HTTP/1.0",
+            http10_post_with_status(gw.addr, create).await.unwrap(),
+        ),
+        (
+            "curl behind nginx",
+            post_jsonrpc_with_status(nginx.addr, create).await,
+        ),
+        (
+            "urllib behind nginx",
+            urllib::post_jsonrpc(nginx.addr, create).await,
+        ),
     ];
-    for (stack, answer) in answers {
+    for (stack, (status, answer)) in answers {
+        assert_eq!(status, 200, "{stack}: {answer}");
         let answer: Value =
             serde_json::from_str(&answer).unwrap_or_else(|e| panic!("{stack}: {e}: {answer}"));
         assert_eq!(answer["error"]["code"], -32009, "{stack}: {answer}");
@@ -91,30 +104,11 @@ async fn every_http_stack_is_told_to_retry_a_session_made_without_a_standby() {
         .get(0);
     assert_eq!(sessions, 0, "no refused session is kept");
     let get = json!({"jsonrpc": "2.0", "method": "board.get", "params": [board], "id": 1});
-    let read: Value = serde_json::from_str(&post_jsonrpc(gw.addr, &get.to_string()).await).unwrap();
-    assert_eq!(read["error"]["code"], -32009, "a read of one node: {read}");
-}
-
-/// One POST with Python's `urllib.request` (sends `Connection: close`; raises on a status
-/// other than 2xx): the answer's body.
-async fn urllib_post(addr: std::net::SocketAddr, body: &str) -> String {
-    let out = tokio::process::Command::new("python3")
-        .args([
-            "-c",
-            "import sys, urllib.request as u
-r = u.urlopen(u.Request(sys.argv[1], data=sys.argv[2].encode(),
-                        headers={'Content-Type': 'application/json'}), timeout=30)
-sys.stdout.write(r.read().decode())",
-            &format!("http://{addr}/jsonrpc"),
-            body,
-        ])
-        .output()
-        .await
-        .expect("python3 runs");
-    assert!(
-        out.status.success(),
-        "urllib: {}",
-        String::from_utf8_lossy(&out.stderr)
+    let (status, read) = post_jsonrpc_with_status(gw.addr, &get.to_string()).await;
+    let read: Value = serde_json::from_str(&read).unwrap();
+    assert_eq!(
+        (status, &read["error"]["code"]),
+        (200, &json!(-32009)),
+        "a read of one node: {read}"
     );
-    String::from_utf8(out.stdout).unwrap()
 }
