@@ -253,6 +253,15 @@ pub async fn history_rows(client: &Client) -> i64 {
         .get(0)
 }
 
+/// How many sessions the database holds.
+pub async fn session_rows(client: &Client) -> i64 {
+    client
+        .query_one("SELECT count(*) FROM place.sessions", &[])
+        .await
+        .expect("counting sessions")
+        .get(0)
+}
+
 /// How many of a board's placements are stamped earlier than the one before them (by
 /// seq): stamps never go back, so this is 0.
 pub async fn stamps_going_back(client: &Client, board: i64) -> i64 {

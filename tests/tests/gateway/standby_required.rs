@@ -8,7 +8,7 @@
 use pgplace_tests::curl::post_jsonrpc_with_status;
 use pgplace_tests::gateway::{http10_post_with_status, start_gateway};
 use pgplace_tests::processes::Nginx;
-use pgplace_tests::{connect, create_board, fresh_database, urllib};
+use pgplace_tests::{connect, create_board, fresh_database, session_rows, urllib};
 use serde_json::{json, Value};
 use tokio_postgres::error::SqlState;
 
@@ -31,13 +31,11 @@ async fn a_new_connections_first_session_write_is_refused_without_a_standby() {
         Some(&SqlState::CANNOT_CONNECT_NOW),
         "{refused:?}"
     );
-    let sessions: i64 = connect(&url)
-        .await
-        .query_one("SELECT count(*) FROM place.sessions", &[])
-        .await
-        .unwrap()
-        .get(0);
-    assert_eq!(sessions, 0, "the refused session is not kept");
+    assert_eq!(
+        session_rows(&connect(&url).await).await,
+        0,
+        "the refused session is not kept"
+    );
     // The same connection reads as before: only writes wait for a standby.
     let boards: i64 = client
         .query_one("SELECT count(*) FROM place.boards", &[])
@@ -96,13 +94,11 @@ async fn every_http_stack_is_told_to_retry_a_session_made_without_a_standby() {
         assert_eq!(answer["error"]["code"], -32009, "{stack}: {answer}");
         assert!(answer.get("result").is_none(), "{stack}: {answer}");
     }
-    let sessions: i64 = connect(&url)
-        .await
-        .query_one("SELECT count(*) FROM place.sessions", &[])
-        .await
-        .unwrap()
-        .get(0);
-    assert_eq!(sessions, 0, "no refused session is kept");
+    assert_eq!(
+        session_rows(&connect(&url).await).await,
+        0,
+        "no refused session is kept"
+    );
     let get = json!({"jsonrpc": "2.0", "method": "board.get", "params": [board], "id": 1});
     let (status, read) = post_jsonrpc_with_status(gw.addr, &get.to_string()).await;
     let read: Value = serde_json::from_str(&read).unwrap();
